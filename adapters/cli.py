@@ -1,0 +1,81 @@
+"""``threadline``: run the bot, or check its configuration."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from adapters.doctor import run_doctor
+from adapters.runtime import Runtime
+from bot.config import Settings, load_settings
+from bot.errors import ConfigError, StoreError
+from bot.logs import configure_logging
+
+log = logging.getLogger("threadline")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="threadline",
+        description="An LLM agent that lives in Slack and Discord threads. With nothing "
+        "configured, `threadline run` serves a local playground on an offline demo model.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("run", help="run the bot (the local playground when no platform is configured)")
+    sub.add_parser("doctor", help="check the configuration, the model endpoint and each platform")
+    return parser
+
+
+async def _serve(settings: Settings) -> None:
+    runtime = Runtime(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    await runtime.start()
+    try:
+        if settings.playground_enabled:
+            print(f"Threadline playground: {runtime.url}  (model: {runtime.core.model_label})", flush=True)
+        await stop.wait()
+        log.info("stopping")
+    finally:
+        await runtime.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command is None:
+        _parser().print_help()
+        return 0
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"threadline: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(settings)
+    if args.command == "doctor":
+        return asyncio.run(run_doctor(settings))
+    try:
+        asyncio.run(_serve(settings))
+    except ConfigError as exc:
+        print(f"threadline: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    except StoreError as exc:
+        print(f"threadline: the store at {settings.database_path} is unusable: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"threadline: could not start: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

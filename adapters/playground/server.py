@@ -1,0 +1,325 @@
+"""The playground's HTTP side: the page, a small JSON API and a WebSocket of live changes.
+
+Routes (added by :meth:`PlaygroundAdapter.install`):
+
+- ``GET /`` the page; ``GET /static/...`` its script and style sheet
+- ``GET /api/info`` the bot's name and the model's label
+- ``GET /api/threads`` the threads, most recent first; ``GET /api/threads/{id}`` one thread
+  (messages, pins, status)
+- ``POST /api/messages`` ``{thread_id?, text, event_id, user_id, user_name}``: writes the
+  message in the thread (a new thread without ``thread_id``) and hands it to the core in the
+  background; answers 202 with ``{thread_id, message_id}`` at once. A retried POST (same
+  ``event_id``) writes nothing new, and the core ignores the redelivery.
+- ``POST /api/actions`` ``{thread_id, action_id, user_id, user_name, client_id}``: a button
+  click; the core's private note comes back in the answer, or — if the core takes longer than
+  ``ACTION_WAIT`` seconds — later, over the clicker's own WebSockets only.
+- ``GET /api/ws?client=<id>`` every change as JSON (``thread``, ``message``, ``deleted``,
+  ``pins``, ``status``, ``error``); ``resync`` tells a page that fell behind to fetch again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from aiohttp import WSCloseCode, web
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from adapters.playground.state import BOT_NAME, Event, PlaygroundState, UnknownThread
+from adapters.playground.surface import PREFIX, PlaygroundSurface, thread_key
+from bot.clock import Clock
+from bot.conversation import Author, Inbound, ThreadKey
+
+if TYPE_CHECKING:
+    from bot.core import Core
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).with_name("static")
+ACTION_WAIT = 3.0
+QUEUE_SIZE = 1000
+DRAIN_WAIT = 1.0
+FAILED = "Something went wrong while answering; the server log has the details."
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+_ID = r"^[A-Za-z0-9_-]+$"
+
+
+class _Speaker(BaseModel):
+    user_id: str = Field(min_length=1, max_length=64, pattern=_ID)
+    user_name: str = Field(default="You", max_length=40)
+
+    def author(self) -> Author:
+        return Author(id=f"playground:{self.user_id}", display_name=self.user_name.strip() or "You")
+
+
+class PostMessage(_Speaker):
+    thread_id: str | None = Field(default=None, max_length=64, pattern=_ID)
+    text: str = Field(max_length=200_000)
+    event_id: str = Field(min_length=8, max_length=100, pattern=_ID)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("the message is empty")
+        return text
+
+
+class PostAction(_Speaker):
+    thread_id: str = Field(max_length=64, pattern=_ID)
+    action_id: str = Field(min_length=1, max_length=255)
+    client_id: str = Field(default="", max_length=64)
+
+
+class _Connection:
+    """One open WebSocket, fed in order through its own bounded queue."""
+
+    def __init__(self, ws: web.WebSocketResponse, client_id: str) -> None:
+        self.ws = ws
+        self.client_id = client_id
+        self.queue: asyncio.Queue[Event] = asyncio.Queue(QUEUE_SIZE)
+
+    def push(self, event: Event) -> None:
+        try:
+            self.queue.put_nowait(event)
+        except asyncio.QueueFull:  # a page that fell behind fetches everything again
+            while not self.queue.empty():
+                self.queue.get_nowait()
+                self.queue.task_done()
+            self.queue.put_nowait({"type": "resync"})
+
+    async def pump(self) -> None:
+        with contextlib.suppress(ConnectionError):
+            while True:
+                await self.ws.send_json(await self.queue.get())
+                self.queue.task_done()
+
+    async def close(self) -> None:
+        """Send what is queued (for a moment at most), then hang up."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.queue.join(), DRAIN_WAIT)
+        await self.ws.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping")
+
+
+class Hub:
+    """The open WebSockets."""
+
+    def __init__(self) -> None:
+        self.connections: set[_Connection] = set()
+
+    def publish(self, event: Event) -> None:
+        for connection in list(self.connections):
+            connection.push(event)
+
+    def send_to(self, client_id: str, event: Event) -> None:
+        for connection in list(self.connections):
+            if client_id and connection.client_id == client_id:
+                connection.push(event)
+
+    async def close(self) -> None:
+        await asyncio.gather(*(c.close() for c in list(self.connections)))
+
+
+class PlaygroundAdapter:
+    def __init__(
+        self,
+        core: Core,
+        data_dir: Path,
+        *,
+        clock: Clock | None = None,
+        stop_grace: float = 5.0,
+        action_wait: float = ACTION_WAIT,
+    ) -> None:
+        self.core = core
+        self.state = PlaygroundState(data_dir / "playground.json", clock=clock)
+        self.hub = Hub()
+        self._stop_grace = stop_grace
+        self._action_wait = action_wait
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+        self._unsubscribe: Callable[[], None] | None = None
+
+    def install(self, app: web.Application) -> None:
+        app.router.add_get("/", self._index)
+        app.router.add_static("/static/", STATIC)
+        app.router.add_get("/api/info", self._info)
+        app.router.add_get("/api/threads", self._threads)
+        app.router.add_get("/api/threads/{thread_id}", self._thread)
+        app.router.add_post("/api/messages", self._post_message)
+        app.router.add_post("/api/actions", self._post_action)
+        app.router.add_get("/api/ws", self._websocket)
+
+    async def start(self) -> None:
+        await self.state.load()
+        self._unsubscribe = self.state.subscribe(self.hub.publish)
+        self.core.register_surfaces(PREFIX, self._surface_for)
+
+    def _surface_for(self, key: ThreadKey) -> PlaygroundSurface:
+        return PlaygroundSurface(self.state, key.removeprefix(PREFIX))
+
+    async def wait_idle(self) -> None:
+        """Return once no message or click is being handled (those arriving meanwhile included)."""
+        while True:
+            if self._tasks:
+                await asyncio.wait(set(self._tasks))
+            await self.core.wait_idle()  # runs resumed by a click
+            if not self._tasks:
+                return
+
+    async def stop(self) -> None:
+        """Let running answers finish (up to ``stop_grace`` s), cancel the rest, save, hang up."""
+        if self._stopping:
+            return
+        self._stopping = True
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self.hub.close()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        await self.state.close()
+
+    # --- the page and reads -------------------------------------------------------------------
+    async def _index(self, request: web.Request) -> web.FileResponse:
+        return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+
+    async def _info(self, request: web.Request) -> web.Response:
+        return web.json_response({"bot_name": BOT_NAME, "model_label": self.core.model_label})
+
+    async def _threads(self, request: web.Request) -> web.Response:
+        threads = [t.summary() for t in self.state.threads()]
+        return web.json_response({"threads": threads, "seq": self.state.seq})
+
+    async def _thread(self, request: web.Request) -> web.Response:
+        thread_id = request.match_info["thread_id"]
+        try:
+            thread = self.state.thread(thread_id)
+        except UnknownThread:
+            raise _error(web.HTTPNotFound, "no such thread") from None
+        return web.json_response(
+            {
+                "thread": thread.summary(),
+                "messages": [m.model_dump() for m in thread.messages],
+                "pins": list(thread.pins),
+                "status": self.state.status(thread_id),
+                "seq": self.state.seq,
+            }
+        )
+
+    # --- writes -------------------------------------------------------------------------------
+    async def _post_message(self, request: web.Request) -> web.Response:
+        body = await self._body(request, PostMessage)
+        author = body.author()
+        known = self.state.by_event(body.event_id)
+        if known is not None:
+            thread_id, message_id = known
+        else:
+            try:
+                thread = (
+                    self.state.create_thread(body.text)
+                    if body.thread_id is None
+                    else self.state.thread(body.thread_id)
+                )
+            except UnknownThread:
+                raise _error(web.HTTPNotFound, "no such thread") from None
+            thread_id = thread.id
+            message_id = self.state.post(
+                thread_id,
+                author_id=author.id,
+                author_name=author.display_name,
+                text=body.text,
+                event_id=body.event_id,
+            ).id
+        inbound = Inbound(thread_key(thread_id), author, body.text, body.event_id)
+        self._spawn(self._answer(inbound, thread_id))
+        return web.json_response({"thread_id": thread_id, "message_id": message_id}, status=202)
+
+    async def _post_action(self, request: web.Request) -> web.Response:
+        body = await self._body(request, PostAction)
+        try:
+            self.state.thread(body.thread_id)
+        except UnknownThread:
+            raise _error(web.HTTPNotFound, "no such thread") from None
+        surface = PlaygroundSurface(self.state, body.thread_id)
+        task = self._spawn(self._act(body.action_id, body.author(), surface))
+        try:
+            note = await asyncio.wait_for(asyncio.shield(task), self._action_wait)
+        except TimeoutError:
+            task.add_done_callback(lambda t: self._late_note(t, body.client_id, body.thread_id))
+            return web.json_response({"note": None, "pending": True}, status=202)
+        return web.json_response({"note": note})
+
+    async def _answer(self, inbound: Inbound, thread_id: str) -> None:
+        try:
+            await self.core.handle(inbound, PlaygroundSurface(self.state, thread_id))
+        except Exception:
+            log.exception("answering a playground message in %s failed", inbound.thread_key)
+            self.state.set_status(thread_id, None)
+            self.hub.publish({"type": "error", "thread_id": thread_id, "text": FAILED})
+
+    async def _act(self, action_id: str, actor: Author, surface: PlaygroundSurface) -> str | None:
+        try:
+            return await self.core.on_action(action_id, actor, surface)
+        except Exception:
+            log.exception("the click on %r in %s failed", action_id, surface.thread_key)
+            return "Something went wrong with that button; the server log has the details."
+
+    def _late_note(self, task: asyncio.Task[str | None], client_id: str, thread_id: str) -> None:
+        if not task.cancelled() and (note := task.result()):
+            self.hub.send_to(client_id, {"type": "note", "thread_id": thread_id, "text": note})
+
+    # --- live updates ---------------------------------------------------------------------------
+    async def _websocket(self, request: web.Request) -> web.WebSocketResponse:
+        self._guard(request)
+        ws = web.WebSocketResponse(heartbeat=25.0)
+        await ws.prepare(request)
+        connection = _Connection(ws, request.query.get("client", "")[:64])
+        self.hub.connections.add(connection)
+        pump = asyncio.create_task(connection.pump())
+        try:
+            async for _ in ws:  # the page sends nothing that matters; this waits for the close
+                pass
+        finally:
+            self.hub.connections.discard(connection)
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+        return ws
+
+    # --- plumbing -------------------------------------------------------------------------------
+    def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _guard(self, request: web.Request) -> None:
+        """Refuse other sites' pages (a browser always names the page's origin) and late requests."""
+        origin = request.headers.get("Origin")
+        if origin is not None and urlsplit(origin).netloc != request.host:
+            raise _error(web.HTTPForbidden, "cross-origin requests are not allowed")
+        if self._stopping:
+            raise _error(web.HTTPServiceUnavailable, "the playground is stopping")
+
+    async def _body(self, request: web.Request, model: type[M]) -> M:
+        self._guard(request)
+        if request.content_type != "application/json":
+            raise _error(web.HTTPUnsupportedMediaType, "send JSON")
+        try:
+            return model.model_validate_json(await request.read())
+        except ValidationError as exc:
+            problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise _error(web.HTTPBadRequest, problem) from None
+
+
+def _error(kind: type[web.HTTPException], message: str) -> web.HTTPException:
+    return kind(text=json.dumps({"error": message}), content_type="application/json")

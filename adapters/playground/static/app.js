@@ -1,0 +1,427 @@
+// The playground page: a list of threads, one open thread kept live over a WebSocket.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const els = {
+  list: $("thread-list"), title: $("thread-title"), model: $("model-label"), conn: $("connection"),
+  pins: $("pins"), scroller: $("scroller"), empty: $("empty"), messages: $("messages"),
+  status: $("status"), statusText: $("status-text"), form: $("composer"), input: $("input"),
+  send: $("send"), name: $("user-name"), newThread: $("new-thread"), toast: $("toast"),
+};
+
+function randomId(bytes) {
+  const a = new Uint8Array(bytes);
+  crypto.getRandomValues(a);
+  return Array.from(a, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function remembered(key, make) {
+  let value = localStorage.getItem(key);
+  if (!value) {
+    value = make();
+    localStorage.setItem(key, value);
+  }
+  return value;
+}
+
+const me = {
+  id: remembered("threadline.user", () => randomId(8)),
+  name: localStorage.getItem("threadline.name") || "You",
+};
+const clientId = randomId(8); // this tab: private notes come back to it only
+const view = {
+  botName: "Threadline",
+  threads: new Map(), // id → {id, title, updated_at}
+  threadId: null,
+  messages: new Map(), // id → message
+  nodes: new Map(), // id → element
+  pins: [],
+  status: null,
+  buffer: null, // changes that arrive while the open thread is being fetched
+};
+let loadToken = 0;
+const PIN_ICON = '<svg viewBox="0 0 16 16" width="13" height="13" aria-hidden="true"><path fill="currentColor" d="M10.5 1.5l4 4-1.4.6-2.6 2.6.3 3.3-1.1 1.1-2.8-2.8-3.8 3.8H2.6v-.5l3.8-3.8-2.8-2.8 1.1-1.1 3.3.3 2.6-2.6z"/></svg>';
+
+// --- fetching ----------------------------------------------------------------------------
+async function getJson(url) {
+  const response = await fetch(url, { cache: "no-store" });
+  if (!response.ok) throw Object.assign(new Error(`${url}: ${response.status}`), { status: response.status });
+  return response.json();
+}
+
+async function postJson(url, body) {
+  const response = await fetch(url, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  });
+  const data = await response.json().catch(() => ({}));
+  return { status: response.status, data };
+}
+
+async function loadInfo() {
+  const info = await getJson("/api/info");
+  view.botName = info.bot_name;
+  els.model.textContent = info.model_label;
+  els.model.classList.toggle("offline", /offline|demo/i.test(info.model_label));
+}
+
+async function loadThreads() {
+  const data = await getJson("/api/threads");
+  view.threads = new Map(data.threads.map((t) => [t.id, t]));
+  renderThreadList();
+  renderTitle();
+}
+
+async function loadThread() {
+  const id = view.threadId;
+  const token = ++loadToken;
+  if (!id) return;
+  view.buffer = [];
+  let data;
+  try {
+    data = await getJson(`/api/threads/${encodeURIComponent(id)}`);
+  } catch (error) {
+    if (token === loadToken) view.buffer = null;
+    if (error.status === 404 && token === loadToken) location.hash = "#/";
+    return;
+  }
+  if (token !== loadToken) return;
+  const buffered = view.buffer;
+  view.buffer = null;
+  clearThread();
+  view.threads.set(id, data.thread);
+  for (const message of data.messages) upsertMessage(message);
+  view.pins = data.pins;
+  view.status = data.status;
+  for (const event of buffered) if (!(event.seq <= data.seq)) apply(event);
+  renderThreadList();
+  renderTitle();
+  renderPins();
+  renderStatus();
+  scrollToEnd(true);
+}
+
+async function refresh() {
+  await Promise.allSettled([loadInfo(), loadThreads(), loadThread()]);
+}
+
+// --- live changes --------------------------------------------------------------------------
+let socket = null;
+let retries = 0;
+
+function connect() {
+  setConnection("connecting", "connecting…");
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  socket = new WebSocket(`${scheme}://${location.host}/api/ws?client=${clientId}`);
+  socket.onopen = () => {
+    retries = 0;
+    setConnection("live", "live");
+    refresh();
+  };
+  socket.onmessage = (message) => onEvent(JSON.parse(message.data));
+  socket.onclose = () => {
+    setConnection("offline", "reconnecting…");
+    setTimeout(connect, Math.min(10000, 500 * 2 ** retries++));
+  };
+}
+
+function setConnection(state, text) {
+  els.conn.dataset.state = state;
+  els.conn.textContent = text;
+}
+
+function onEvent(event) {
+  switch (event.type) {
+    case "thread":
+      view.threads.set(event.thread.id, event.thread);
+      renderThreadList();
+      renderTitle();
+      return;
+    case "resync":
+      refresh();
+      return;
+    case "note":
+      showNote(event.text, event.thread_id);
+      return;
+    case "error":
+      if (event.thread_id === view.threadId) showNote(event.text, event.thread_id, "error");
+      else toast(event.text);
+      return;
+    default:
+      if (event.thread_id !== view.threadId) return;
+      if (view.buffer) view.buffer.push(event);
+      else apply(event);
+  }
+}
+
+function apply(event) {
+  const stick = nearEnd();
+  switch (event.type) {
+    case "message":
+      upsertMessage(event.message);
+      if (view.pins.includes(event.message.id)) renderPins();
+      break;
+    case "deleted":
+      removeMessage(event.message_id);
+      break;
+    case "pins":
+      view.pins = event.pins;
+      renderPins();
+      break;
+    case "status":
+      view.status = event.text;
+      renderStatus();
+      break;
+    default:
+      return;
+  }
+  scrollToEnd(stick);
+}
+
+// --- rendering -------------------------------------------------------------------------------
+function clearThread() {
+  view.messages.clear();
+  view.nodes.clear();
+  view.pins = [];
+  view.status = null;
+  els.messages.replaceChildren();
+}
+
+function upsertMessage(message) {
+  const known = view.messages.get(message.id);
+  if (known && known.edits > message.edits) return;
+  view.messages.set(message.id, message);
+  let node = view.nodes.get(message.id);
+  if (!node) {
+    node = messageNode(message);
+    view.nodes.set(message.id, node);
+    els.messages.append(node);
+  }
+  node.dataset.edits = String(message.edits);
+  node.querySelector(".msg-body").innerHTML = renderMarkdown(message.text);
+  node.querySelector(".msg-buttons").replaceChildren(...message.buttons.map(buttonNode));
+  els.empty.hidden = true;
+}
+
+function messageNode(message) {
+  const node = document.createElement("article");
+  node.className = `msg ${message.bot ? "bot" : "user"}`;
+  node.dataset.id = message.id;
+  node.dataset.author = message.bot ? "bot" : "user";
+  const initial = (message.author_name.trim()[0] || "?").toUpperCase();
+  const hue = [...message.author_id].reduce((h, c) => (h * 31 + c.charCodeAt(0)) % 360, 7);
+  node.innerHTML = `
+    <div class="avatar" style="--hue:${hue}">${escapeHtml(initial)}</div>
+    <div class="msg-main">
+      <div class="msg-head">
+        <span class="author">${escapeHtml(message.author_name)}</span>
+        ${message.bot ? '<span class="app-tag">APP</span>' : ""}
+        <time>${clockTime(message.created_at)}</time>
+        <span class="pinned-tag">${PIN_ICON} pinned</span>
+      </div>
+      <div class="msg-body"></div>
+      <div class="msg-buttons"></div>
+    </div>`;
+  return node;
+}
+
+function buttonNode(button) {
+  const node = document.createElement("button");
+  node.type = "button";
+  node.className = `action ${button.style}`;
+  node.textContent = button.label;
+  node.addEventListener("click", () => click(node, button.action_id));
+  return node;
+}
+
+function removeMessage(id) {
+  view.messages.delete(id);
+  view.nodes.get(id)?.remove();
+  view.nodes.delete(id);
+  view.pins = view.pins.filter((p) => p !== id);
+  renderPins();
+}
+
+function renderPins() {
+  const pinned = view.pins.filter((id) => view.messages.has(id));
+  for (const [id, node] of view.nodes) node.classList.toggle("pinned", pinned.includes(id));
+  els.pins.hidden = pinned.length === 0;
+  els.pins.replaceChildren(...pinned.map((id) => {
+    const node = document.createElement("div");
+    node.className = "pin";
+    node.dataset.id = id;
+    node.title = "Show in the thread";
+    node.innerHTML = `<span class="pin-icon" aria-hidden="true">${PIN_ICON}</span>
+      <div class="pin-body">${renderMarkdown(view.messages.get(id).text)}</div>`;
+    node.addEventListener("click", () => flash(id));
+    return node;
+  }));
+}
+
+function renderStatus() {
+  els.status.hidden = !view.status;
+  els.statusText.textContent = view.status ? `${view.botName} is ${view.status}` : "";
+}
+
+function renderTitle() {
+  const thread = view.threadId && view.threads.get(view.threadId);
+  els.title.textContent = thread ? thread.title : "New thread";
+  document.title = thread ? `${thread.title} · Threadline` : "Threadline playground";
+  els.empty.hidden = Boolean(view.threadId);
+}
+
+function renderThreadList() {
+  const threads = [...view.threads.values()].sort((a, b) => b.updated_at - a.updated_at);
+  els.list.replaceChildren(...threads.map((thread) => {
+    const link = document.createElement("a");
+    link.className = "thread-link";
+    link.href = `#/t/${thread.id}`;
+    link.dataset.id = thread.id;
+    link.classList.toggle("active", thread.id === view.threadId);
+    link.innerHTML = `<span class="thread-name"></span><time>${dayOrTime(thread.updated_at)}</time>`;
+    link.firstElementChild.textContent = thread.title;
+    return link;
+  }));
+  if (!threads.length) els.list.innerHTML = '<p class="no-threads">No threads yet.</p>';
+}
+
+function showNote(text, threadId, kind = "note") {
+  if (threadId && threadId !== view.threadId) return toast(text);
+  const stick = nearEnd();
+  const node = document.createElement("div");
+  node.className = `ephemeral ${kind}`;
+  node.innerHTML = `<span class="ephemeral-tag">${kind === "error" ? "Error" : "Only visible to you"}</span>
+    <div class="ephemeral-body">${renderMarkdown(text)}</div>`;
+  els.messages.append(node);
+  scrollToEnd(stick);
+}
+
+function toast(text) {
+  els.toast.textContent = text;
+  els.toast.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { els.toast.hidden = true; }, 4000);
+}
+
+function flash(id) {
+  const node = view.nodes.get(id);
+  if (!node) return;
+  node.scrollIntoView({ behavior: "smooth", block: "center" });
+  node.classList.remove("flash");
+  void node.offsetWidth;
+  node.classList.add("flash");
+}
+
+function nearEnd() {
+  const s = els.scroller;
+  return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
+}
+
+function scrollToEnd(really) {
+  if (really) els.scroller.scrollTop = els.scroller.scrollHeight;
+}
+
+function clockTime(seconds) {
+  return new Date(seconds * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+function dayOrTime(seconds) {
+  const date = new Date(seconds * 1000);
+  if (date.toDateString() === new Date().toDateString()) return clockTime(seconds);
+  return date.toLocaleDateString([], { month: "short", day: "numeric" });
+}
+
+// --- writing and clicking ----------------------------------------------------------------------
+async function send(text) {
+  const body = {
+    thread_id: view.threadId, text, event_id: randomId(16), user_id: me.id, user_name: me.name,
+  };
+  for (let attempt = 0; attempt < 4; attempt += 1) {
+    try {
+      const { status, data } = await postJson("/api/messages", body);
+      if (status === 202) {
+        if (data.thread_id !== view.threadId) location.hash = `#/t/${data.thread_id}`;
+        return true;
+      }
+      toast(data.error || `The playground answered ${status}.`);
+      return false;
+    } catch {
+      // the same event id again: the server and the core recognise a retry
+      await new Promise((resolve) => setTimeout(resolve, 400 * 2 ** attempt));
+    }
+  }
+  toast("Could not reach the playground server.");
+  return false;
+}
+
+async function click(node, actionId) {
+  node.disabled = true;
+  try {
+    const { status, data } = await postJson("/api/actions", {
+      thread_id: view.threadId, action_id: actionId, user_id: me.id, user_name: me.name,
+      client_id: clientId,
+    });
+    if (data.note) showNote(data.note, view.threadId);
+    else if (status >= 400) toast(data.error || `The playground answered ${status}.`);
+  } catch {
+    toast("Could not reach the playground server.");
+  } finally {
+    node.disabled = false;
+  }
+}
+
+function openThread(id) {
+  view.threadId = id;
+  loadToken += 1;
+  view.buffer = null;
+  clearThread();
+  renderThreadList();
+  renderTitle();
+  renderPins();
+  renderStatus();
+  loadThread();
+  els.input.focus();
+}
+
+function routedThread() {
+  const match = location.hash.match(/^#\/t\/([A-Za-z0-9_-]+)$/);
+  return match ? match[1] : null;
+}
+
+function fitInput() {
+  els.input.style.height = "auto";
+  els.input.style.height = `${Math.min(els.input.scrollHeight, 200)}px`;
+  els.send.disabled = els.input.value.trim() === "";
+}
+
+els.form.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = els.input.value;
+  if (!text.trim()) return;
+  els.input.value = "";
+  fitInput();
+  if (!(await send(text)) && !els.input.value) {
+    els.input.value = text;
+    fitInput();
+  }
+});
+els.input.addEventListener("input", fitInput);
+els.input.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    els.form.requestSubmit();
+  }
+});
+els.name.value = me.name;
+els.name.addEventListener("input", () => {
+  me.name = els.name.value.trim() || "You";
+  localStorage.setItem("threadline.name", me.name);
+});
+els.newThread.addEventListener("click", () => {
+  location.hash = "#/";
+  els.input.focus();
+});
+window.addEventListener("hashchange", () => openThread(routedThread()));
+
+view.threadId = routedThread();
+renderTitle();
+connect();

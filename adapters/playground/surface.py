@@ -1,0 +1,110 @@
+"""The Surface of one playground thread: the platform calls, made on :class:`PlaygroundState`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from adapters.playground.state import (
+    BOT_ID,
+    BOT_NAME,
+    ButtonData,
+    PlaygroundState,
+    UnknownMessage,
+    UnknownThread,
+)
+from bot.conversation import ThreadKey
+from bot.errors import EditRefused, MessageTooLong, SurfaceError
+from bot.present.surface import Button, SurfaceLimits
+
+PREFIX = "playground:"
+LIMITS = SurfaceLimits(
+    max_chars=4000,
+    min_edit_interval=0.25,
+    edits_per_minute=None,
+    budget_key="playground",
+    can_pin=True,
+)
+_MASS_MENTION = re.compile(r"(?<![\w@])@(everyone|here)\b", re.IGNORECASE)
+
+
+def render(markdown: str) -> str:
+    """The page renders Markdown itself; only mass mentions are neutralised (zero-width space)."""
+    return _MASS_MENTION.sub("@\u200b\\1", markdown)
+
+
+def thread_key(thread_id: str) -> ThreadKey:
+    return ThreadKey(PREFIX + thread_id)
+
+
+class PlaygroundSurface:
+    def __init__(self, state: PlaygroundState, thread_id: str) -> None:
+        self._state = state
+        self._thread_id = thread_id
+        self._key = thread_key(thread_id)
+
+    @property
+    def thread_key(self) -> ThreadKey:
+        return self._key
+
+    @property
+    def limits(self) -> SurfaceLimits:
+        return LIMITS
+
+    def render(self, markdown: str) -> str:
+        return render(markdown)
+
+    async def post(self, text: str, buttons: Sequence[Button] = ()) -> str:
+        _check_length(text)
+        try:
+            message = self._state.post(
+                self._thread_id,
+                author_id=BOT_ID,
+                author_name=BOT_NAME,
+                text=text,
+                buttons=_buttons(buttons),
+                bot=True,
+            )
+        except UnknownThread as exc:
+            raise SurfaceError(f"no playground thread {self._thread_id}") from exc
+        return message.id
+
+    async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None:
+        _check_length(text)
+        try:
+            self._state.edit(self._thread_id, message_id, text, _buttons(buttons))
+        except (UnknownThread, UnknownMessage) as exc:
+            raise EditRefused(f"message {message_id} is gone") from exc
+
+    async def delete(self, message_id: str) -> None:
+        try:
+            self._state.delete(self._thread_id, message_id)
+        except (UnknownThread, UnknownMessage) as exc:
+            raise SurfaceError(f"message {message_id} not found") from exc
+
+    async def pin(self, message_id: str) -> None:
+        try:
+            self._state.pin(self._thread_id, message_id)
+        except (UnknownThread, UnknownMessage) as exc:
+            raise SurfaceError(f"message {message_id} not found") from exc
+
+    async def unpin(self, message_id: str) -> None:
+        try:
+            self._state.unpin(self._thread_id, message_id)
+        except UnknownThread as exc:
+            raise SurfaceError(f"no playground thread {self._thread_id}") from exc
+
+    async def set_status(self, text: str | None) -> None:
+        try:
+            self._state.set_status(self._thread_id, text)
+        except UnknownThread as exc:
+            raise SurfaceError(f"no playground thread {self._thread_id}") from exc
+
+
+def _check_length(text: str) -> None:
+    if len(text) > LIMITS.max_chars:
+        raise MessageTooLong(f"{len(text)} characters; the playground takes {LIMITS.max_chars}")
+
+
+def _buttons(buttons: Sequence[Button]) -> list[ButtonData]:
+    return [ButtonData(action_id=b.action_id, label=b.label, style=b.style) for b in buttons]

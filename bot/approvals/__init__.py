@@ -1,0 +1,1 @@
+"""Approvals: a tool call that waits for a person's decision, kept as data."""

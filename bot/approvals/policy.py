@@ -1,0 +1,38 @@
+"""Pure rules: does a call need a person's approval, and may this person decide it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from bot.approvals.models import Approvers
+from bot.conversation import Author
+from bot.tools.base import Approval
+
+
+def needs_approval(mode: Approval, *, allowed_here: bool) -> bool:
+    """``always`` asks every time; ``ask`` unless the tool was allowed in this channel."""
+    if mode == "always":
+        return True
+    if mode == "ask":
+        return not allowed_here
+    return False
+
+
+def may_decide(approvers: Approvers, requester_id: str, actor: Author) -> bool:
+    if approvers.anyone:
+        return True
+    if approvers.requester and actor.id == requester_id:
+        return True
+    if actor.id in approvers.users:
+        return True
+    return bool(approvers.roles & actor.roles)
+
+
+def arguments_hash(arguments: str) -> str:
+    """A hash of the exact arguments (canonical JSON when they parse, else the raw text)."""
+    try:
+        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        canonical = arguments
+    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -1,0 +1,80 @@
+"""What the engine tells the presenter while a run goes on. Nothing platform-specific."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from bot.approvals.models import ApprovalRequest
+from bot.llm.messages import Usage
+from bot.sessions.model import Todo
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallStarted:
+    turn: int
+    """1 for the first model call of the run."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted:
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished:
+    call_id: str
+    name: str
+    is_error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TodosChanged:
+    todos: tuple[Todo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Something the people in the thread should know (a capped message, a limit reached)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalNeeded:
+    """A tool call waits for a person's decision: show the card with its buttons."""
+
+    request: ApprovalRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    usage: Usage
+    """Tokens used by this run."""
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    message: str
+    """Plain words for the thread: what went wrong and what to do."""
+
+
+EngineEvent = (
+    ModelCallStarted
+    | TextDelta
+    | ToolStarted
+    | ToolFinished
+    | TodosChanged
+    | Notice
+    | ApprovalNeeded
+    | Finished
+    | Failed
+)
+EventSink = Callable[[EngineEvent], Awaitable[None]]

@@ -1,0 +1,42 @@
+"""What the engine asks before running a tool call: go ahead, refuse, or wait for a person."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.approvals.models import ApprovalRequest
+from bot.llm.messages import ToolCall
+from bot.tools.base import Tool, ToolContext
+
+
+@dataclass(frozen=True, slots=True)
+class Proceed:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    text: str
+    """The result the model sees instead of the tool's output."""
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    request: ApprovalRequest
+    new: bool
+    """Created by this check (its card must be shown)."""
+
+
+Verdict = Proceed | Refuse | Wait
+
+
+class Gate(Protocol):
+    async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict: ...
+
+
+class OpenGate:
+    """Runs every call (tests and tools without side effects)."""
+
+    async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
+        return Proceed()

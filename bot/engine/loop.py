@@ -1,0 +1,324 @@
+"""The agent loop: a typed state machine with a hard turn limit.
+
+    CallModel ──text only──▶ Finish
+        │ tool calls
+        ▼
+    RunTools ──▶ CallModel (next turn) … ──turn limit──▶ WrapUp (one call, no tools) ──▶ Finish
+        │ a call waits for a person's approval
+        ▼
+    Pause (the run ends; ``run(resume=True)`` later starts at RunTools with the open calls)
+    any model failure ──▶ Fail
+
+Messages that arrived during the run (``session.inbox``) join the transcript before the next
+model call. Cancelling the task that runs the engine (a Stop) keeps the partial text, marked
+stopped, and answers every open call, so the transcript stays consistent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.clock import Clock
+from bot.engine.collect import ResponseCollector
+from bot.engine.events import (
+    ApprovalNeeded,
+    EventSink,
+    Failed,
+    Finished,
+    ModelCallStarted,
+    TextDelta,
+    TodosChanged,
+    ToolFinished,
+    ToolStarted,
+)
+from bot.engine.gate import Gate, OpenGate, Proceed, Refuse, Wait
+from bot.engine.messages import failure_text
+from bot.engine.prompt import TURN_LIMIT_NOTE, open_calls, todo_note
+from bot.errors import ModelError
+from bot.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, Usage
+from bot.llm.model import FinishPiece, Model, ModelRequest, TextPiece, ToolCallPiece, UsagePiece
+from bot.sessions.model import Session
+from bot.storage.protocol import Store
+from bot.tools.base import ToolContext, ToolError
+from bot.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+MAX_TOOL_OUTPUT = 20_000
+STOPPED_RESULT = "stopped: the run was stopped before this call finished; its outcome is unknown."
+_HELD = ToolResult(call_id="", name="", content="")
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    system_prompt: str
+    max_turns: int = 25
+    max_output_tokens: int | None = None
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        if self.price_input_per_mtok is None or self.price_output_per_mtok is None:
+            return 0.0
+        return (
+            usage.prompt_tokens * self.price_input_per_mtok
+            + usage.completion_tokens * self.price_output_per_mtok
+        ) / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class CallModel:
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunTools:
+    turn: int
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WrapUp:
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    message: str
+
+
+State = CallModel | RunTools | WrapUp | Finish | Pause | Fail
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    ok: bool
+    turns: int
+    usage: Usage
+    message: str | None = None
+    paused: bool = False
+    """It waits for approvals; ``run(resume=True)`` goes on once they are decided."""
+
+
+class Engine:
+    def __init__(
+        self,
+        model: Model,
+        tools: ToolRegistry,
+        store: Store,
+        clock: Clock,
+        config: EngineConfig,
+        gate: Gate | None = None,
+    ) -> None:
+        self._gate: Gate = gate or OpenGate()
+        self._model = model
+        self._tools = tools
+        self._store = store
+        self._clock = clock
+        self._config = config
+
+    async def run(
+        self, session: Session, sink: EventSink, ctx: ToolContext, *, resume: bool = False
+    ) -> RunResult:
+        """Answer the transcript's last message; everything it produces is persisted as it goes.
+
+        With ``resume``, first run the calls left open by a paused run (their approvals decided).
+        """
+        run = _Run(self, session, sink, ctx)
+        waiting = open_calls(session.messages) if resume else []
+        state: State = RunTools(1, tuple(waiting)) if waiting else CallModel(1)
+        try:
+            return await self._drive(run, state)
+        except asyncio.CancelledError:
+            await run.stopped()
+            raise
+
+    async def _drive(self, run: _Run, state: State) -> RunResult:
+        sink = run.sink
+        while True:
+            match state:
+                case CallModel(turn) if turn > self._config.max_turns:
+                    state = WrapUp(turn)
+                case CallModel(turn):
+                    state = await run.call_model(turn, with_tools=True)
+                case RunTools(turn, calls):
+                    state = await run.run_tools(turn, calls)
+                case WrapUp(turn):
+                    state = await run.call_model(turn, with_tools=False)
+                case Finish():
+                    await sink(Finished(run.usage))
+                    return RunResult(True, run.turns, run.usage)
+                case Pause():
+                    await sink(Finished(run.usage))
+                    return RunResult(True, run.turns, run.usage, paused=True)
+                case Fail(message):
+                    await sink(Failed(message))
+                    return RunResult(False, run.turns, run.usage, message)
+
+
+class _Run:
+    """The working state of one run."""
+
+    def __init__(self, engine: Engine, session: Session, sink: EventSink, ctx: ToolContext) -> None:
+        self.engine = engine
+        self.session = session
+        self.sink = sink
+        self.ctx = ctx
+        self.usage = Usage()
+        self.turns = 0
+        self._note_for: object = None
+        self._note: SystemMessage | None = None
+        self._shown = ""
+        """Text of the model call in progress (kept, marked stopped, if the run is stopped)."""
+
+    def _messages(self, wrap_up: bool) -> Sequence[Message]:
+        todos = self.session.todos
+        if not todos and not wrap_up:
+            return self.session.messages
+        extra: list[Message] = []
+        if todos:
+            if self._note_for is not todos:
+                self._note_for, self._note = todos, todo_note(todos)
+            assert self._note is not None
+            extra.append(self._note)
+        if wrap_up:
+            extra.append(SystemMessage(text=TURN_LIMIT_NOTE))
+        return [*self.session.messages, *extra]
+
+    async def call_model(self, turn: int, *, with_tools: bool) -> State:
+        engine = self.engine
+        self.turns = turn
+        if self.session.inbox:  # messages that arrived meanwhile: the model reads them now
+            arrived, self.session.inbox = self.session.inbox, []
+            await self._persist(arrived)
+        request = ModelRequest(
+            system=engine._config.system_prompt,
+            messages=self._messages(wrap_up=not with_tools),
+            tools=engine._tools.specs() if with_tools else (),
+            max_tokens=engine._config.max_output_tokens,
+        )
+        await self.sink(ModelCallStarted(turn))
+        got = ResponseCollector()
+        try:
+            async for piece in engine._model.stream(request):
+                match piece:
+                    case TextPiece(text):
+                        got.add_text(text)
+                        self._shown = got.shown_text
+                        await self.sink(TextDelta(text))
+                    case ToolCallPiece(index, provider_id, name, arguments):
+                        got.add_call_piece(index, provider_id, name, arguments)
+                    case UsagePiece(usage):
+                        got.usage = usage
+                    case FinishPiece(reason):
+                        got.finish_reason = reason
+        except ModelError as exc:
+            log.warning("model call failed in %s: %s", self.session.key, exc)
+            await self._account(got.usage)
+            if got.shown_text:  # keep what the thread already shows, without half-made calls
+                await self._persist([AssistantMessage(text=got.shown_text)])
+            return Fail(failure_text(exc, partial=bool(got.shown_text)))
+        self._shown = ""
+        await self._account(got.usage)
+        used = {c.wire_id for m in self.session.messages if isinstance(m, AssistantMessage) for c in m.tool_calls}
+        message = got.message(used)
+        if not with_tools and message.tool_calls:
+            message = AssistantMessage(text=message.text)
+        if not message.text and not message.tool_calls:
+            message = AssistantMessage(text="")
+        await self._persist([message])
+        if message.tool_calls:
+            return RunTools(turn, message.tool_calls)
+        return Finish()
+
+    async def run_tools(self, turn: int, calls: tuple[ToolCall, ...]) -> State:
+        """Run the calls in order; a call waiting for approval holds back the calls after it."""
+        before = self.session.todos
+        waiting = False
+        for call in calls:
+            result = await self._gated(call, blocked=waiting)
+            if result is None:
+                waiting = True
+            elif result is not _HELD:
+                await self._persist([result])
+        if self.session.todos is not before:
+            self.session.updated_at = self.engine._clock.now()
+            await self.engine._store.save_state(self.session)
+            await self.sink(TodosChanged(self.session.todos))
+        return Pause() if waiting else CallModel(turn + 1)
+
+    async def _gated(self, call: ToolCall, *, blocked: bool) -> ToolResult | None:
+        """The call's result; None when it waits for a person; ``_HELD`` when an earlier call
+        waits (it runs after that one, in order)."""
+        tool = self.engine._tools.get(call.name)
+        verdict = Proceed() if tool is None else await self.engine._gate.check(self.ctx, call, tool)
+        match verdict:
+            case Wait(request, new):
+                if new:
+                    await self.sink(ApprovalNeeded(request))
+                return None
+            case Refuse(text):
+                return ToolResult(call_id=call.id, name=call.name, content=text, is_error=True)
+            case Proceed():
+                return _HELD if blocked else await self._run_one(call)
+
+    async def stopped(self) -> None:
+        """The run was cancelled: keep the partial text and answer the open calls."""
+        if self._shown:
+            await self._persist([AssistantMessage(text=self._shown, stopped=True)])
+        missing = open_calls(self.session.messages)
+        await self._persist(
+            [
+                ToolResult(call_id=c.id, name=c.name, content=STOPPED_RESULT, is_error=True)
+                for c in missing
+            ]
+        )
+
+    async def _run_one(self, call: ToolCall) -> ToolResult:
+        await self.sink(ToolStarted(call.id, call.name, call.arguments))
+        content, is_error = await self._execute(call)
+        if len(content) > MAX_TOOL_OUTPUT:
+            cut = len(content) - MAX_TOOL_OUTPUT
+            content = f"{content[:MAX_TOOL_OUTPUT]}\n[output cut: {cut} more characters]"
+        await self.sink(ToolFinished(call.id, call.name, is_error))
+        return ToolResult(call_id=call.id, name=call.name, content=content, is_error=is_error)
+
+    async def _execute(self, call: ToolCall) -> tuple[str, bool]:
+        tool = self.engine._tools.get(call.name)
+        if tool is None:
+            known = ", ".join(self.engine._tools.names) or "none"
+            return f"error: there is no tool named {call.name!r}. Available tools: {known}.", True
+        try:
+            args = tool.parse(call.arguments)
+            return await tool.invoke(self.ctx, args), False
+        except ToolError as exc:
+            return f"error: {exc}", True
+        except Exception as exc:  # a tool's bug is a result the model sees, not a crashed run
+            log.warning("tool %s raised", call.name, exc_info=True)
+            return f"error: {call.name} failed: {type(exc).__name__}: {exc}", True
+
+    async def _account(self, usage: Usage | None) -> None:
+        if usage is None:
+            return
+        self.usage = self.usage + usage
+        self.session.usage = self.session.usage + usage
+        self.session.cost_usd += self.engine._config.cost(usage)
+
+    async def _persist(self, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        self.session.updated_at = self.engine._clock.now()
+        await self.engine._store.append_messages(self.session, messages)

@@ -1,0 +1,95 @@
+"""Threadline's exceptions: one root, kept shallow.
+
+    ThreadlineError
+    ├── ConfigError            the operator's configuration is wrong (names the setting)
+    ├── ModelError             the model endpoint failed or misbehaved
+    │   ├── ModelUnavailable   connection refused, timeout, DNS: nothing answered
+    │   ├── ModelRateLimited   429 (retry_after when the server said)
+    │   ├── ModelServerError   5xx
+    │   ├── ContextOverflow    the request is longer than the model's context window
+    │   ├── ModelRejected      another 4xx: bad key, unknown model, bad request
+    │   └── ModelStreamBroken  a malformed or cut-off stream
+    ├── SurfaceError           the chat platform refused or failed a call
+    │   ├── SurfaceRateLimited 429 (retry_after in seconds)
+    │   ├── MessageTooLong     the text is over the platform's limit
+    │   └── EditRefused        this message can no longer be edited (too old, archived)
+    └── StoreError             the store is unusable (corrupt file, newer schema)
+
+Control signals (a run waiting for approval, a run stopped by a user) are results of the
+engine, not exceptions.
+"""
+
+from __future__ import annotations
+
+
+class ThreadlineError(Exception):
+    """Root of every error Threadline raises on purpose."""
+
+
+class ConfigError(ThreadlineError):
+    """The configuration is invalid; ``setting`` names the culprit."""
+
+    def __init__(self, setting: str, problem: str) -> None:
+        super().__init__(f"{setting}: {problem}")
+        self.setting = setting
+        self.problem = problem
+
+
+class ModelError(ThreadlineError):
+    """The model endpoint failed; ``retryable`` says whether backing off may help."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ModelUnavailable(ModelError):
+    retryable = True
+
+
+class ModelRateLimited(ModelError):
+    retryable = True
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message, status=429)
+        self.retry_after = retry_after
+
+
+class ModelServerError(ModelError):
+    retryable = True
+
+
+class ContextOverflow(ModelError):
+    pass
+
+
+class ModelRejected(ModelError):
+    pass
+
+
+class ModelStreamBroken(ModelError):
+    retryable = True
+
+
+class SurfaceError(ThreadlineError):
+    """A chat platform call failed."""
+
+
+class SurfaceRateLimited(SurfaceError):
+    def __init__(self, retry_after: float, message: str = "rate limited") -> None:
+        super().__init__(f"{message} (retry after {retry_after:.2f}s)")
+        self.retry_after = retry_after
+
+
+class MessageTooLong(SurfaceError):
+    pass
+
+
+class EditRefused(SurfaceError):
+    pass
+
+
+class StoreError(ThreadlineError):
+    pass

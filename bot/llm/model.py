@@ -1,0 +1,71 @@
+"""The model port: a streamed chat completion, as vendor-neutral pieces."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.llm.messages import Message, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model is told about one tool."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+    """JSON schema of the arguments object."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextPiece:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallPiece:
+    """A fragment of a tool call; fragments with the same index belong together."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class UsagePiece:
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class FinishPiece:
+    reason: str | None
+
+
+ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    system: str
+    messages: Sequence[Message]
+    tools: Sequence[ToolSpec]
+    max_tokens: int | None = None
+
+
+class Model(Protocol):
+    """A chat model that streams. Raises :class:`bot.errors.ModelError` subclasses."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def label(self) -> str:
+        """How the model is named to people (``gpt-4o-mini``, ``demo model (offline)``)."""
+        ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]: ...
+
+    async def aclose(self) -> None: ...

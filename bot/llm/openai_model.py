@@ -1,0 +1,381 @@
+"""The model on any OpenAI-compatible Chat Completions endpoint; the one module importing ``openai``.
+
+The request body is built by :class:`bot.llm.wire.WireEncoder` and sent as JSON bytes through the
+client's lower-level ``post`` (authentication, headers, SSE parsing and HTTP errors stay the
+client's; its per-call transformation of every message is skipped, which costs tens of
+milliseconds on a long thread). Chunks are read as plain JSON and turned into
+:mod:`bot.llm.model` pieces.
+
+Retries are ours (the client's own are off): a retryable failure is retried with
+:class:`bot.llm.retry.Backoff` only while nothing has been yielded; after the first piece, a
+failure is raised as it is, because the thread already shows part of the answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import re
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+import openai
+from openai import AsyncStream
+
+from bot.clock import Clock
+from bot.config import Settings
+from bot.errors import (
+    ContextOverflow,
+    ModelError,
+    ModelRateLimited,
+    ModelRejected,
+    ModelServerError,
+    ModelStreamBroken,
+    ModelUnavailable,
+)
+from bot.llm.demo import DEMO_BASE_URL, DEMO_LABEL, DEMO_MODEL, DemoTransport
+from bot.llm.messages import Usage
+from bot.llm.model import (
+    FinishPiece,
+    ModelPiece,
+    ModelRequest,
+    TextPiece,
+    ToolCallPiece,
+    UsagePiece,
+)
+from bot.llm.retry import Backoff, retry_after_from_headers
+from bot.llm.wire import WireEncoder
+
+log = logging.getLogger(__name__)
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+CONNECT_TIMEOUT_S = 10.0
+# typed loosely: the client's RequestOptions TypedDict lives in a private module
+_REQUEST_OPTIONS: Any = {
+    "headers": {"Content-Type": "application/json"},
+    "security": {"bearer_auth": True},
+}
+_CONTEXT_WORDS = re.compile(
+    r"context[ _-]?(length|window)|maximum context|too many tokens|prompt is too long", re.I
+)
+_KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_*.-]{4,})")
+_MAX_SERVER_TEXT = 300
+
+
+class OpenAIModel:
+    """A streamed Chat Completions model behind ``openai.AsyncOpenAI``."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str,
+        base_url: str,
+        clock: Clock,
+        backoff: Backoff,
+        timeout_s: float = 120.0,
+        label: str | None = None,
+        http_client: httpx2.AsyncClient | None = None,
+        max_tokens_field: str = "max_tokens",
+    ) -> None:
+        self._model = model
+        self._label = label or model
+        self._clock = clock
+        self._backoff = backoff
+        self._max_tokens_field = max_tokens_field
+        self._secret = api_key
+        self._where = _safe_url(base_url)
+        self._timeout_s = timeout_s
+        self._encoder = WireEncoder()
+        self._client = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=httpx2.Timeout(timeout_s, connect=min(timeout_s, CONNECT_TIMEOUT_S)),
+            http_client=http_client,
+        )
+
+    @property
+    def name(self) -> str:
+        return self._model
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def request_body(self, request: ModelRequest) -> bytes:
+        """The exact JSON body :meth:`stream` sends for ``request``."""
+        return self._encoder.body(self._model, request, max_tokens_field=self._max_tokens_field)
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
+        body = self.request_body(request)
+        retry = 0
+        while True:
+            yielded = False
+            try:
+                async with aclosing(self._attempt(body)) as pieces:
+                    async for piece in pieces:
+                        yielded = True
+                        yield piece
+                return
+            except ModelError as exc:
+                retry += 1
+                delay = None if yielded else self._backoff.delay(retry, exc)
+                if delay is None:
+                    raise
+                log.warning(
+                    "model call failed (%s); retry %d of %d in %.2fs",
+                    exc,
+                    retry,
+                    self._backoff.max_retries,
+                    delay,
+                )
+                await self._clock.sleep(delay)
+
+    async def _attempt(self, body: bytes) -> AsyncGenerator[ModelPiece, None]:
+        """One HTTP request: its pieces, or a :class:`ModelError`."""
+        try:
+            response: AsyncStream[object] = await self._client.post(
+                "/chat/completions",
+                cast_to=object,
+                content=body,
+                options=_REQUEST_OPTIONS,
+                stream=True,
+                stream_cls=AsyncStream[object],
+            )
+        except openai.APIStatusError as exc:
+            raise self._status_error(exc) from None
+        except openai.APIConnectionError as exc:
+            raise self._connection_error(exc) from None
+        except openai.OpenAIError as exc:
+            raise ModelError(self._scrub(str(exc))) from None
+        reader = ChunkReader()
+        try:
+            async for chunk in response:
+                for piece in reader.read(chunk):
+                    yield piece
+        except ValueError:  # a chunk that is not JSON
+            raise ModelStreamBroken("the model server sent a malformed chunk") from None
+        except openai.APIConnectionError as exc:
+            if not reader.finished:
+                raise ModelStreamBroken(self._cut_off(exc)) from None
+            log.info("the stream broke after its finish reason; keeping the answer")
+        except openai.APIError as exc:  # an error event inside the stream
+            raise self._stream_error(exc) from None
+        finally:
+            await response.close()
+        if not reader.finished:
+            raise ModelStreamBroken("the model's answer stopped before it was finished")
+
+    # --- errors: plain words, no secrets ---
+
+    def _scrub(self, text: str) -> str:
+        if self._secret:
+            text = text.replace(self._secret, "[redacted]")
+        text = _KEY_LIKE.sub("[redacted]", text)
+        if len(text) > _MAX_SERVER_TEXT:
+            text = text[: _MAX_SERVER_TEXT - 1] + "…"
+        return text
+
+    def _server_text(self, exc: openai.APIError) -> str:
+        body = exc.body
+        message = body.get("message") if isinstance(body, Mapping) else None
+        if not isinstance(message, str) or not message:
+            message = exc.message
+        return self._scrub(message)
+
+    def _status_error(self, exc: openai.APIStatusError) -> ModelError:
+        status = exc.status_code
+        said = self._server_text(exc)
+        if status == 429 and exc.code == "insufficient_quota":
+            return ModelRejected(
+                f"the account behind OPENAI_API_KEY has no quota left (HTTP 429): {said}",
+                status=status,
+            )
+        if status == 429:
+            wait = retry_after_from_headers(exc.response.headers, now=self._clock.now())
+            return ModelRateLimited(
+                f"the model server is rate-limiting requests: {said}", retry_after=wait
+            )
+        if status >= 500:
+            return ModelServerError(
+                f"the model server failed (HTTP {status}): {said}", status=status
+            )
+        if status == 408:
+            return ModelUnavailable(
+                f"the model server timed out the request (HTTP 408) at {self._where}", status=status
+            )
+        if exc.code == "context_length_exceeded" or _CONTEXT_WORDS.search(said):
+            return ContextOverflow(
+                f"the conversation is longer than the model's context window: {said}", status=status
+            )
+        return ModelRejected(self._rejection(status, said), status=status)
+
+    def _rejection(self, status: int, said: str) -> str:
+        if status == 401:
+            return (
+                f"the model server at {self._where} refused the API key (HTTP 401). "
+                "Check OPENAI_API_KEY."
+            )
+        if status == 403:
+            return (
+                f"the API key may not use the model {self._model!r} (HTTP 403). "
+                "Check OPENAI_API_KEY and THREADLINE_MODEL."
+            )
+        if status == 404:
+            return (
+                f"the model server at {self._where} does not know the model {self._model!r} "
+                "(HTTP 404). Check THREADLINE_MODEL, and OPENAI_BASE_URL if you set it."
+            )
+        return f"the model server rejected the request (HTTP {status}): {said}"
+
+    def _connection_error(self, exc: openai.APIConnectionError) -> ModelUnavailable:
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelUnavailable(
+                f"the model server at {self._where} did not answer within {self._timeout_s:g}s"
+            )
+        cause = type(exc.__cause__).__name__ if exc.__cause__ is not None else "connection error"
+        return ModelUnavailable(f"could not reach the model server at {self._where} ({cause})")
+
+    def _cut_off(self, exc: openai.APIConnectionError) -> str:
+        if isinstance(exc, openai.APITimeoutError):
+            return (
+                f"the model's answer stalled for more than {self._timeout_s:g}s and was abandoned"
+            )
+        return "the connection to the model server broke in the middle of the answer"
+
+    def _stream_error(self, exc: openai.APIError) -> ModelError:
+        said = self._server_text(exc)
+        if exc.code == "context_length_exceeded" or _CONTEXT_WORDS.search(said):
+            return ContextOverflow(
+                f"the conversation is longer than the model's context window: {said}"
+            )
+        return ModelServerError(f"the model server reported an error during the answer: {said}")
+
+
+class ChunkReader:
+    """Turns ``chat.completion.chunk`` objects (plain JSON) into pieces."""
+
+    def __init__(self) -> None:
+        self.finished = False
+
+    def read(self, chunk: object) -> list[ModelPiece]:
+        if not isinstance(chunk, dict):
+            raise ModelStreamBroken("the model server sent a chunk that is not an object")
+        pieces: list[ModelPiece] = []
+        choices = chunk.get("choices")
+        if choices is None:
+            choices = []
+        if not isinstance(choices, list):
+            raise ModelStreamBroken("the model server sent a chunk with malformed choices")
+        for choice in choices:
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                self._choice(choice, pieces)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            pieces.append(UsagePiece(_usage(usage)))
+        return pieces
+
+    def _choice(self, choice: dict[str, Any], pieces: list[ModelPiece]) -> None:
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            for key in ("content", "refusal"):
+                text = delta.get(key)
+                if isinstance(text, str) and text:
+                    pieces.append(TextPiece(text))
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                pieces.extend(_call_piece(position, call) for position, call in enumerate(calls))
+        reason = choice.get("finish_reason")
+        if isinstance(reason, str) and reason:
+            self.finished = True
+            pieces.append(FinishPiece(reason))
+
+
+def _call_piece(position: int, call: object) -> ToolCallPiece:
+    if not isinstance(call, dict):
+        raise ModelStreamBroken("the model server sent a malformed tool call")
+    function = call.get("function")
+    function = function if isinstance(function, dict) else {}
+    index = call.get("index")
+    call_id = call.get("id")
+    name = function.get("name")
+    arguments = function.get("arguments")
+    return ToolCallPiece(
+        index=index if isinstance(index, int) else position,
+        id=call_id if isinstance(call_id, str) and call_id else None,
+        name=name if isinstance(name, str) and name else None,
+        arguments=arguments if isinstance(arguments, str) else "",
+    )
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    details = raw.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return Usage(
+        prompt_tokens=_count(raw.get("prompt_tokens")),
+        completion_tokens=_count(raw.get("completion_tokens")),
+        cached_tokens=_count(cached),
+    )
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _safe_url(url: str) -> str:
+    """``url`` without credentials, query or fragment, for messages and logs."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+def build_openai_model(
+    settings: Settings,
+    clock: Clock,
+    *,
+    rng: random.Random,
+    demo_chunk_delay_s: float | None = None,
+) -> OpenAIModel:
+    """The configured model: the offline demo model when neither ``OPENAI_API_KEY`` nor
+    ``OPENAI_BASE_URL`` is set, else the real endpoint."""
+    backoff = Backoff(max_retries=settings.model_max_retries, rng=rng)
+    if settings.uses_demo_model:
+        transport = (
+            DemoTransport()
+            if demo_chunk_delay_s is None
+            else DemoTransport(chunk_delay_s=demo_chunk_delay_s)
+        )
+        return OpenAIModel(
+            DEMO_MODEL,
+            api_key="demo",
+            base_url=DEMO_BASE_URL,
+            clock=clock,
+            backoff=backoff,
+            timeout_s=settings.model_timeout_s,
+            label=DEMO_LABEL,
+            http_client=httpx2.AsyncClient(transport=transport),
+        )
+    base_url = settings.openai_base_url or OPENAI_BASE_URL
+    key = settings.openai_api_key
+    official = urlsplit(base_url).hostname == "api.openai.com"
+    return OpenAIModel(
+        settings.model,
+        # servers without authentication (Ollama, vLLM) ignore the placeholder
+        api_key=key.get_secret_value() if key is not None else "not-needed",
+        base_url=base_url,
+        clock=clock,
+        backoff=backoff,
+        timeout_s=settings.model_timeout_s,
+        max_tokens_field="max_completion_tokens" if official else "max_tokens",
+    )

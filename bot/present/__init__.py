@@ -1,0 +1,1 @@
+"""Turning engine events into platform calls through the Surface protocol (pure logic)."""

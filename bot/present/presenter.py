@@ -1,0 +1,171 @@
+"""The engine's event sink for one run: the streamed reply, the status line, the todo panel.
+
+Handling an event never waits for the platform, except :class:`Finished` and :class:`Failed`,
+which return once the final text, the todo panel and the status line have landed. Call :meth:`Presenter.close` in a ``finally``:
+it lands whatever is left (a run that stopped without either event) and stops the tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.approvals.models import ApprovalRequest
+from bot.clock import Clock
+from bot.engine.events import (
+    ApprovalNeeded,
+    EngineEvent,
+    Failed,
+    Finished,
+    ModelCallStarted,
+    Notice,
+    TextDelta,
+    TodosChanged,
+    ToolFinished,
+    ToolStarted,
+)
+from bot.errors import SurfaceError
+from bot.present.approval_card import post_card
+from bot.present.budget import BudgetRegistry
+from bot.present.reply import OnPosted, ReplyStream
+from bot.present.surface import Surface
+from bot.present.todo_panel import PersistPanel, TodoPanel
+from bot.sessions.model import PanelRef
+
+log = logging.getLogger(__name__)
+
+THINKING = "thinking…"
+SILENT_TOOLS = frozenset({"todo_write"})
+"""Tools whose work shows elsewhere (the todo panel) and need no footer."""
+OnCard = Callable[[ApprovalRequest, str], Awaitable[None]]
+"""Told of each approval card posted: the request and the card's message id."""
+
+
+class Presenter:
+    def __init__(
+        self,
+        surface: Surface,
+        clock: Clock,
+        budgets: BudgetRegistry,
+        panel: PanelRef | None,
+        persist_panel: PersistPanel,
+        on_posted: OnPosted,
+        on_card: OnCard | None = None,
+    ) -> None:
+        self._surface = surface
+        self._clock = clock
+        self._on_card = on_card
+        budget = budgets.get(surface.limits)
+        self._reply = ReplyStream(surface, clock, budget, on_posted)
+        self._panel = TodoPanel(surface, panel, persist_panel, clock=clock, budget=budget)
+        self._status_wanted: str | None = None
+        self._status_sent: str | None = None
+        self._status_task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._paragraph = False
+        """A new model call began: its text starts a new paragraph."""
+
+    async def __call__(self, event: EngineEvent) -> None:
+        if isinstance(event, ApprovalNeeded):
+            await self._card(event.request)
+            return
+        if self._reply.finished and not isinstance(event, Finished | Failed):
+            log.warning("event after the reply finished: %r", event)
+            return
+        match event:
+            case TextDelta(text):
+                self._write(text)
+            case ModelCallStarted(turn):
+                self._paragraph = self._paragraph or turn > 1
+                self._status_while_silent(THINKING)
+            case ToolStarted(name=name) if name not in SILENT_TOOLS:
+                self._reply.set_footer(f"_running `{name}`…_")
+                self._status_while_silent(f"running {name}…")
+            case ToolFinished(name=name) if name not in SILENT_TOOLS:
+                self._reply.set_footer(None)
+                self._status_while_silent(THINKING)
+            case TodosChanged(todos):
+                await self._panel.update(todos)
+            case Notice(text):
+                self._paragraph = True
+                self._write(f"_{text}_")
+                self._paragraph = True
+            case Finished():
+                await self._end("")
+            case Failed(message):
+                gap = "\n\n" if self._reply.has_text else ""
+                await self._end(f"{gap}⚠️ {message}")
+
+    async def _card(self, request: ApprovalRequest) -> None:
+        """The reply so far lands first, then the card below it."""
+        await self._end("")
+        message_id = await post_card(self._surface, self._clock, request)
+        request.card_id = message_id
+        if self._on_card is not None:
+            await self._on_card(request, message_id)
+
+    async def close(self) -> None:
+        """Land everything and stop the tasks; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self._end("")
+        finally:
+            await self._reply.aclose()
+            await self._panel.aclose()
+            await self._stop_status()
+
+    def _write(self, text: str) -> None:
+        if not text:
+            return
+        self._reply.append(self._separator() + text)
+        self._paragraph = False
+        if self._reply.has_text:
+            self._set_status(None)
+
+    def _separator(self) -> str:
+        """A blank line between segments, when there is text to separate from."""
+        reply = self._reply
+        if not self._paragraph or not reply.has_text or reply.ends_with("\n\n"):
+            return ""
+        return "\n" if reply.ends_with("\n") else "\n\n"
+
+    async def _end(self, suffix: str) -> None:
+        try:
+            await self._reply.finish(suffix)
+            await self._panel.flush()
+        finally:
+            self._set_status(None)
+            if self._status_task is not None:
+                await asyncio.shield(self._status_task)
+
+    def _status_while_silent(self, text: str) -> None:
+        """Before any text shows, the status line says what is going on."""
+        if not self._reply.has_text:
+            self._set_status(text)
+
+    def _set_status(self, text: str | None) -> None:
+        """Show ``text`` in the status line soon, without holding up the run."""
+        self._status_wanted = text
+        if self._status_sent != text and (self._status_task is None or self._status_task.done()):
+            self._status_task = asyncio.get_running_loop().create_task(self._send_status())
+
+    async def _send_status(self) -> None:
+        """The status line is a courtesy: a platform failure there changes nothing else."""
+        while self._status_sent != self._status_wanted:
+            text = self._status_wanted
+            try:
+                await self._surface.set_status(text)
+            except SurfaceError:
+                log.info("could not set the status line", exc_info=True)
+            self._status_sent = text
+
+    async def _stop_status(self) -> None:
+        task, self._status_task = self._status_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

@@ -1,0 +1,241 @@
+"""One streamed reply: text deltas in, as few platform calls as the limits need out.
+
+The first visible text is posted at once. After that one owned flusher task edits the message
+with the newest text only, at most once per ``min_edit_interval`` per message and within the
+shared :class:`~bot.present.budget.EditBudget`. Rendered text is split at the platform's
+limit: the last chunk is the message being edited, text beyond it continues in new messages,
+and a message that has received its complete chunk is left alone until the final check.
+:meth:`ReplyStream.finish` returns once every message shows exactly the final text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from bot.clock import Clock
+from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
+from bot.present.budget import EditBudget, Priority
+from bot.present.split import MIN_LIMIT, open_block, split_message
+from bot.present.surface import Surface
+
+log = logging.getLogger(__name__)
+
+OnPosted = Callable[[str], Awaitable[None]]
+MAX_FAILURES = 3
+"""Consecutive unexplained platform failures before a stream gives up."""
+TIGHTER = 0.8
+"""How much to shrink the split limit when the platform says a message is too long."""
+
+
+@dataclass(slots=True)
+class _Message:
+    id: str
+    text: str
+    touched: float
+    """Monotonic time of the last post or edit."""
+    sealed: bool
+    """It shows its complete chunk; later text goes to other messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Op:
+    kind: Literal["post", "edit", "delete"]
+    index: int
+    text: str = ""
+    seal: bool = False
+
+
+class ReplyStream:
+    def __init__(
+        self, surface: Surface, clock: Clock, budget: EditBudget, on_posted: OnPosted
+    ) -> None:
+        self._surface = surface
+        self._clock = clock
+        self._budget = budget
+        self._on_posted = on_posted
+        self._limit = surface.limits.max_chars
+        self._interval = surface.limits.min_edit_interval
+        self._parts: list[str] = []
+        self._tail = ""
+        self._has_text = False
+        self._footer: str | None = None
+        self._final: str | None = None
+        self._messages: list[_Message] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._failures = 0
+
+    @property
+    def text(self) -> str:
+        """The Markdown received so far (without footer)."""
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    @property
+    def has_text(self) -> bool:
+        """Something other than whitespace was appended."""
+        return self._has_text
+
+    def ends_with(self, suffix: str) -> bool:
+        """Whether the text so far ends with ``suffix`` (at most two characters)."""
+        return self._tail.endswith(suffix)
+
+    @property
+    def finished(self) -> bool:
+        return self._final is not None
+
+    def append(self, text: str) -> None:
+        if self._final is not None:
+            raise RuntimeError("the reply is finished")
+        if text:
+            self._parts.append(text)
+            self._tail = (self._tail + text)[-2:]
+            self._has_text = self._has_text or not text.isspace()
+            self._kick()
+
+    def set_footer(self, footer: str | None) -> None:
+        """A transient line under the text (``_running `grep`…_``); never part of the final."""
+        if footer != self._footer and self._final is None:
+            self._footer = footer
+            if self._task is not None:
+                self._kick()
+
+    async def finish(self, suffix: str = "") -> None:
+        """Land the final text (what was appended, then ``suffix``) exactly; idempotent.
+
+        With no text at all nothing is posted. Raises the error that stopped the stream, if any.
+        """
+        if self._final is None:
+            self._final = self.text + suffix
+            self._footer = None
+            self._budget.promote(self)
+            if self._task is not None or self._final.strip():
+                self._kick()
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    async def aclose(self) -> None:
+        """Stop the flusher without waiting for anything to land."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _kick(self) -> None:
+        self._wake.set()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        while True:
+            self._wake.clear()
+            op = self._plan()
+            if op is None:
+                if self._final is not None:
+                    return
+                await self._wake.wait()
+                continue
+            await self._apply(op)
+
+    def _chunks(self) -> list[str]:
+        """What the messages should show now, newest text only."""
+        final = self._final is not None
+        body = self._final if self._final is not None else self.text
+        chunks = split_message(self._surface.render(body), self._limit) if body.strip() else []
+        if final or not chunks:
+            return chunks
+        tail = chunks[-1]
+        marker = open_block(tail)
+        if marker is not None:
+            tail += "\n" + marker  # show streaming code as code
+        elif self._footer:
+            tail += "\n\n" + self._surface.render(self._footer)
+        if len(tail) <= self._limit:
+            chunks[-1] = tail
+        return chunks
+
+    def _plan(self) -> _Op | None:
+        """The next call to make, or None when the thread shows what it should."""
+        final = self._final is not None
+        chunks = self._chunks()
+        for i, msg in enumerate(self._messages):
+            if i >= len(chunks):
+                return _Op("delete", i) if final else None
+            if msg.sealed and not final:
+                continue
+            seal = i < len(chunks) - 1
+            if msg.text != chunks[i]:
+                return _Op("edit", i, chunks[i], seal)
+            msg.sealed = seal
+        if len(chunks) > len(self._messages):
+            i = len(self._messages)
+            return _Op("post", i, chunks[i], i < len(chunks) - 1)
+        return None
+
+    async def _apply(self, op: _Op) -> None:
+        if op.kind == "edit":
+            wait = self._messages[op.index].touched + self._interval - self._clock.monotonic()
+            if wait > 0:
+                await self._clock.sleep(wait)
+            priority = Priority.FINAL if self._final is not None else Priority.INTERIM
+            await self._budget.acquire(self, priority)
+            newest = self._plan()  # the text may have grown while waiting: send the newest
+            if newest is None or newest.kind != "edit" or newest.index != op.index:
+                return
+            op = newest
+        try:
+            await self._call(op)
+        except SurfaceRateLimited as exc:
+            log.info("%s rate limited; retrying in %.1fs", op.kind, exc.retry_after)
+            if op.kind == "edit":
+                self._budget.note_rate_limited(exc.retry_after)
+            else:
+                await self._clock.sleep(exc.retry_after)
+        except EditRefused:
+            log.info("edit of message %d refused; posting it anew", op.index)
+            await self._drop_from(op.index)
+        except MessageTooLong:
+            self._limit = int(self._limit * TIGHTER)
+            if self._limit < MIN_LIMIT:
+                raise
+            log.info("message too long; splitting at %d characters", self._limit)
+        except SurfaceError:
+            self._failures += 1
+            if self._failures >= MAX_FAILURES:
+                raise
+            log.warning(
+                "%s failed (%d/%d); retrying", op.kind, self._failures, MAX_FAILURES, exc_info=True
+            )
+            await self._clock.sleep(2.0**self._failures)
+        else:
+            self._failures = 0
+
+    async def _call(self, op: _Op) -> None:
+        now = self._clock.monotonic()
+        if op.kind == "post":
+            message_id = await self._surface.post(op.text)
+            self._messages.append(_Message(message_id, op.text, now, op.seal))
+            await self._on_posted(message_id)
+        elif op.kind == "edit":
+            msg = self._messages[op.index]
+            msg.touched = now
+            await self._surface.edit(msg.id, op.text)
+            msg.text, msg.sealed = op.text, op.seal
+        else:
+            await self._drop_from(op.index)
+
+    async def _drop_from(self, index: int) -> None:
+        """Delete messages ``index``… (they are posted again from the current text)."""
+        doomed, self._messages = self._messages[index:], self._messages[:index]
+        for msg in doomed:
+            try:
+                await self._surface.delete(msg.id)
+            except SurfaceError:
+                log.warning("could not delete superseded message %s", msg.id, exc_info=True)

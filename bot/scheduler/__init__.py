@@ -1,0 +1,1 @@
+"""Scheduled jobs: kept in our own table, run by the scheduler service, woken by a timer."""

@@ -1,0 +1,55 @@
+"""The session of one thread, as the engine and the presenter see it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bot.conversation import ThreadKey
+from bot.llm.messages import Message, Usage, UserMessage
+
+TodoStatus = Literal["pending", "in_progress", "completed"]
+
+
+class Todo(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: str = Field(min_length=1, max_length=500)
+    status: TodoStatus = "pending"
+
+
+class RunState(StrEnum):
+    IDLE = "idle"
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+
+
+@dataclass(slots=True)
+class PanelRef:
+    """The thread's todo panel message on the platform."""
+
+    message_id: str
+    content_hash: str
+    pinned: bool
+
+
+@dataclass(slots=True)
+class Session:
+    key: ThreadKey
+    messages: list[Message] = field(default_factory=list)
+    todos: tuple[Todo, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    state: RunState = RunState.IDLE
+    panel: PanelRef | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    inbox: list[UserMessage] = field(default_factory=list)
+    """Messages that arrived during a run; the run's next model call takes them."""
+    day: str = ""
+    """The UTC day (``YYYY-MM-DD``) that ``day_tokens`` and ``day_cost_usd`` count."""
+    day_tokens: int = 0
+    day_cost_usd: float = 0.0

@@ -1,0 +1,1 @@
+"""Persistence behind the :class:`bot.storage.protocol.Store` protocol."""

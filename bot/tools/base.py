@@ -1,0 +1,163 @@
+"""The ``@tool`` decorator: a typed async function becomes a tool the model can call.
+
+The JSON schema of the arguments is derived once, from the signature and the docstring's
+``Args:`` section; the model's arguments are validated with pydantic before the function runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from bot.clock import Clock
+from bot.conversation import Author, ThreadKey
+from bot.sessions.model import Session
+
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class ToolError(Exception):
+    """Raised by a tool to report a failure the model should see (not a crash)."""
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool may know about its thread."""
+
+    thread_key: ThreadKey
+    session: Session
+    requester: Author | None
+    clock: Clock
+    scratch: dict[str, Any] = field(default_factory=dict)
+
+
+ToolFunction = Callable[..., Awaitable[str]]
+Approval = Literal["always", "ask", "never"]
+"""When a call needs a person's approval: ``always``; ``ask`` (unless someone chose "Always allow
+here" in that channel); ``never``. Configuration may override it per tool."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    function: ToolFunction
+    side_effects: bool = False
+    """It changes something outside the session: never re-run silently after a crash."""
+    approval: Approval = "never"
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return _schema(self.arguments)
+
+    def renamed(self, name: str) -> Tool:
+        _check_name(name)
+        return Tool(
+            name, self.description, self.arguments, self.function, self.side_effects, self.approval
+        )
+
+    def parse(self, raw: str) -> BaseModel:
+        """Validate the model's JSON arguments; raises ToolError with a message for the model."""
+        text = raw.strip() or "{}"
+        try:
+            return self.arguments.model_validate_json(text)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+                for err in exc.errors(include_url=False)[:5]
+            )
+            raise ToolError(f"invalid arguments for {self.name}: {problems}") from None
+
+    async def invoke(self, ctx: ToolContext, args: BaseModel) -> str:
+        values = {name: getattr(args, name) for name in type(args).model_fields}
+        return await self.function(ctx, **values)
+
+
+_schema_cache: dict[type[BaseModel], dict[str, Any]] = {}
+
+
+def _schema(model: type[BaseModel]) -> dict[str, Any]:
+    cached = _schema_cache.get(model)
+    if cached is None:
+        cached = model.model_json_schema()
+        cached.pop("title", None)
+        _schema_cache[model] = cached
+    return cached
+
+
+def _check_name(name: str) -> None:
+    if not NAME_PATTERN.match(name):
+        raise ValueError(f"tool name {name!r} must match {NAME_PATTERN.pattern}")
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The summary (text before ``Args:``) and each argument's description (Google style)."""
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    current: str | None = None
+    section = "summary"
+    for line in inspect.cleandoc(doc).splitlines():
+        stripped = line.strip()
+        if re.fullmatch(r"(Args|Arguments|Parameters|Returns|Raises):", stripped):
+            section = "args" if stripped[0] in "AP" else "other"
+            continue
+        if section == "summary":
+            summary.append(line)
+        elif section == "args":
+            indent = len(line) - len(line.lstrip())
+            match = _PARAM_LINE.match(stripped)
+            if match and indent <= 4:
+                current = match.group(1)
+                params[current] = match.group(2)
+            elif current and stripped:
+                params[current] = f"{params[current]} {stripped}"
+    return "\n".join(summary).strip(), params
+
+
+_PARAM_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
+
+
+def tool(
+    function: ToolFunction | None = None,
+    *,
+    name: str | None = None,
+    side_effects: bool = False,
+    approval: Approval | None = None,
+) -> Any:
+    """Make a tool of ``async def f(ctx: ToolContext, arg: T, ...) -> str``.
+
+    Usable bare (``@tool``) or with options (``@tool(name="x", side_effects=True)``). A tool
+    with side effects asks for approval unless told otherwise.
+    """
+
+    def wrap(fn: ToolFunction) -> Tool:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"tool {fn.__name__} must be an async function")
+        tool_name = name or fn.__name__
+        _check_name(tool_name)
+        summary, docs = _parse_docstring(fn.__doc__ or "")
+        hints = get_type_hints(fn, include_extras=True)
+        params = list(inspect.signature(fn).parameters.values())
+        if not params or hints.get(params[0].name) is not ToolContext:
+            raise TypeError(f"tool {tool_name}: the first parameter must be `ctx: ToolContext`")
+        fields: dict[str, Any] = {}
+        for param in params[1:]:
+            if param.name not in hints:
+                raise TypeError(f"tool {tool_name}: parameter {param.name} needs a type annotation")
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[param.name] = (hints[param.name], Field(default, description=docs.get(param.name)))
+        model = create_model(
+            f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
+        )
+        mode: Approval = approval or ("ask" if side_effects else "never")
+        return Tool(tool_name, summary or tool_name, model, fn, side_effects, mode)
+
+    if function is not None:
+        return wrap(function)
+    return wrap

@@ -1,0 +1,207 @@
+"""The agent loop against a scripted model and the real SQLite store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bot.clock import ManualClock
+from bot.conversation import Author, ThreadKey
+from bot.engine.events import (
+    EngineEvent,
+    Failed,
+    Finished,
+    TextDelta,
+    TodosChanged,
+    ToolFinished,
+)
+from bot.engine.loop import Engine, EngineConfig
+from bot.errors import ModelServerError, ModelStreamBroken
+from bot.llm.messages import AssistantMessage, SystemMessage, ToolResult, Usage, UserMessage
+from bot.sessions.model import Session, Todo
+from bot.storage.sqlite import SqliteStore
+from bot.tools import ToolContext, ToolRegistry, tool
+from bot.tools.builtin import builtin_tools
+from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text
+
+KEY = ThreadKey("test:t1")
+ALICE = Author(id="test:U1", display_name="Alice")
+
+
+@tool
+async def explode(ctx: ToolContext, reason: str) -> str:
+    """Always fails.
+
+    Args:
+        reason: Why.
+    """
+    raise RuntimeError(f"boom: {reason}")
+
+
+class Harness:
+    def __init__(self, store: SqliteStore, model: ScriptedModel, **config: object) -> None:
+        self.store = store
+        self.model = model
+        self.clock = ManualClock()
+        registry = ToolRegistry([*builtin_tools(), explode])
+        self.engine = Engine(
+            model, registry, store, self.clock, EngineConfig(system_prompt="be brief", **config)  # type: ignore[arg-type]
+        )
+        self.events: list[EngineEvent] = []
+
+    async def sink(self, event: EngineEvent) -> None:
+        self.events.append(event)
+
+    async def ask(self, words: str) -> Session:
+        session = await self.store.load_session(KEY, self.clock.now())
+        await self.store.append_messages(session, [UserMessage(text=words, author_name="Alice")])
+        result = await self.engine.run(session, self.sink, ToolContext(KEY, session, ALICE, self.clock))
+        assert result.turns >= 1
+        return session
+
+    async def stored(self) -> Session:
+        return await self.store.load_session(KEY, self.clock.now())
+
+
+@pytest.fixture
+async def store(tmp_path: Path):
+    s = SqliteStore(tmp_path / "t.sqlite3")
+    await s.open()
+    yield s
+    await s.close()
+
+
+def harness(store: SqliteStore, steps: list[Step], **config: object) -> Harness:
+    return Harness(store, ScriptedModel(steps), **config)
+
+
+async def test_text_answer_is_streamed_and_stored(store: SqliteStore) -> None:
+    h = harness(store, [text("Hel", "lo ", "Alice")])
+    await h.ask("hi")
+    assert "".join(e.text for e in h.events if isinstance(e, TextDelta)) == "Hello Alice"
+    assert isinstance(h.events[-1], Finished)
+    saved = await h.stored()
+    assert [type(m) for m in saved.messages] == [UserMessage, AssistantMessage]
+    assert saved.messages[-1].text == "Hello Alice"  # type: ignore[union-attr]
+
+
+async def test_todo_write_updates_the_list_and_the_model_sees_it(store: SqliteStore) -> None:
+    todos = [{"content": "look", "status": "in_progress"}, {"content": "answer", "status": "pending"}]
+    h = harness(store, [step(call("todo_write", {"todos": todos})), text("done")])
+    await h.ask("plan it")
+    changed = [e for e in h.events if isinstance(e, TodosChanged)]
+    assert changed and [t.content for t in changed[-1].todos] == ["look", "answer"]
+    saved = await h.stored()
+    assert saved.todos == (Todo(content="look", status="in_progress"), Todo(content="answer"))
+    second = h.model.requests[1].messages
+    assert isinstance(second[-1], SystemMessage) and "[in_progress] look" in second[-1].text
+    result = next(m for m in saved.messages if isinstance(m, ToolResult))
+    assert not result.is_error
+
+
+async def test_invalid_arguments_unknown_tool_and_a_crashing_tool_become_results(
+    store: SqliteStore,
+) -> None:
+    h = harness(
+        store,
+        [
+            step(
+                call("todo_write", '{"todos": [{"content": "x", "status": "bogus"}', index=0),
+                call("no_such_tool", {}, index=1),
+                call("explode", {"reason": "test"}, index=2),
+            ),
+            text("sorry"),
+        ],
+    )
+    await h.ask("go")
+    saved = await h.stored()
+    results = [m for m in saved.messages if isinstance(m, ToolResult)]
+    assert len(results) == 3 and all(r.is_error for r in results)
+    assert "invalid arguments for todo_write" in results[0].content
+    assert "no tool named 'no_such_tool'" in results[1].content
+    assert "boom: test" in results[2].content
+    assert [e.is_error for e in h.events if isinstance(e, ToolFinished)] == [True, True, True]
+    # the model saw every error before answering
+    assert sum(isinstance(m, ToolResult) for m in h.model.requests[1].messages) == 3
+    assert saved.messages[-1].text == "sorry"  # type: ignore[union-attr]
+
+
+async def test_repeated_provider_ids_get_unique_ids(store: SqliteStore) -> None:
+    todo = {"todos": [{"content": "a", "status": "pending"}]}
+    h = harness(
+        store,
+        [
+            step(call("todo_write", todo, index=0, provider_id="call_0")),
+            step(call("todo_write", todo, index=0, provider_id="call_0")),
+            text("ok"),
+        ],
+    )
+    await h.ask("go")
+    saved = await h.stored()
+    calls = [c for m in saved.messages if isinstance(m, AssistantMessage) for c in m.tool_calls]
+    assert len({c.id for c in calls}) == 2
+    assert len({c.wire_id for c in calls}) == 2
+    results = [m.call_id for m in saved.messages if isinstance(m, ToolResult)]
+    assert results == [c.id for c in calls]
+
+
+async def test_turn_limit_ends_with_a_final_answer_without_tools(store: SqliteStore) -> None:
+    loop_step = step(call("todo_write", {"todos": []}))
+    # keeps calling tools while it has any; answers in text once the engine offers none
+    model = ScriptedModel([], respond=lambda r: loop_step if r.tools else text("here is what I have"))
+    h = Harness(store, model, max_turns=3)
+    await h.ask("loop forever")
+    assert len(model.requests) == 4
+    assert not model.requests[-1].tools
+    assert "limit" in model.requests[-1].messages[-1].text  # type: ignore[union-attr]
+    saved = await h.stored()
+    assert saved.messages[-1].text == "here is what I have"  # type: ignore[union-attr]
+    assert isinstance(h.events[-1], Finished)
+
+
+async def test_model_failure_before_text_fails_cleanly(store: SqliteStore) -> None:
+    h = harness(store, [ModelServerError("server error 500", status=500)])
+    await h.ask("hi")
+    assert isinstance(h.events[-1], Failed)
+    assert "server" in h.events[-1].message
+    saved = await h.stored()
+    assert [type(m) for m in saved.messages] == [UserMessage]
+
+
+async def test_stream_broken_after_text_keeps_the_shown_text(store: SqliteStore) -> None:
+    pieces = text("partial ans")[:1]
+    broken = call("todo_write", {"todos": []})[:2]
+    h = harness(store, [(pieces + broken, ModelStreamBroken("cut off"))])
+    await h.ask("hi")
+    failed = h.events[-1]
+    assert isinstance(failed, Failed) and "incomplete" in failed.message
+    saved = await h.stored()
+    last = saved.messages[-1]
+    assert isinstance(last, AssistantMessage)
+    assert last.text == "partial ans" and last.tool_calls == ()
+
+
+async def test_usage_and_cost_are_recorded(store: SqliteStore) -> None:
+    usage = Usage(prompt_tokens=1000, completion_tokens=500)
+    h = harness(
+        store,
+        [text("a", usage=usage), text("b", usage=usage)],
+        price_input_per_mtok=2.0,
+        price_output_per_mtok=8.0,
+    )
+    session = await h.ask("one")
+    await h.store.save_state(session)
+    await h.ask("two")
+    session = await h.stored()
+    assert session.usage.prompt_tokens == 2000 and session.usage.completion_tokens == 1000
+    assert session.cost_usd == pytest.approx(2 * (1000 * 2.0 + 500 * 8.0) / 1e6)
+
+
+def test_tool_schema_comes_from_signature_and_docstring() -> None:
+    schema = explode.parameters
+    assert schema["properties"]["reason"]["description"] == "Why."
+    assert schema["required"] == ["reason"]
+    assert explode.description == "Always fails."
+    assert json.dumps(schema)

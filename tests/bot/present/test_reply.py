@@ -1,0 +1,273 @@
+"""A streamed reply on a recording surface: what the thread shows, and when."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+
+from bot.clock import ManualClock
+from bot.errors import SurfaceError
+from bot.present.budget import EditBudget
+from bot.present.reply import ReplyStream
+from bot.present.split import open_block, split_message
+from bot.present.surface import SurfaceLimits
+from tests.fakes.surface import (
+    DEFAULT_LIMITS,
+    EditLedger,
+    RecordingSurface,
+    drive,
+    run_until,
+    settle,
+)
+
+
+class Thread:
+    def __init__(
+        self,
+        clock: ManualClock,
+        limits: SurfaceLimits = DEFAULT_LIMITS,
+        budget: EditBudget | None = None,
+        **surface_options: object,
+    ) -> None:
+        self.clock = clock
+        self.surface = RecordingSurface(clock, limits, strict=True, **surface_options)  # type: ignore[arg-type]
+        self.posted: list[str] = []
+        self.stream = ReplyStream(
+            self.surface, clock, budget or EditBudget(clock, limits.edits_per_minute), self.record
+        )
+
+    async def record(self, message_id: str) -> None:
+        self.posted.append(message_id)
+
+    async def feed(self, deltas: list[str], every: float) -> None:
+        for delta in deltas:
+            self.stream.append(delta)
+            await settle()
+            await self.clock.advance(every)
+
+    async def finish(self, suffix: str = "") -> None:
+        await drive(self.clock, self.stream.finish(suffix), step=0.1)
+
+
+async def test_first_text_is_visible_at_once() -> None:
+    thread = Thread(ManualClock())
+    thread.stream.append("Hel")
+    await settle()
+    assert thread.surface.texts() == ["Hel"]
+    assert thread.surface.calls[0].at == 0.0
+    assert thread.posted == ["m1"]
+    await thread.finish()
+
+
+async def test_a_hundred_deltas_in_a_second_cost_at_most_two_edits() -> None:
+    thread = Thread(ManualClock())
+    deltas = [f"w{i} " for i in range(100)]
+    await thread.feed(deltas, every=0.01)
+    await thread.finish()
+
+    assert thread.surface.texts() == ["".join(deltas).rstrip()]
+    assert thread.surface.count("post") == 1
+    assert thread.surface.edit_count() <= 2
+    assert thread.surface.count("edit", "SurfaceRateLimited") == 0
+
+
+async def test_edits_send_the_newest_text_only_and_respect_the_interval() -> None:
+    thread = Thread(ManualClock())
+    deltas = [f"t{i} " for i in range(200)]
+    await thread.feed(deltas, every=0.05)  # 10 s of streaming
+    await thread.finish()
+
+    sent = [c.text or "" for c in thread.surface.calls if c.op in ("post", "edit")]
+    assert sent == sorted(sent, key=len), "never an older snapshot after a newer one"
+    assert all(b.startswith(a.rstrip()) for a, b in zip(sent, sent[1:], strict=False))
+    assert 8 <= thread.surface.edit_count() <= 11
+    times = [c.at for c in thread.surface.calls if c.op in ("post", "edit")]
+    assert all(b - a >= 1.0 - 1e-9 for a, b in zip(times, times[1:], strict=False))
+
+
+async def test_final_text_is_exact_after_a_storm_of_429s() -> None:
+    thread = Thread(ManualClock())
+    thread.stream.append("partial")
+    await settle()
+    thread.surface.rate_limit_next(6, retry_after=3.0)
+    await thread.feed([" more", " and more"], every=0.5)
+    await thread.finish(" — the end")
+
+    assert thread.surface.texts() == ["partial more and more — the end"]
+    assert thread.surface.count("edit", "SurfaceRateLimited") == 6
+    assert thread.surface.ledger.violations == 0, "retry-after was honoured every time"
+    assert thread.clock.monotonic() >= 18.0
+
+
+async def test_long_text_continues_in_new_messages_with_code_blocks_intact() -> None:
+    limits = replace(DEFAULT_LIMITS, max_chars=300)
+    thread = Thread(ManualClock(), limits)
+    code = "\n".join(f"    step_{i}()  # do thing {i}" for i in range(40))
+    text = "Here is the plan.\n\n```python\ndef main():\n" + code + "\n```\n\nThat is all.\n"
+    await thread.feed([text[i : i + 7] for i in range(0, len(text), 7)], every=0.05)
+    await thread.finish()
+
+    expected = split_message(text, 300)
+    assert len(expected) >= 4
+    assert thread.surface.texts() == expected
+    assert thread.posted == [m.id for m in thread.surface.live()]
+    for message in thread.surface.live():
+        assert open_block(message.text) is None
+    for message in thread.surface.live()[:-1]:
+        final_chunk_at = next(
+            c.at
+            for c in thread.surface.calls
+            if c.message_id == message.id and c.text == message.text
+        )
+        later = [
+            c for c in thread.surface.calls if c.message_id == message.id and c.at > final_chunk_at
+        ]
+        assert later == [], "a completed message is not edited again"
+
+
+async def test_streaming_code_shows_as_a_closed_block() -> None:
+    thread = Thread(ManualClock())
+    thread.stream.append("Look:\n\n```python\nprint(1)")
+    await settle()
+    assert thread.surface.texts() == ["Look:\n\n```python\nprint(1)\n```"]
+    thread.stream.append("\nprint(2)\n```\nDone.")
+    await thread.finish()
+    assert thread.surface.texts() == ["Look:\n\n```python\nprint(1)\nprint(2)\n```\nDone."]
+
+
+async def test_a_refused_edit_continues_in_a_new_message_without_loss() -> None:
+    thread = Thread(ManualClock())
+    thread.stream.append("first part")
+    await settle()
+    thread.surface.refuse_edits("m1")
+    await thread.feed([", second part", ", third part"], every=0.6)
+    await thread.finish(".")
+
+    assert thread.surface.texts() == ["first part, second part, third part."]
+    assert thread.surface.messages["m1"].deleted
+    assert thread.posted == ["m1", "m2"]
+
+
+async def test_a_message_the_platform_finds_too_long_is_split_tighter() -> None:
+    limits = replace(DEFAULT_LIMITS, max_chars=400)
+    thread = Thread(ManualClock(), limits, accepts_chars=300)
+    text = " ".join(f"word{i}" for i in range(150))
+    await thread.feed([text[i : i + 50] for i in range(0, len(text), 50)], every=0.3)
+    await thread.finish()
+
+    texts = thread.surface.texts()
+    assert all(len(t) <= 300 for t in texts)
+    assert " ".join(texts).split() == text.split()
+    assert texts == split_message(text, 256)
+
+
+async def test_footer_shows_while_streaming_and_never_in_the_final() -> None:
+    thread = Thread(ManualClock())
+    thread.stream.append("Let me look.")
+    await settle()
+    thread.stream.set_footer("_running `grep`…_")
+    await run_until(thread.clock, lambda: thread.surface.edit_count() == 1)
+    assert thread.surface.texts() == ["Let me look.\n\n_running `grep`…_"]
+    thread.stream.set_footer(None)
+    thread.stream.append(" Found it.")
+    await thread.finish()
+    assert thread.surface.texts() == ["Let me look. Found it."]
+
+
+async def test_no_text_posts_nothing_and_a_notice_posts_alone() -> None:
+    quiet = Thread(ManualClock())
+    quiet.stream.append("  \n")
+    await quiet.finish()
+    assert quiet.surface.calls == []
+
+    failed = Thread(ManualClock())
+    await failed.finish("⚠️ The model is unreachable.")
+    assert failed.surface.texts() == ["⚠️ The model is unreachable."]
+    assert failed.posted == ["m1"]
+
+
+async def test_finish_is_idempotent_and_append_after_it_is_refused() -> None:
+    thread = Thread(ManualClock())
+    thread.stream.append("done")
+    await thread.finish()
+    await thread.finish("ignored")
+    assert thread.surface.texts() == ["done"]
+    with pytest.raises(RuntimeError):
+        thread.stream.append("late")
+
+
+async def test_a_platform_that_keeps_failing_makes_finish_raise() -> None:
+    thread = Thread(ManualClock())
+    thread.stream.append("hello")
+    await settle()
+    for _ in range(3):
+        thread.surface.fail_next(lambda: SurfaceError("internal error"))
+    with pytest.raises(SurfaceError, match="internal error"):
+        await thread.finish(" world")
+
+
+async def test_aclose_stops_the_flusher_mid_wait() -> None:
+    thread = Thread(ManualClock())
+    thread.stream.append("a")
+    await settle()
+    thread.stream.append("b")
+    await settle()
+    assert thread.clock.sleepers == 1  # waiting for the edit interval
+    await thread.stream.aclose()
+    assert thread.clock.sleepers == 0
+
+
+async def test_five_streams_share_a_budget_fairly_and_finals_go_first() -> None:
+    clock = ManualClock()
+    limits = SurfaceLimits(2000, 1.0, 10, "workspace")
+    budget = EditBudget(clock, 10)
+    ledger = EditLedger()
+    threads = [Thread(clock, limits, budget, ledger=ledger, thread_key=f"t{i}") for i in range(5)]
+
+    for i, thread in enumerate(threads):
+        thread.stream.append(f"stream {i}")
+    await settle()
+    assert [t.surface.texts() for t in threads] == [[f"stream {i}"] for i in range(5)]
+
+    for thread in threads:
+        thread.stream.append(" continues")
+    await run_until(
+        clock, lambda: all(t.surface.edit_count() == 1 for t in threads), step=0.5, limit=40
+    )
+    first_round = sorted((t.surface.calls[-1].at, i) for i, t in enumerate(threads))
+    assert [i for _, i in first_round] == [0, 1, 2, 3, 4], "each stream had its turn, in order"
+    gaps = [b[0] - a[0] for a, b in zip(first_round, first_round[1:], strict=False)]
+    assert all(gap >= 6.0 - 1e-9 for gap in gaps)
+
+    for thread in threads[:3]:
+        thread.stream.append(" further")  # interim edits queue up
+    await run_until(clock, lambda: len(budget.scheduler) == 3, step=0.5)
+    mark = clock.monotonic()
+    async with asyncio.TaskGroup() as tg:
+        finals = [tg.create_task(t.stream.finish(" — done")) for t in threads[3:]]
+        await run_until(clock, lambda: all(f.done() for f in finals), step=0.5, limit=60)
+        await run_until(
+            clock, lambda: all(t.surface.edit_count() == 2 for t in threads[:3]), step=0.5
+        )
+        for thread in threads[:3]:
+            tg.create_task(thread.stream.finish())
+        await run_until(clock, lambda: len(budget.scheduler) == 0 and clock.sleepers == 0, step=0.5)
+
+    later = sorted(
+        (c.at, i)
+        for i, t in enumerate(threads)
+        for c in t.surface.calls
+        if c.op == "edit" and c.at > mark
+    )
+    assert [i for _, i in later] == [3, 4, 0, 1, 2]
+    assert ledger.violations == 0
+    assert sum(t.surface.count("edit", "SurfaceRateLimited") for t in threads) == 0
+    assert [t.surface.texts() for t in threads] == [
+        ["stream 0 continues further"],
+        ["stream 1 continues further"],
+        ["stream 2 continues further"],
+        ["stream 3 continues — done"],
+        ["stream 4 continues — done"],
+    ]

@@ -1,0 +1,110 @@
+"""The scheduler service on a fake clock, and the APScheduler timer that wakes it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.clock import ManualClock, SystemClock
+from bot.scheduler.jobs import Job
+from bot.scheduler.service import Scheduler, retry_delay
+from bot.scheduler.timer import Timer
+from bot.storage.sqlite import SqliteStore
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    s = SqliteStore(tmp_path / "t.sqlite3")
+    await s.open()
+    yield s
+    await s.close()
+
+
+async def test_jobs_run_when_due_once_or_repeatedly(store: SqliteStore) -> None:
+    clock = ManualClock(start=1000.0)
+    scheduler = Scheduler(store, clock)
+    ran: list[str] = []
+
+    async def record(job: Job) -> None:
+        ran.append(job.id)
+
+    scheduler.handle("k", record)
+    await scheduler.schedule(Job("once", "k", 1010.0))
+    await scheduler.schedule(Job("every", "k", 1005.0, interval_s=10.0))
+    assert await scheduler.run_due() == 0
+    await clock.advance(6)
+    assert await scheduler.run_due() == 1 and ran == ["every"]
+    await clock.advance(10)
+    await scheduler.run_due()
+    assert sorted(ran) == ["every", "every", "once"]
+    assert await scheduler.next_due() == 1025.0  # the repeating job only
+    await clock.advance(10)
+    await scheduler.run_due()
+    assert ran.count("once") == 1
+
+
+async def test_a_failing_job_is_retried_with_backoff_and_survives_a_restart(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    clock = ManualClock(start=0.0)
+    scheduler = Scheduler(store, clock)
+    calls = 0
+
+    async def flaky(job: Job) -> None:
+        nonlocal calls
+        calls += 1
+        if calls < 3:
+            raise RuntimeError("not yet")
+
+    scheduler.handle("flaky", flaky)
+    await scheduler.schedule(Job("j", "flaky", 0.0, {"x": 1}))
+    await scheduler.run_due()
+    [job] = await store.due_jobs(1e9)
+    assert job.attempts == 1 and job.last_error == "RuntimeError: not yet"
+    assert job.due_at == retry_delay(1) and job.payload == {"x": 1}
+
+    await store.close()  # a restart: the job is in the table
+    again = SqliteStore(tmp_path / "t.sqlite3")
+    await again.open()
+    try:
+        scheduler = Scheduler(again, clock)
+        scheduler.handle("flaky", flaky)
+        await clock.advance(retry_delay(1))
+        await scheduler.run_due()
+        await clock.advance(retry_delay(2))
+        await scheduler.run_due()
+        assert calls == 3 and await again.next_due() is None
+    finally:
+        await again.close()
+        await store.open()
+
+
+async def test_a_job_without_handler_is_kept_with_its_error(store: SqliteStore) -> None:
+    clock = ManualClock(start=0.0)
+    scheduler = Scheduler(store, clock)
+    await scheduler.schedule(Job("j", "nobody", 0.0))
+    await scheduler.run_due()
+    [job] = await store.due_jobs(1e9)
+    assert "no handler" in (job.last_error or "")
+
+
+async def test_the_timer_wakes_the_service_when_a_job_is_due(store: SqliteStore) -> None:
+    clock = SystemClock()
+    scheduler = Scheduler(store, clock)
+    done = asyncio.Event()
+
+    async def fire(job: Job) -> None:
+        done.set()
+
+    scheduler.handle("k", fire)
+    timer = Timer(scheduler, clock, max_wait=30.0)
+    await timer.start()
+    try:
+        await scheduler.schedule(Job("soon", "k", clock.now() + 0.05))
+        await asyncio.wait_for(done.wait(), 5.0)
+    finally:
+        await timer.stop()
+    assert await store.next_due() is None

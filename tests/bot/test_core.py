@@ -1,0 +1,221 @@
+"""The core end to end with a scripted model, a recording surface and the real SQLite store."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.clock import ManualClock
+from bot.config import Settings
+from bot.conversation import Author, Inbound, ThreadKey
+from bot.core import INTERRUPTED, Core
+from bot.errors import ModelServerError, ModelUnavailable
+from bot.llm.messages import AssistantMessage, ToolCall, ToolResult, UserMessage
+from bot.sessions.model import RunState
+from bot.storage.sqlite import SqliteStore
+from bot.tools.builtin import builtin_tools
+from bot.tools.registry import ToolRegistry
+from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text
+from tests.fakes.surface import RecordingSurface, drive
+
+KEY = ThreadKey("test:thread")
+ALICE = Author(id="test:U1", display_name="Alice")
+BOB = Author(id="test:U2", display_name="Bob")
+TODOS = {"todos": [{"content": "look", "status": "in_progress"}, {"content": "answer"}]}
+DONE = {"todos": [{"content": "look", "status": "completed"}, {"content": "answer", "status": "completed"}]}
+
+
+class World:
+    """One process's core over a data dir; ``restart`` builds a new one on the same files."""
+
+    def __init__(self, tmp_path: Path, steps: list[Step], **settings: object) -> None:
+        self.tmp_path = tmp_path
+        self.clock = ManualClock(start=1_000_000.0)
+        self.model = ScriptedModel(steps)
+        self.settings = Settings(data_dir=tmp_path, **settings)  # type: ignore[arg-type]
+        self.surface = RecordingSurface(self.clock, thread_key=KEY)
+        self.core = self._core()
+        self._events = 0
+
+    def _core(self) -> Core:
+        store = SqliteStore(self.settings.database_path)
+        return Core(self.settings, store, self.model, ToolRegistry(builtin_tools()), self.clock)
+
+    async def restart(self) -> None:
+        await self.core.aclose()
+        self.core = self._core()
+        await self.core.start()
+
+    def inbound(self, words: str, author: Author = ALICE, event_id: str | None = None) -> Inbound:
+        self._events += 1
+        return Inbound(KEY, author, words, event_id or f"ev{self._events}")
+
+    async def say(self, words: str, author: Author = ALICE, event_id: str | None = None) -> None:
+        await drive(self.clock, self.core.handle(self.inbound(words, author, event_id), self.surface))
+
+    async def session(self):  # type: ignore[no-untyped-def]
+        return await self.core.store.load_session(KEY, self.clock.now())
+
+
+@pytest.fixture
+async def world(tmp_path: Path) -> AsyncIterator[World]:
+    w = World(tmp_path, [])
+    await w.core.start()
+    yield w
+    await w.core.aclose()
+
+
+async def test_a_message_gets_one_streamed_reply_and_is_stored(world: World) -> None:
+    world.model.steps = [text("Hello ", "Alice", "!")]
+    await world.say("hi")
+    assert world.surface.texts() == ["Hello Alice!"]
+    session = await world.session()
+    assert [type(m) for m in session.messages] == [UserMessage, AssistantMessage]
+    assert session.messages[0] == UserMessage(text="hi", author_id=ALICE.id, author_name="Alice")
+    assert session.state is RunState.IDLE
+    assert await world.core.store.posted(KEY, "reply") == [world.surface.live()[0].id]
+
+
+async def test_a_redelivered_event_is_answered_once(world: World) -> None:
+    world.model.steps = [text("once")]
+    await world.say("hi", event_id="same")
+    await world.say("hi", event_id="same")
+    await world.restart()
+    await world.say("hi", event_id="same")
+    assert len(world.model.requests) == 1
+    assert world.surface.texts() == ["once"]
+
+
+async def test_messages_arriving_during_a_run_wait_their_turn_in_order(world: World) -> None:
+    gate = asyncio.Event()
+    seen: list[str] = []
+
+    def respond(request):  # type: ignore[no-untyped-def]
+        last = request.messages[-1]
+        seen.append(last.text)
+        return text(f"re: {last.text}")
+
+    world.model.respond = respond
+    first = world.inbound("first")
+    second = world.inbound("second", BOB)
+    third = world.inbound("third")
+
+    async def all_three() -> None:
+        tasks = [asyncio.create_task(world.core.handle(m, world.surface)) for m in (first, second, third)]
+        gate.set()
+        await asyncio.gather(*tasks)
+
+    await drive(world.clock, all_three())
+    assert seen == ["first", "second", "third"]
+    assert world.surface.texts() == ["re: first", "re: second", "re: third"]
+    session = await world.session()
+    texts = [m.text for m in session.messages if isinstance(m, UserMessage | AssistantMessage)]
+    assert texts == ["first", "re: first", "second", "re: second", "third", "re: third"]
+
+
+async def test_a_huge_message_is_capped_and_the_thread_is_told(tmp_path: Path) -> None:
+    world = World(tmp_path, [text("ok")], max_input_chars=1000)
+    await world.core.start()
+    try:
+        await world.say("x" * 5000)
+        assert "5,000 characters" in world.surface.visible_text()
+        assert "first 1,000" in world.surface.visible_text()
+        session = await world.session()
+        assert len(session.messages[0].text) == 1000  # type: ignore[union-attr]
+        assert world.model.requests[0].messages[-1].text == "x" * 1000  # type: ignore[union-attr]
+    finally:
+        await world.core.aclose()
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        (ModelUnavailable("connection refused"), "couldn't reach the model server"),
+        (ModelServerError("500", status=500), "kept failing"),
+    ],
+)
+async def test_a_failing_model_gives_a_clear_message_and_loses_nothing(
+    world: World, error: Exception, words: str
+) -> None:
+    world.model.steps = [error, text("back again")]
+    await world.say("first try")
+    assert words in world.surface.visible_text()
+    session = await world.session()
+    assert session.messages == [UserMessage(text="first try", author_id=ALICE.id, author_name="Alice")]
+    assert session.state is RunState.IDLE
+    await world.say("second try")
+    assert world.surface.texts()[-1] == "back again"
+    assert len((await world.session()).messages) == 3
+
+
+async def test_the_todo_panel_is_posted_once_and_survives_a_restart(world: World) -> None:
+    world.model.steps = [step(call("todo_write", TODOS)), text("working on it")]
+    await world.say("plan it")
+    panels = [m for m in world.surface.live() if "look" in m.text]
+    assert len(panels) == 1 and world.surface.pinned_ids == [panels[0].id]
+
+    await world.restart()
+    world.model.steps = [step(call("todo_write", DONE)), text("all done")]
+    await world.say("finish it")
+    panels = [m for m in world.surface.live() if "look" in m.text]
+    assert len(panels) == 1, "a restart must not post a second panel"
+    assert world.surface.pinned_ids == []  # all completed: unpinned
+    assert world.surface.count("post") == 3  # reply, panel, reply
+
+
+async def test_invalid_arguments_and_unknown_tools_come_back_to_the_model(world: World) -> None:
+    world.model.steps = [
+        step(call("todo_write", '{"todos": [', index=0, provider_id="a"),
+             call("launch_rockets", {}, index=1, provider_id="b")),
+        text("sorry, fixed"),
+    ]
+    await world.say("go")
+    session = await world.session()
+    results = [m for m in session.messages if isinstance(m, ToolResult)]
+    assert [r.is_error for r in results] == [True, True]
+    assert "invalid" in results[0].content.lower() or "json" in results[0].content.lower()
+    assert "no tool named 'launch_rockets'" in results[1].content
+    assert world.surface.texts() == ["sorry, fixed"]
+
+
+async def test_a_run_cut_off_by_a_crash_is_repaired_on_the_next_message(world: World) -> None:
+    session = await world.session()
+    dangling = ToolCall(id="call_x", wire_id="w", name="todo_write", arguments="{}")
+    await world.core.store.append_messages(
+        session, [UserMessage(text="before the crash"), AssistantMessage(tool_calls=(dangling,))]
+    )
+    session.state = RunState.RUNNING
+    await world.core.store.save_state(session)
+    await world.restart()
+
+    world.model.steps = [text("resumed")]
+    await world.say("are you there?")
+    session = await world.session()
+    kinds = [type(m).__name__ for m in session.messages]
+    assert kinds == ["UserMessage", "AssistantMessage", "ToolResult", "UserMessage", "AssistantMessage"]
+    result = session.messages[2]
+    assert isinstance(result, ToolResult) and result.call_id == "call_x" and result.content == INTERRUPTED
+    assert session.state is RunState.IDLE
+    # the model saw a consistent transcript: every call answered before the new message
+    sent = world.model.requests[0].messages
+    assert isinstance(sent[2], ToolResult) and sent[3].text == "are you there?"  # type: ignore[union-attr]
+
+
+async def test_describe_and_reset(world: World) -> None:
+    assert "No conversation" in await world.core.describe(KEY)
+    world.model.steps = [step(call("todo_write", TODOS)), text("on it")]
+    await world.say("plan")
+    described = await world.core.describe(KEY)
+    assert "Messages: 4" in described and "Todos: 0 of 2 done" in described
+    assert world.surface.pinned_ids
+    await world.core.reset(KEY, world.surface)
+    session = await world.session()
+    assert session.messages == [] and session.todos == () and session.panel is None
+    assert world.surface.pinned_ids == []  # no stale pin left behind
+    assert await world.core.has_session(KEY)
+    world.model.steps = [text("fresh")]
+    await world.say("again")
+    assert [m.text for m in world.model.requests[-1].messages] == ["again"]  # type: ignore[union-attr]
