@@ -103,7 +103,7 @@ class Settings(BaseSettings):
 
     # --- approvals and tools ---
     approval_ttl_s: float = Field(default=1800.0, gt=0)
-    workspace_tools: bool = False
+    workspace_tools: bool = True
     """Give each thread a workspace directory and the tools to use it (commands ask first)."""
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     """Per tool (``threadline.toml``: ``[tools.run_command]``)."""

@@ -84,6 +84,13 @@ class Core:
                 max_output_tokens=settings.max_output_tokens,
                 price_input_per_mtok=settings.price_input_per_mtok,
                 price_output_per_mtok=settings.price_output_per_mtok,
+                context_window=settings.context_window,
+                compact_at=settings.compact_at,
+                keep_recent_turns=settings.keep_recent_turns,
+                run_max_tokens=settings.run_max_tokens,
+                run_max_cost_usd=settings.run_max_cost_usd,
+                day_max_tokens=settings.day_max_tokens,
+                day_max_cost_usd=settings.day_max_cost_usd,
             ),
             gate=self.approvals,
         )

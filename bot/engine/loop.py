@@ -20,9 +20,11 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from bot.clock import Clock
 from bot.engine.collect import ResponseCollector
+from bot.engine.compact import CompactionFailed, TokenGauge, compacted
 from bot.engine.events import (
     ApprovalNeeded,
     EventSink,
@@ -37,7 +39,7 @@ from bot.engine.events import (
 from bot.engine.gate import Gate, OpenGate, Proceed, Refuse, Wait
 from bot.engine.messages import failure_text
 from bot.engine.prompt import TURN_LIMIT_NOTE, open_calls, todo_note
-from bot.errors import ModelError
+from bot.errors import ContextOverflow, ModelError
 from bot.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, Usage
 from bot.llm.model import FinishPiece, Model, ModelRequest, TextPiece, ToolCallPiece, UsagePiece
 from bot.sessions.model import Session
@@ -59,6 +61,13 @@ class EngineConfig:
     max_output_tokens: int | None = None
     price_input_per_mtok: float | None = None
     price_output_per_mtok: float | None = None
+    context_window: int = 128_000
+    compact_at: float = 0.8
+    keep_recent_turns: int = 4
+    run_max_tokens: int | None = None
+    run_max_cost_usd: float | None = None
+    day_max_tokens: int | None = None
+    day_max_cost_usd: float | None = None
 
     def cost(self, usage: Usage) -> float:
         if self.price_input_per_mtok is None or self.price_output_per_mtok is None:
@@ -183,6 +192,9 @@ class _Run:
         self._note: SystemMessage | None = None
         self._shown = ""
         """Text of the model call in progress (kept, marked stopped, if the run is stopped)."""
+        self.cost = 0.0
+        self._gauge = TokenGauge()
+        self._overflow_retried = False
 
     def _messages(self, wrap_up: bool) -> Sequence[Message]:
         todos = self.session.todos
@@ -204,6 +216,9 @@ class _Run:
         if self.session.inbox:  # messages that arrived meanwhile: the model reads them now
             arrived, self.session.inbox = self.session.inbox, []
             await self._persist(arrived)
+        if (reached := self._limit_reached()) is not None:
+            return Fail(reached)
+        await self._compact_if_long()
         request = ModelRequest(
             system=engine._config.system_prompt,
             messages=self._messages(wrap_up=not with_tools),
@@ -213,26 +228,22 @@ class _Run:
         await self.sink(ModelCallStarted(turn))
         got = ResponseCollector()
         try:
-            async for piece in engine._model.stream(request):
-                match piece:
-                    case TextPiece(text):
-                        got.add_text(text)
-                        self._shown = got.shown_text
-                        await self.sink(TextDelta(text))
-                    case ToolCallPiece(index, provider_id, name, arguments):
-                        got.add_call_piece(index, provider_id, name, arguments)
-                    case UsagePiece(usage):
-                        got.usage = usage
-                    case FinishPiece(reason):
-                        got.finish_reason = reason
+            await self._stream(request, got)
+        except ContextOverflow as exc:
+            await self._account(got.usage)
+            if got.shown_text or self._overflow_retried:
+                return await self._failed(exc, got.shown_text)
+            self._overflow_retried = True  # compact and try once more
+            log.info("context overflow in %s: compacting and retrying", self.session.key)
+            return CallModel(turn) if await self._compact() else await self._failed(exc, "")
         except ModelError as exc:
             log.warning("model call failed in %s: %s", self.session.key, exc)
             await self._account(got.usage)
-            if got.shown_text:  # keep what the thread already shows, without half-made calls
-                await self._persist([AssistantMessage(text=got.shown_text)])
-            return Fail(failure_text(exc, partial=bool(got.shown_text)))
+            return await self._failed(exc, got.shown_text)
         self._shown = ""
         await self._account(got.usage)
+        if got.usage is not None:
+            self._gauge.observe(got.usage.prompt_tokens, got.usage.completion_tokens, len(request.messages))
         used = {c.wire_id for m in self.session.messages if isinstance(m, AssistantMessage) for c in m.tool_calls}
         message = got.message(used)
         if not with_tools and message.tool_calls:
@@ -243,6 +254,20 @@ class _Run:
         if message.tool_calls:
             return RunTools(turn, message.tool_calls)
         return Finish()
+
+    async def _stream(self, request: ModelRequest, got: ResponseCollector) -> None:
+        async for piece in self.engine._model.stream(request):
+            match piece:
+                case TextPiece(text):
+                    got.add_text(text)
+                    self._shown = got.shown_text
+                    await self.sink(TextDelta(text))
+                case ToolCallPiece(index, provider_id, name, arguments):
+                    got.add_call_piece(index, provider_id, name, arguments)
+                case UsagePiece(usage):
+                    got.usage = usage
+                case FinishPiece(reason):
+                    got.finish_reason = reason
 
     async def run_tools(self, turn: int, calls: tuple[ToolCall, ...]) -> State:
         """Run the calls in order; a call waiting for approval holds back the calls after it."""
@@ -310,15 +335,69 @@ class _Run:
             log.warning("tool %s raised", call.name, exc_info=True)
             return f"error: {call.name} failed: {type(exc).__name__}: {exc}", True
 
+    async def _failed(self, exc: ModelError, shown: str) -> State:
+        if shown:  # keep what the thread already shows, without half-made calls
+            await self._persist([AssistantMessage(text=shown)])
+        return Fail(failure_text(exc, partial=bool(shown)))
+
+    async def _compact_if_long(self) -> None:
+        config = self.engine._config
+        estimate = self._gauge.estimate(config.system_prompt, self.session.messages)
+        if estimate > config.compact_at * config.context_window:
+            log.info("%s holds about %d tokens: compacting", self.session.key, estimate)
+            await self._compact()
+
+    async def _compact(self) -> bool:
+        """Replace older messages by a summary; False when that was not possible."""
+        config = self.engine._config
+        try:
+            shorter = await compacted(self.engine._model, self.session.messages, config.keep_recent_turns)
+        except CompactionFailed as exc:
+            log.warning("compaction of %s failed: %s", self.session.key, exc)
+            return False
+        if shorter is None:
+            return False
+        await self.engine._store.replace_messages(self.session, shorter)
+        self._gauge.reset()
+        return True
+
+    def _limit_reached(self) -> str | None:
+        """Why the run may not call the model again, in plain words; None when it may."""
+        c = self.engine._config
+        if c.run_max_tokens is not None and self.usage.total >= c.run_max_tokens:
+            return f"This request reached its token limit ({c.run_max_tokens:,} tokens), so I stopped here. Ask me to continue."
+        if c.run_max_cost_usd is not None and self.cost >= c.run_max_cost_usd:
+            return f"This request reached its cost limit (${c.run_max_cost_usd:.2f}), so I stopped here. Ask me to continue."
+        session = self.session
+        if session.day != _today(self.engine._clock.now()):
+            return None
+        if c.day_max_tokens is not None and session.day_tokens >= c.day_max_tokens:
+            return f"This thread has used its {c.day_max_tokens:,} tokens for today. It can continue tomorrow (UTC)."
+        if c.day_max_cost_usd is not None and session.day_cost_usd >= c.day_max_cost_usd:
+            return f"This thread has reached today's cost limit (${c.day_max_cost_usd:.2f}). It can continue tomorrow (UTC)."
+        return None
+
     async def _account(self, usage: Usage | None) -> None:
         if usage is None:
             return
+        cost = self.engine._config.cost(usage)
         self.usage = self.usage + usage
-        self.session.usage = self.session.usage + usage
-        self.session.cost_usd += self.engine._config.cost(usage)
+        self.cost += cost
+        session = self.session
+        session.usage = session.usage + usage
+        session.cost_usd += cost
+        today = _today(self.engine._clock.now())
+        if session.day != today:
+            session.day, session.day_tokens, session.day_cost_usd = today, 0, 0.0
+        session.day_tokens += usage.total
+        session.day_cost_usd += cost
 
     async def _persist(self, messages: Sequence[Message]) -> None:
         if not messages:
             return
         self.session.updated_at = self.engine._clock.now()
         await self.engine._store.append_messages(self.session, messages)
+
+
+def _today(now: float) -> str:
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")

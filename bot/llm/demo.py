@@ -7,9 +7,12 @@ through the same client, parsing and error handling as a real model. Nothing lea
 The script is stateless: the step is the number of tool results after the last user message.
 
 0. a short sentence, then ``todo_write`` with three items (the first in progress);
-1. a sentence, then ``todo_write`` marking the first completed and the second in progress;
-2. ``todo_write`` marking every item completed;
-3. a final Markdown answer: heading, list, a small code block, a quote of the user's message,
+1. when the ``run_command`` tool is offered: a sentence, then a harmless ``run_command`` (it
+   needs a person's approval, so a new user sees an approval card);
+2. a sentence about the command's outcome, then ``todo_write`` marking the first completed and
+   the second in progress;
+3. ``todo_write`` marking every item completed;
+4. a final Markdown answer: heading, list, a small code block, a quote of the user's message,
    and how to configure a real model.
 
 A request without a ``todo_write`` tool (the engine's wrap-up call) gets the final answer.
@@ -34,6 +37,7 @@ WORDS_PER_CHUNK = 3
 QUOTE_CHARS = 120
 CREATED = 1_700_000_000
 
+DEMO_COMMAND = "echo 'Hello from the Threadline workspace' && pwd"
 TODO_ITEMS = (
     "Read the request",
     "Sketch the answer",
@@ -51,6 +55,17 @@ class DemoTurn:
     todos: tuple[tuple[str, str], ...] | None = None
     """``(content, status)`` pairs for a ``todo_write`` call, or no call."""
     call_id: str = ""
+    command: str | None = None
+    """A ``run_command`` call instead of ``todo_write``."""
+
+    @property
+    def tool_call(self) -> tuple[str, str] | None:
+        """``(name, JSON arguments)`` of the call this turn makes, if any."""
+        if self.command is not None:
+            return "run_command", json.dumps({"command": self.command, "timeout_s": 10})
+        if self.todos is not None:
+            return "todo_write", json.dumps({"todos": [{"content": c, "status": s} for c, s in self.todos]})
+        return None
 
 
 def demo_turn(body: dict[str, Any]) -> DemoTurn:
@@ -60,21 +75,37 @@ def demo_turn(body: dict[str, Any]) -> DemoTurn:
     step = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "tool")
     said = messages[last_user].get("content") if last_user >= 0 else ""
     author, text = _split_author(said if isinstance(said, str) else "")
-    if not _offers_todo_write(body.get("tools")) or step >= 3:
+    offered = _offered(body.get("tools"))
+    if "todo_write" not in offered:
         return DemoTurn(_final_answer(author, text))
-    statuses = (
-        ("in_progress", "pending", "pending"),
-        ("completed", "in_progress", "pending"),
-        ("completed", "completed", "completed"),
-    )[step]
-    sayings = (
-        "Let me plan this out first.",
-        "The request is clear; now the outline.",
-        "Outline done; writing it up.",
-    )
-    return DemoTurn(
-        sayings[step], tuple(zip(TODO_ITEMS, statuses, strict=True)), f"call_demo{step + 1}"
-    )
+    plan = ["plan", "command", "outline", "done"] if "run_command" in offered else ["plan", "outline", "done"]
+    if step >= len(plan):
+        return DemoTurn(_final_answer(author, text))
+    call_id = f"call_demo{step + 1}"
+    match plan[step]:
+        case "command":
+            return DemoTurn(
+                "Let me take a quick look at my workspace. Running a command needs your approval:",
+                call_id=call_id,
+                command=DEMO_COMMAND,
+            )
+        case "plan":
+            said_now, statuses = "Let me plan this out first.", ("in_progress", "pending", "pending")
+        case "outline":
+            said_now = _after_command(messages[-1]) if plan[step - 1] == "command" else (
+                "The request is clear; now the outline."
+            )
+            statuses = ("completed", "in_progress", "pending")
+        case _:
+            said_now, statuses = "Outline done; writing it up.", ("completed",) * 3
+    return DemoTurn(said_now, tuple(zip(TODO_ITEMS, statuses, strict=True)), call_id)
+
+
+def _after_command(result: dict[str, Any]) -> str:
+    content = str(result.get("content") or "")
+    if content.startswith(("denied", "expired")):
+        return "No command then, that's fine. The request is clear; now the outline."
+    return "The command ran in my own workspace directory. The request is clear; now the outline."
 
 
 def _split_author(content: str) -> tuple[str | None, str]:
@@ -84,14 +115,16 @@ def _split_author(content: str) -> tuple[str | None, str]:
     return match.group(1), content[match.end() :]
 
 
-def _offers_todo_write(tools: object) -> bool:
+def _offered(tools: object) -> set[str]:
+    """Names of the tools the request offers."""
     if not isinstance(tools, list):
-        return False
+        return set()
+    names = set()
     for tool in tools:
         function = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(function, dict) and function.get("name") == "todo_write":
-            return True
-    return False
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            names.add(function["name"])
+    return names
 
 
 def _quote(text: str) -> str:
@@ -143,16 +176,14 @@ def demo_chunks(body: dict[str, Any], turn: DemoTurn, prompt_chars: int) -> list
     chunks = [chunk({"role": "assistant", "content": ""})]
     chunks.extend(chunk({"content": piece}) for piece in _pieces(turn.text))
     arguments = ""
-    if turn.todos is not None:
-        arguments = json.dumps({"todos": [{"content": c, "status": s} for c, s in turn.todos]})
+    if (call := turn.tool_call) is not None:
+        name, arguments = call
         first = {"index": 0, "id": turn.call_id, "type": "function"}
-        chunks.append(
-            chunk({"tool_calls": [{**first, "function": {"name": "todo_write", "arguments": ""}}]})
-        )
+        chunks.append(chunk({"tool_calls": [{**first, "function": {"name": name, "arguments": ""}}]}))
         half = len(arguments) // 2
         for part in (arguments[:half], arguments[half:]):
             chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}))
-    chunks.append(chunk({}, "tool_calls" if turn.todos is not None else "stop"))
+    chunks.append(chunk({}, "stop" if call is None else "tool_calls"))
     if (body.get("stream_options") or {}).get("include_usage"):
         usage = chunk({})
         usage["choices"] = []

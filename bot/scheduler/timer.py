@@ -41,6 +41,11 @@ class Timer:
             self._aps.shutdown(wait=False)
             self._aps = None
 
+    async def settled(self) -> None:
+        """Return once a wake in progress (running jobs) has finished."""
+        async with self._lock:
+            return
+
     def _sooner(self, due_at: float) -> None:
         if self._armed_for is None or due_at < self._armed_for:
             self._arm(due_at)

@@ -173,13 +173,8 @@ class SqliteStore(ApprovalTables, JobTables):
         start = len(session.messages)
         rows = [(session.key, start + i, dump_message(m)) for i, m in enumerate(messages)]
         async with self.transaction() as db:
-            await self._upsert_session(db, session, start + len(messages))
+            await self._upsert_session(db, session, start + len(messages), _title(messages))
             await db.executemany("INSERT INTO messages (key, seq, body) VALUES (?, ?, ?)", rows)
-            title = _title(messages)
-            if title:
-                await db.execute(
-                    "UPDATE sessions SET title = ? WHERE key = ? AND title = ''", (title, session.key)
-                )
         session.messages.extend(messages)
 
     async def replace_messages(self, session: Session, messages: Sequence[Message]) -> None:
@@ -194,13 +189,17 @@ class SqliteStore(ApprovalTables, JobTables):
         async with self.transaction() as db:
             await self._upsert_session(db, session, len(session.messages))
 
-    async def _upsert_session(self, db: aiosqlite.Connection, session: Session, count: int) -> None:
+    async def _upsert_session(
+        self, db: aiosqlite.Connection, session: Session, count: int, title: str = ""
+    ) -> None:
+        """Write the session row; ``title`` is kept only when the thread has none yet."""
         panel = session.panel
         await db.execute(
             "INSERT INTO sessions (key, todos, usage, cost_usd, state, panel, message_count,"
-            " created_at, updated_at, inbox, day, day_tokens, day_cost_usd)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT (key) DO UPDATE SET todos = excluded.todos, usage = excluded.usage,"
+            " created_at, updated_at, inbox, day, day_tokens, day_cost_usd, title)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (key) DO UPDATE SET title = CASE WHEN sessions.title = ''"
+            " THEN excluded.title ELSE sessions.title END, todos = excluded.todos, usage = excluded.usage,"
             " cost_usd = excluded.cost_usd, state = excluded.state, panel = excluded.panel,"
             " message_count = excluded.message_count, updated_at = excluded.updated_at,"
             " inbox = excluded.inbox, day = excluded.day, day_tokens = excluded.day_tokens,"
@@ -223,6 +222,7 @@ class SqliteStore(ApprovalTables, JobTables):
                 session.day,
                 session.day_tokens,
                 session.day_cost_usd,
+                title,
             ),
         )
 

@@ -126,15 +126,25 @@ PLATFORM_ENV = (
 
 
 @asynccontextmanager
-async def demo_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Runtime]:
-    """The real runtime on the offline demo model, its HTTP server on a free port."""
+async def demo_runtime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, chunk_delay_s: float | None = None
+) -> AsyncIterator[Runtime]:
+    """The real runtime on the offline demo model, its HTTP server on a free port; the demo
+    streams at its usual pace unless ``chunk_delay_s`` says otherwise."""
+    import random
+
     from adapters.runtime import Runtime  # the real core, imported only by the tests that run it
+    from bot.clock import SystemClock
+    from bot.llm.openai_model import build_openai_model
 
     for name in PLATFORM_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no .env or threadline.toml of the developer's
     settings = Settings(data_dir=tmp_path / "data", http_port=0, playground=True)
-    runtime = Runtime(settings)
+    model = build_openai_model(
+        settings, SystemClock(), rng=random.Random(0), demo_chunk_delay_s=chunk_delay_s
+    )
+    runtime = Runtime(settings, model=model)
     await runtime.start()
     try:
         yield runtime

@@ -111,6 +111,19 @@ async def answered(page: Any, adapter: PlaygroundAdapter, thread_id: str) -> str
     return reply.id
 
 
+async def approve(page: Any, nth: int) -> None:
+    """Click Approve on the ``nth`` approval card and see the card record the decision."""
+    from playwright.async_api import expect
+
+    cards = page.locator(".msg.bot", has_text="run_command")
+    await expect(cards).to_have_count(nth, timeout=WAIT_MS)
+    card = cards.nth(nth - 1)
+    await expect(card).to_contain_text("Approval needed", timeout=WAIT_MS)
+    await card.locator("button.action", has_text="Approve").click()
+    await expect(card).to_contain_text("Approved", timeout=WAIT_MS)
+    await expect(card.locator("button.action")).to_have_count(0, timeout=WAIT_MS)
+
+
 def thread_of(page: Any) -> str:
     url: str = page.url
     assert "#/t/" in url
@@ -130,6 +143,9 @@ async def test_a_whole_conversation(page: Any, served: tuple[str, PlaygroundAdap
     await page.wait_for_url("**/#/t/*", timeout=WAIT_MS)
     thread_id = thread_of(page)
     await expect(page.locator(".msg.bot").first).to_be_visible(timeout=WAIT_MS)
+
+    # The demo asks to run a command: a real approval card; Approve resumes the run.
+    await approve(page, 1)
     first_reply = await answered(page, adapter, thread_id)
     shown = await page.evaluate("window.__seen")
     stages = shown["replies"][first_reply]
@@ -150,6 +166,7 @@ async def test_a_whole_conversation(page: Any, served: tuple[str, PlaygroundAdap
     await send(page, "Thanks! Now make it a surprise")
     await expect(page.locator(".msg.user")).to_have_count(2, timeout=WAIT_MS)
     assert thread_of(page) == thread_id
+    await approve(page, 2)
     second_reply = await answered(page, adapter, thread_id)
     assert second_reply != first_reply
     await expect(page.locator(f'.msg[data-id="{second_reply}"]')).to_be_visible()

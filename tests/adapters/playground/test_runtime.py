@@ -18,7 +18,7 @@ from tests.adapters.playground.conftest import demo_runtime, next_event
 
 @pytest.fixture
 async def runtime(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Runtime]:
-    async with demo_runtime(tmp_path, monkeypatch) as runtime:
+    async with demo_runtime(tmp_path, monkeypatch, chunk_delay_s=0) as runtime:
         yield runtime
 
 

@@ -347,11 +347,11 @@ def closed_port() -> int:
 async def test_an_unreachable_server_is_unavailable(
     make_model: MakeModel, clock: InstantClock
 ) -> None:
-    model = make_model(max_retries=1, base_url=f"http://127.0.0.1:{closed_port()}/v1")
+    model = make_model(max_retries=1, base_url=f"http://proxy:hunter2@127.0.0.1:{closed_port()}/v1")
     error, got = await failure(model)
     assert isinstance(error, ModelUnavailable)
     assert "could not reach the model server at http://127.0.0.1:" in str(error)
-    assert KEY not in str(error)
+    assert KEY not in str(error) and "hunter2" not in str(error)
     assert got.pieces == []
     assert len(clock.sleeps) == 1
 

@@ -105,6 +105,7 @@ async def test_the_timer_wakes_the_service_when_a_job_is_due(store: SqliteStore)
     try:
         await scheduler.schedule(Job("soon", "k", clock.now() + 0.05))
         await asyncio.wait_for(done.wait(), 5.0)
+        await asyncio.wait_for(timer.settled(), 5.0)
     finally:
         await timer.stop()
     assert await store.next_due() is None
