@@ -84,6 +84,8 @@ class Settings(BaseSettings):
     """USD per million prompt tokens; with the output price, enables cost tracking."""
     price_output_per_mtok: float | None = Field(default=None, ge=0)
     system_prompt: str | None = None
+    demo_chunk_delay_s: float = Field(default=0.03, ge=0, le=5)
+    """The offline demo model's pause between streamed pieces."""
 
     # --- engine ---
     max_turns: int = Field(default=25, ge=1, le=500)

@@ -32,7 +32,7 @@ from bot.llm.openai_model import build_openai_model
 from bot.present.approval_card import parse_action, update_card
 from bot.present.budget import BudgetRegistry
 from bot.present.presenter import Presenter
-from bot.present.surface import Surface
+from bot.present.surface import Button, Surface
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
 from bot.sessions.model import PanelRef, RunState, Session
@@ -218,7 +218,7 @@ class Core:
         self, active: _Active, author: Author, surface: Surface, *, resume: bool, notice: str | None
     ) -> RunResult:
         session = active.session
-        presenter = self._presenter(session, surface)
+        presenter = self._presenter(session, surface, Button(f"stop:{active.run_id}", "Stop", "danger"))
         try:
             if notice:
                 await presenter(Notice(notice))
@@ -393,7 +393,7 @@ class Core:
         finally:
             await presenter.close()
 
-    def _presenter(self, session: Session, surface: Surface) -> Presenter:
+    def _presenter(self, session: Session, surface: Surface, stop: Button | None = None) -> Presenter:
         async def persist_panel(panel: PanelRef | None) -> None:
             session.panel = panel
             await self.store.save_state(session)
@@ -405,7 +405,9 @@ class Core:
             await self.store.set_approval_card(request.id, message_id)
             await self.store.record_posted(session.key, message_id, "card", self.clock.now())
 
-        return Presenter(surface, self.clock, self.budgets, session.panel, persist_panel, on_posted, on_card)
+        return Presenter(
+            surface, self.clock, self.budgets, session.panel, persist_panel, on_posted, on_card, stop
+        )
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -351,11 +351,8 @@ def build_openai_model(
     ``OPENAI_BASE_URL`` is set, else the real endpoint."""
     backoff = Backoff(max_retries=settings.model_max_retries, rng=rng)
     if settings.uses_demo_model:
-        transport = (
-            DemoTransport()
-            if demo_chunk_delay_s is None
-            else DemoTransport(chunk_delay_s=demo_chunk_delay_s)
-        )
+        delay = settings.demo_chunk_delay_s if demo_chunk_delay_s is None else demo_chunk_delay_s
+        transport = DemoTransport(chunk_delay_s=delay)
         return OpenAIModel(
             DEMO_MODEL,
             api_key="demo",

@@ -30,7 +30,7 @@ from bot.errors import SurfaceError
 from bot.present.approval_card import post_card
 from bot.present.budget import BudgetRegistry
 from bot.present.reply import OnPosted, ReplyStream
-from bot.present.surface import Surface
+from bot.present.surface import Button, Surface
 from bot.present.todo_panel import PersistPanel, TodoPanel
 from bot.sessions.model import PanelRef
 
@@ -53,12 +53,15 @@ class Presenter:
         persist_panel: PersistPanel,
         on_posted: OnPosted,
         on_card: OnCard | None = None,
+        stop_button: Button | None = None,
     ) -> None:
         self._surface = surface
         self._clock = clock
         self._on_card = on_card
         budget = budgets.get(surface.limits)
         self._reply = ReplyStream(surface, clock, budget, on_posted)
+        if stop_button is not None:
+            self._reply.set_buttons((stop_button,))
         self._panel = TodoPanel(surface, panel, persist_panel, clock=clock, budget=budget)
         self._status_wanted: str | None = None
         self._status_sent: str | None = None

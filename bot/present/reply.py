@@ -21,7 +21,7 @@ from bot.clock import Clock
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
 from bot.present.budget import EditBudget, Priority
 from bot.present.split import MIN_LIMIT, open_block, split_message
-from bot.present.surface import Surface
+from bot.present.surface import Button, Surface
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,7 @@ class _Message:
     """Monotonic time of the last post or edit."""
     sealed: bool
     """It shows its complete chunk; later text goes to other messages."""
+    buttons: tuple[Button, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,7 @@ class _Op:
     index: int
     text: str = ""
     seal: bool = False
+    buttons: tuple[Button, ...] = ()
 
 
 class ReplyStream:
@@ -64,6 +66,7 @@ class ReplyStream:
         self._tail = ""
         self._has_text = False
         self._footer: str | None = None
+        self._buttons: tuple[Button, ...] = ()
         self._final: str | None = None
         self._messages: list[_Message] = []
         self._wake = asyncio.Event()
@@ -103,6 +106,13 @@ class ReplyStream:
         """A transient line under the text (``_running `grep`…_``); never part of the final."""
         if footer != self._footer and self._final is None:
             self._footer = footer
+            if self._task is not None:
+                self._kick()
+
+    def set_buttons(self, buttons: tuple[Button, ...]) -> None:
+        """Buttons on the message being written (a Stop button); the final text has none."""
+        if buttons != self._buttons and self._final is None:
+            self._buttons = buttons
             if self._task is not None:
                 self._kick()
 
@@ -165,18 +175,21 @@ class ReplyStream:
         """The next call to make, or None when the thread shows what it should."""
         final = self._final is not None
         chunks = self._chunks()
+        last = len(chunks) - 1
+        buttons = () if final else self._buttons
         for i, msg in enumerate(self._messages):
             if i >= len(chunks):
                 return _Op("delete", i) if final else None
             if msg.sealed and not final:
                 continue
-            seal = i < len(chunks) - 1
-            if msg.text != chunks[i]:
-                return _Op("edit", i, chunks[i], seal)
+            seal = i < last
+            wanted = buttons if i == last else ()
+            if msg.text != chunks[i] or msg.buttons != wanted:
+                return _Op("edit", i, chunks[i], seal, wanted)
             msg.sealed = seal
         if len(chunks) > len(self._messages):
             i = len(self._messages)
-            return _Op("post", i, chunks[i], i < len(chunks) - 1)
+            return _Op("post", i, chunks[i], i < last, buttons if i == last else ())
         return None
 
     async def _apply(self, op: _Op) -> None:
@@ -220,14 +233,14 @@ class ReplyStream:
     async def _call(self, op: _Op) -> None:
         now = self._clock.monotonic()
         if op.kind == "post":
-            message_id = await self._surface.post(op.text)
-            self._messages.append(_Message(message_id, op.text, now, op.seal))
+            message_id = await self._surface.post(op.text, op.buttons)
+            self._messages.append(_Message(message_id, op.text, now, op.seal, op.buttons))
             await self._on_posted(message_id)
         elif op.kind == "edit":
             msg = self._messages[op.index]
             msg.touched = now
-            await self._surface.edit(msg.id, op.text)
-            msg.text, msg.sealed = op.text, op.seal
+            await self._surface.edit(msg.id, op.text, op.buttons)
+            msg.text, msg.sealed, msg.buttons = op.text, op.seal, op.buttons
         else:
             await self._drop_from(op.index)
 

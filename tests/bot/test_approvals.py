@@ -291,3 +291,30 @@ async def test_steering_a_running_turn_and_stopping_it(world: World) -> None:
     texts = [m.text for m in world.model.requests[-1].messages if isinstance(m, UserMessage)]
     assert texts[-2:] == ["stop please", "next"]
     assert world.surface.texts()[-1] == "fresh start"
+
+
+async def test_the_stop_button_on_the_running_reply_stops_it(world: World) -> None:
+    started = asyncio.Event()
+
+    class HangingModel(ScriptedModel):
+        async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:  # type: ignore[override]
+            yield TextPiece("Working on a long answer")
+            started.set()
+            await asyncio.Event().wait()
+            yield TextPiece("never")
+
+    world.core.engine._model = HangingModel([])
+    task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "go", "s1"), world.surface))
+    await asyncio.wait_for(started.wait(), 5)
+    await run_until(world.clock, lambda: bool(world.surface.live()) and bool(world.surface.live()[0].buttons))
+    [reply] = world.surface.live()
+    [stop] = reply.buttons
+    assert stop.label == "Stop"
+    assert await world.core.on_action(stop.action_id, BOB, world.surface) is None
+    await run_until(world.clock, task.done)
+    await task
+    [reply] = world.surface.live()
+    assert reply.buttons == () and reply.text.startswith("Working on a long answer")
+    assert "Stopped by Bob" in reply.text
+    assert await world.core.on_action(stop.action_id, BOB, world.surface) == "That run has already ended."
+    assert (await world.session()).state is RunState.IDLE

@@ -1,0 +1,111 @@
+"""The real program, killed with SIGKILL while a run waits for approval, then started again:
+the click after the restart resumes the run, the tool runs, and the answer arrives."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+WAIT = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@asynccontextmanager
+async def threadline(tmp_path: Path, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``threadline run`` with nothing configured (playground, demo model) on ``port``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
+    env |= {
+        "THREADLINE_DATA_DIR": str(tmp_path / "data"),
+        "THREADLINE_HTTP_PORT": str(port),
+        "THREADLINE_DEMO_CHUNK_DELAY_S": "0",
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "adapters.cli", "run",
+        cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    try:
+        async with asyncio.timeout(WAIT):
+            while b"Threadline playground:" not in (line := await proc.stdout.readline()):
+                assert line, "threadline exited before serving"
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.terminate()
+            async with asyncio.timeout(WAIT):
+                await proc.communicate()
+
+
+async def until_event(ws: aiohttp.ClientWebSocketResponse, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    async with asyncio.timeout(WAIT):
+        async for frame in ws:
+            event = json.loads(frame.data)
+            if match(event):
+                return event
+    raise AssertionError("the connection closed first")
+
+
+async def until_true(check: Callable[[], bool]) -> None:
+    """Wait for a condition on disk (checked every 20 ms, for at most ``WAIT`` seconds)."""
+    async with asyncio.timeout(WAIT):
+        for _ in range(int(WAIT / 0.02) + 1):
+            if check():
+                return
+            await asyncio.sleep(0.02)
+
+
+def card_in(event: dict[str, Any]) -> bool:
+    message = event.get("message") or {}
+    return event.get("type") == "message" and any(b["label"] == "Approve" for b in message.get("buttons", []))
+
+
+async def test_a_kill_between_card_and_click_loses_nothing(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_id": "alice", "user_name": "Alice"}
+    async with aiohttp.ClientSession() as http:
+        async with threadline(tmp_path, port) as first:
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.post(
+                    f"{base}/api/messages", json={"text": "Plan a team lunch", "event_id": "event-000001", **user}
+                ) as resp:
+                    assert resp.status == 202
+                    thread_id = (await resp.json())["thread_id"]
+                card = (await until_event(ws, card_in))["message"]
+            state = tmp_path / "data" / "playground.json"
+            await until_true(lambda: state.exists() and card["id"] in state.read_text())
+            first.send_signal(signal.SIGKILL)
+            await first.wait()
+
+        async with threadline(tmp_path, port):
+            approve = next(b for b in card["buttons"] if b["label"] == "Approve")["action_id"]
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.post(
+                    f"{base}/api/actions", json={"thread_id": thread_id, "action_id": approve, **user}
+                ) as resp:
+                    assert (await resp.json())["note"] == "Approved."
+                await until_event(
+                    ws, lambda e: e.get("type") == "message" and "Demo answer" in e["message"]["text"]
+                )
+            async with http.get(f"{base}/api/threads/{thread_id}") as resp:
+                messages = (await resp.json())["messages"]
+    shown = "\n".join(m["text"] for m in messages)
+    decided = next(m for m in messages if m["id"] == card["id"])
+    assert "Approved" in decided["text"] and decided["buttons"] == []
+    assert "Demo answer" in shown and "command ran" in shown
+    assert len([m for m in messages if m["text"].startswith("🔐")]) == 0  # no second card
