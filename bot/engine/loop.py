@@ -20,7 +20,6 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from bot.clock import Clock
 from bot.engine.collect import ResponseCollector
@@ -37,6 +36,7 @@ from bot.engine.events import (
     ToolStarted,
 )
 from bot.engine.gate import Gate, OpenGate, Proceed, Refuse, Wait
+from bot.engine.limits import charge, limit_reached
 from bot.engine.messages import failure_text
 from bot.engine.prompt import TURN_LIMIT_NOTE, open_calls, todo_note
 from bot.errors import ContextOverflow, ModelError
@@ -216,7 +216,8 @@ class _Run:
         if self.session.inbox:  # messages that arrived meanwhile: the model reads them now
             arrived, self.session.inbox = self.session.inbox, []
             await self._persist(arrived)
-        if (reached := self._limit_reached()) is not None:
+        config = engine._config
+        if (reached := limit_reached(config, self.usage, self.cost, self.session, engine._clock.now())):
             return Fail(reached)
         await self._compact_if_long()
         request = ModelRequest(
@@ -361,43 +362,15 @@ class _Run:
         self._gauge.reset()
         return True
 
-    def _limit_reached(self) -> str | None:
-        """Why the run may not call the model again, in plain words; None when it may."""
-        c = self.engine._config
-        if c.run_max_tokens is not None and self.usage.total >= c.run_max_tokens:
-            return f"This request reached its token limit ({c.run_max_tokens:,} tokens), so I stopped here. Ask me to continue."
-        if c.run_max_cost_usd is not None and self.cost >= c.run_max_cost_usd:
-            return f"This request reached its cost limit (${c.run_max_cost_usd:.2f}), so I stopped here. Ask me to continue."
-        session = self.session
-        if session.day != _today(self.engine._clock.now()):
-            return None
-        if c.day_max_tokens is not None and session.day_tokens >= c.day_max_tokens:
-            return f"This thread has used its {c.day_max_tokens:,} tokens for today. It can continue tomorrow (UTC)."
-        if c.day_max_cost_usd is not None and session.day_cost_usd >= c.day_max_cost_usd:
-            return f"This thread has reached today's cost limit (${c.day_max_cost_usd:.2f}). It can continue tomorrow (UTC)."
-        return None
-
     async def _account(self, usage: Usage | None) -> None:
         if usage is None:
             return
-        cost = self.engine._config.cost(usage)
+        config = self.engine._config
         self.usage = self.usage + usage
-        self.cost += cost
-        session = self.session
-        session.usage = session.usage + usage
-        session.cost_usd += cost
-        today = _today(self.engine._clock.now())
-        if session.day != today:
-            session.day, session.day_tokens, session.day_cost_usd = today, 0, 0.0
-        session.day_tokens += usage.total
-        session.day_cost_usd += cost
+        self.cost += charge(self.session, usage, config.cost(usage), self.engine._clock.now())
 
     async def _persist(self, messages: Sequence[Message]) -> None:
         if not messages:
             return
         self.session.updated_at = self.engine._clock.now()
         await self.engine._store.append_messages(self.session, messages)
-
-
-def _today(now: float) -> str:
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
