@@ -43,5 +43,5 @@ def configure_logging(settings: Settings) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level)
-    for noisy in ("aiohttp.access", "httpx2", "openai"):
+    for noisy in ("aiohttp.access", "httpx2", "httpcore2", "openai", "apscheduler"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
