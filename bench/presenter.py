@@ -15,7 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bot.clock import SystemClock
 from bot.present.budget import EditBudget

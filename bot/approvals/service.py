@@ -98,10 +98,12 @@ class ApprovalService:
     # --- the gate ---
 
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
+        mode = self.mode(ctx.thread_key, tool)
+        if mode == "never" and not tool.side_effects:
+            return Proceed()  # nothing to ask and nothing that could have been asked before
         existing = (await self._store.approvals_for(ctx.thread_key, [call.id])).get(call.id)
         if existing is not None:
             return await self._verdict(existing, call)
-        mode = self.mode(ctx.thread_key, tool)
         allowed = mode == "ask" and await self._store.is_allowed(allow_scope(ctx.thread_key), tool.name)
         if not needs_approval(mode, allowed_here=allowed):
             return Proceed()
