@@ -12,34 +12,30 @@ import asyncio
 import contextlib
 import logging
 import random
-import secrets
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from typing import Any
 
-from bot.approvals.models import ApprovalRequest, Choice
+from bot.approvals.models import Choice
 from bot.approvals.service import EXPIRE_JOB, ApprovalService
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
-from bot.engine.events import Finished, Notice
-from bot.engine.loop import Engine, EngineConfig, RunResult
+from bot.engine.loop import Engine, EngineConfig
 from bot.engine.prompt import DEFAULT_SYSTEM_PROMPT, open_calls
 from bot.errors import SurfaceError
-from bot.llm.messages import ToolResult, Usage, UserMessage
+from bot.llm.messages import ToolResult, UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
 from bot.present.approval_card import parse_action, update_card
 from bot.present.budget import BudgetRegistry
-from bot.present.presenter import Presenter
-from bot.present.surface import Button, Surface
+from bot.present.surface import Surface
+from bot.runner import Runner
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
-from bot.sessions.model import PanelRef, RunState, Session
+from bot.sessions.model import RunState, Session
 from bot.storage.protocol import Store
 from bot.storage.sqlite import SqliteStore
 from bot.threads import ThreadLocks
-from bot.tools.base import ToolContext
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
 
@@ -50,16 +46,6 @@ PURGE_JOB = "purge_deliveries"
 INTERRUPTED = "interrupted: the run stopped before this tool reported back; its outcome is unknown."
 WAITING = "I'll read this once the approval above is decided."
 SurfaceFactory = Callable[[ThreadKey], Surface]
-
-
-@dataclass(slots=True)
-class _Active:
-    """The run going on in a thread."""
-
-    session: Session
-    run_id: str
-    task: asyncio.Task[RunResult] | None = None
-    stopped_by: Author | None = None
 
 
 class Core:
@@ -95,8 +81,8 @@ class Core:
             gate=self.approvals,
         )
         self.budgets = BudgetRegistry(clock)
+        self.runner = Runner(self.engine, store, clock, self.budgets)
         self._locks = ThreadLocks()
-        self._active: dict[ThreadKey, _Active] = {}
         self._surfaces: dict[str, SurfaceFactory] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.scheduler.handle(PURGE_JOB, self._purge_job)
@@ -169,10 +155,8 @@ class Core:
         author = inbound.author
         message = UserMessage(text=text, author_id=author.id, author_name=author.display_name)
         notice = _cut_notice(len(inbound.text), len(text)) if cut else None
-        active = self._active.get(inbound.thread_key)
-        if active is not None and self.settings.during_run == "steer" and notice is None:
-            active.session.inbox.append(message)
-            await self.store.save_state(active.session)
+        steer = self.settings.during_run == "steer" and notice is None
+        if steer and await self.runner.steer(inbound.thread_key, message):
             return
         async with self._locks.hold(inbound.thread_key):
             session = await self.store.load_session(inbound.thread_key, self.clock.now())
@@ -181,74 +165,17 @@ class Core:
             if session.state is RunState.AWAITING_APPROVAL:
                 await self.store.save_state(session)
                 if await self._still_waiting(session, surface):
-                    await self._say(session, surface, WAITING)
+                    await self.runner.say(session, surface, WAITING)
                     return
-                await self._drive(session, author, surface, resume=True, notice=notice)
+                await self.runner.drive(session, author, surface, resume=True, notice=notice)
                 return
             arrived, session.inbox = session.inbox, []
             await self.store.append_messages(session, arrived)
-            await self._drive(session, author, surface, notice=notice)
-
-    async def _drive(
-        self,
-        session: Session,
-        author: Author,
-        surface: Surface,
-        *,
-        resume: bool = False,
-        notice: str | None = None,
-    ) -> None:
-        """Run the engine under the thread lock, again while messages wait in the inbox."""
-        active = _Active(session, secrets.token_hex(8))
-        self._active[session.key] = active
-        try:
-            while True:
-                result = await self._run_once(active, author, surface, resume=resume, notice=notice)
-                session.state = RunState.AWAITING_APPROVAL if result.paused else RunState.IDLE
-                session.updated_at = self.clock.now()
-                await self.store.save_state(session)
-                resume, notice = False, None
-                if result.paused or not session.inbox or active.stopped_by is not None:
-                    break  # after a Stop, waiting messages are read with the next one
-        finally:
-            if self._active.get(session.key) is active:
-                del self._active[session.key]
-
-    async def _run_once(
-        self, active: _Active, author: Author, surface: Surface, *, resume: bool, notice: str | None
-    ) -> RunResult:
-        session = active.session
-        presenter = self._presenter(session, surface, Button(f"stop:{active.run_id}", "Stop", "danger"))
-        try:
-            if notice:
-                await presenter(Notice(notice))
-            session.state = RunState.RUNNING
-            session.updated_at = self.clock.now()
-            await self.store.save_state(session)
-            ctx = ToolContext(session.key, session, author, self.clock)
-            active.task = asyncio.ensure_future(self.engine.run(session, presenter, ctx, resume=resume))
-            try:
-                return await active.task
-            except asyncio.CancelledError:
-                if active.stopped_by is None:
-                    raise
-                who = active.stopped_by.display_name
-                await presenter(Notice(f"Stopped by {who}."))
-                await presenter(Finished(Usage()))
-                return RunResult(False, 0, Usage(), f"stopped by {who}")
-        finally:
-            active.task = None
-            await presenter.close()
+            await self.runner.drive(session, author, surface, notice=notice)
 
     async def stop(self, key: ThreadKey, actor: Author) -> bool:
         """Stop the thread's run; False when nothing runs."""
-        active = self._active.get(key)
-        if active is None or active.task is None or active.task.done():
-            return False
-        log.info("run in %s stopped by %s", key, actor.id)
-        active.stopped_by = actor
-        active.task.cancel()
-        return True
+        return self.runner.stop(key, actor)
 
     # --- buttons and decisions ---
 
@@ -260,8 +187,7 @@ class Core:
             return await self.decide(approval_id, actor, choice, surface)
         kind, _, run_id = action_id.partition(":")
         if kind == "stop":
-            active = self._active.get(surface.thread_key)
-            if active is not None and active.run_id == run_id and await self.stop(surface.thread_key, actor):
+            if self.runner.stop(surface.thread_key, actor, run_id):
                 return None
             return "That run has already ended."
         log.info("click on unknown action %r by %s", action_id, actor.id)
@@ -293,7 +219,7 @@ class Core:
             found = await self.store.approvals_for(key, [c.id for c in waiting])
             first = next(iter(found.values()), None)
             author = Author(first.requester_id, first.requester_name) if first else Author("", "someone")
-            await self._drive(session, author, surface, resume=True)
+            await self.runner.drive(session, author, surface, resume=True)
 
     async def _still_waiting(self, session: Session, surface: Surface | None) -> bool:
         """Whether a call of the paused run still waits for a decision (expiring overdue ones)."""
@@ -340,7 +266,7 @@ class Core:
             return f"Model: {self.model_label}. No conversation in this thread yet."
         usage = session.usage
         done = sum(t.status == "completed" for t in session.todos)
-        state = "running" if key in self._active else session.state.value.replace("_", " ")
+        state = "running" if self.runner.running(key) else session.state.value.replace("_", " ")
         lines = [
             f"Model: {self.model_label}",
             f"State: {state}",
@@ -384,30 +310,6 @@ class Core:
                 await update_card(surface, self.clock, expired)
         results = [ToolResult(call_id=c.id, name=c.name, content=INTERRUPTED, is_error=True) for c in missing]
         await self.store.append_messages(session, results)
-
-    async def _say(self, session: Session, surface: Surface, text: str) -> None:
-        presenter = self._presenter(session, surface)
-        try:
-            await presenter(Notice(text))
-            await presenter(Finished(Usage()))
-        finally:
-            await presenter.close()
-
-    def _presenter(self, session: Session, surface: Surface, stop: Button | None = None) -> Presenter:
-        async def persist_panel(panel: PanelRef | None) -> None:
-            session.panel = panel
-            await self.store.save_state(session)
-
-        async def on_posted(message_id: str) -> None:
-            await self.store.record_posted(session.key, message_id, "reply", self.clock.now())
-
-        async def on_card(request: ApprovalRequest, message_id: str) -> None:
-            await self.store.set_approval_card(request.id, message_id)
-            await self.store.record_posted(session.key, message_id, "card", self.clock.now())
-
-        return Presenter(
-            surface, self.clock, self.budgets, session.panel, persist_panel, on_posted, on_card, stop
-        )
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

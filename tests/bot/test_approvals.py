@@ -274,7 +274,7 @@ async def test_steering_a_running_turn_and_stopping_it(world: World) -> None:
     task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "long job", "e1"), world.surface))
     await asyncio.wait_for(started.wait(), 5)
     await world.core.handle(Inbound(KEY, BOB, "stop please", "e2"), world.surface)
-    session = world.core._active[KEY].session
+    session = world.core.runner.active[KEY].session
     assert [m.text for m in session.inbox] == ["stop please"]
     assert await world.core.stop(KEY, BOB)
     await run_until(world.clock, task.done)
