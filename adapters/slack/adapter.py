@@ -1,0 +1,195 @@
+"""The Slack adapter: Bolt over Socket Mode or HTTP, the Web API client, owned tasks.
+
+``start`` checks the bot token with ``auth.test`` (a refused token stops the program with a
+:class:`ConfigError`), then either opens the Socket Mode connection (the URL comes from
+``apps.connections.open`` through the same Web API client, so ``SLACK_API_URL`` redirects it
+too) or enables ``POST /slack/events``. It also tells the core how to reach this workspace's
+threads without an event (an approval that expires, a resumed run). Bolt is told who the bot is
+from that ``auth.test`` (no call of its own), and runs each listener before answering Slack
+(``process_before_response``): the listeners only start owned tasks, so acknowledgements stay
+fast and Bolt starts no task of its own. ``stop`` disconnects, gives running answers
+``stop_grace`` seconds, cancels the rest and closes the HTTP session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.api import Identity, SlackApi, auth_problem, build_client, error_code
+from adapters.slack.config import EVENTS_PATH, SlackConfig
+from adapters.slack.handlers import SlackHandlers
+from adapters.slack.http_mode import EventsEndpoint
+from adapters.slack.names import DisplayNames
+from adapters.slack.socket_mode import SocketLink
+from adapters.slack.surface import SlackSurface, slack_limits
+from bot.clock import Clock, SystemClock
+from bot.config import Settings
+from bot.conversation import ThreadKey
+from bot.errors import ConfigError
+
+if TYPE_CHECKING:
+    from bot.core import Core
+
+log = logging.getLogger(__name__)
+
+
+class SlackAdapter:
+    def __init__(
+        self,
+        core: Core,
+        settings: Settings,
+        *,
+        clock: Clock | None = None,
+        stop_grace: float = 5.0,
+        ping_interval: float = 10.0,
+    ) -> None:
+        self.core = core
+        self.config = SlackConfig.from_settings(settings)
+        self._clock = clock or SystemClock()
+        self._stop_grace = stop_grace
+        self._ping_interval = ping_interval
+        secret = self.config.signing_secret
+        self._endpoint = (
+            EventsEndpoint(secret.get_secret_value())
+            if self.config.mode == "http" and secret is not None
+            else None
+        )
+        self._session: aiohttp.ClientSession | None = None
+        self._socket: SocketLink | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
+        self.handlers: SlackHandlers | None = None
+        self.identity: Identity | None = None
+
+    def install(self, app: web.Application) -> None:
+        if self._endpoint is not None:
+            app.router.add_post(EVENTS_PATH, self._endpoint.handle)
+
+    async def start(self) -> None:
+        self._session = aiohttp.ClientSession()
+        try:
+            await self._start(self._session)
+        except BaseException:
+            await self._close()
+            raise
+
+    async def _start(self, session: aiohttp.ClientSession) -> None:
+        config = self.config
+        client = build_client(config.bot_token.get_secret_value(), config.api_url, session)
+        api = SlackApi(client)
+        try:
+            identity = await api.identity()
+        except SlackApiError as exc:
+            raise ConfigError("SLACK_BOT_TOKEN", auth_problem(error_code(exc))) from None
+        self.identity = identity
+        limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
+        names = DisplayNames(api.user, self._clock)
+        self.handlers = SlackHandlers(self.core, api, identity, names, limits, self._spawn)
+        self.core.register_surfaces(f"slack:{identity.team_id}:", self.handlers.surface)
+        bolt = _bolt_app(build_client(None, config.api_url, session), self.handlers, identity,
+                         config.bot_token.get_secret_value())
+        if self._endpoint is not None:
+            self._endpoint.dispatch = bolt.async_dispatch
+        elif config.app_token is not None:
+            self._socket = SocketLink(
+                config.app_token.get_secret_value(), client, bolt.async_dispatch,
+                ping_interval=self._ping_interval,
+            )
+            await self._socket.open()
+        log.info(
+            "Slack: @%s in workspace %s (%s), %s",
+            identity.user, identity.team, identity.team_id,
+            "Socket Mode" if self._endpoint is None else f"HTTP mode at POST {EVENTS_PATH}",
+        )
+
+    def surface(self, key: ThreadKey) -> SlackSurface:
+        """The surface of one thread (for the bot's own posts outside a run)."""
+        if self.handlers is None:
+            raise RuntimeError("the Slack adapter has not started")
+        return self.handlers.surface(key)
+
+    async def wait_idle(self) -> None:
+        """Return once no message or click is being handled (those arriving meanwhile included)."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    async def stop(self) -> None:
+        """Stop taking events, let running answers finish (up to ``stop_grace`` s), clean up."""
+        if self._stopping:
+            return
+        self._stopping = True
+        if self._endpoint is not None:
+            self._endpoint.dispatch = None
+        await self._close_socket()
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        await self._close()
+
+    async def _close_socket(self) -> None:
+        socket, self._socket = self._socket, None
+        if socket is not None:
+            await socket.close()
+
+    async def _close(self) -> None:
+        await self._close_socket()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        if self._stopping:
+            coro.close()
+            return
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(_done)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _done(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error("a Slack task failed", exc_info=exc)
+
+
+def _bolt_app(client: AsyncWebClient, handlers: SlackHandlers, identity: Identity, token: str) -> AsyncApp:
+    """Bolt, told who the bot is (from our ``auth.test``) instead of asking Slack per process."""
+
+    async def authorize(enterprise_id: str | None) -> AuthorizeResult:
+        return AuthorizeResult(
+            enterprise_id=enterprise_id,
+            team_id=identity.team_id,
+            team=identity.team,
+            bot_user_id=identity.bot_user_id,
+            bot_id=identity.bot_id,
+            bot_token=token,
+        )
+
+    app = AsyncApp(
+        client=client,
+        authorize=authorize,
+        signing_secret="",  # checked in EventsEndpoint, before anything is parsed or logged
+        name="threadline",
+        process_before_response=True,
+        request_verification_enabled=False,
+        attaching_function_token_enabled=False,
+        attaching_conversation_kwargs_enabled=False,
+    )
+    app.event("message")(handlers.on_message)
+    app.event("app_mention")(handlers.on_message)
+    app.event(re.compile(".*"))(handlers.on_other_event)
+    app.action(re.compile(".*"))(handlers.on_action)
+    return app

@@ -1,0 +1,200 @@
+"""The Slack Web API calls the adapter makes, with Slack's failures turned into ours.
+
+One :class:`AsyncWebClient` per process, on one aiohttp session, pointed at ``SLACK_API_URL``
+when set. Its retry handlers are given explicitly: only connection errors are retried (once);
+a 429 is never retried inside the SDK but raised as :class:`SurfaceRateLimited` with Slack's
+``Retry-After``, so the presenter's edit budget sees every rate limit and decides what waits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RETRY_AFTER = 1.0
+TIMEOUT_S = 30
+TOO_LONG = frozenset({"msg_too_long", "msg_blocks_too_long"})
+NOT_EDITABLE = frozenset(
+    {"cant_update_message", "message_not_found", "edit_window_closed", "is_archived"}
+)
+"""``chat.update`` errors meaning this message can no longer be edited (post a new one)."""
+STATUS_REFUSED = frozenset(
+    {
+        "not_allowed",
+        "missing_scope",
+        "not_allowed_token_type",
+        "method_not_supported_for_channel_type",
+        "invalid_thread_ts",
+        "channel_not_found",
+        "feature_not_enabled",
+        "unknown_method",
+    }
+)
+"""``assistant.threads.setStatus`` answers meaning it does not work in this channel."""
+
+
+AUTH_PROBLEMS = {
+    "invalid_auth": "Slack does not recognise this token (invalid_auth): copy it again from the app's settings",
+    "not_authed": "no token reached Slack (not_authed)",
+    "account_inactive": "the token belongs to a deleted user or an uninstalled app (account_inactive): reinstall the app",
+    "token_revoked": "the token was revoked (token_revoked): reinstall the app and copy the new token",
+    "token_expired": "the token has expired (token_expired): turn off token rotation or refresh it",
+    "not_allowed_token_type": "this kind of token is not accepted here (not_allowed_token_type)",
+    "missing_scope": "the token lacks a scope this call needs (missing_scope)",
+    "team_access_not_granted": "the app is not installed in this workspace (team_access_not_granted)",
+    "ratelimited": "Slack is rate limiting this app right now (ratelimited): try again in a minute",
+}
+
+
+def auth_problem(code: str) -> str:
+    """Plain words for a token Slack refused."""
+    return AUTH_PROBLEMS.get(code, f"Slack refused the token ({code})")
+
+
+def build_client(token: str | None, base_url: str, session: aiohttp.ClientSession) -> AsyncWebClient:
+    return AsyncWebClient(
+        token=token,
+        base_url=base_url,
+        session=session,
+        timeout=TIMEOUT_S,
+        retry_handlers=[AsyncConnectionErrorRetryHandler(max_retry_count=1)],
+        logger=logging.getLogger("slack_sdk.web.async_client"),
+    )
+
+
+def error_code(exc: SlackApiError) -> str:
+    data = exc.response.data if exc.response is not None else None
+    code = data.get("error") if isinstance(data, dict) else None
+    return code if isinstance(code, str) else f"http_{exc.response.status_code}"
+
+
+def retry_after(exc: SlackApiError) -> float:
+    raw = exc.response.headers.get("Retry-After") if exc.response is not None else None
+    try:
+        return max(0.0, float(raw)) if raw is not None else DEFAULT_RETRY_AFTER
+    except ValueError:
+        return DEFAULT_RETRY_AFTER
+
+
+def translate(exc: SlackApiError, method: str, *, editing: bool = False) -> SurfaceError:
+    """Our error for a failed call (the message names the method and Slack's error code)."""
+    code = error_code(exc)
+    if exc.response.status_code == 429 or code == "ratelimited":
+        return SurfaceRateLimited(retry_after(exc), f"Slack {method} rate limited")
+    if code in TOO_LONG:
+        return MessageTooLong(f"Slack {method}: {code}")
+    if editing and code in NOT_EDITABLE:
+        return EditRefused(f"Slack {method}: {code}")
+    return SurfaceError(f"Slack {method} failed: {code}")
+
+
+async def guarded(method: str, call: Awaitable[AsyncSlackResponse], *, editing: bool = False,
+                  ok: frozenset[str] = frozenset()) -> AsyncSlackResponse | None:
+    """Await one Web API call; Slack's errors come out as :class:`SurfaceError` subclasses.
+
+    Error codes in ``ok`` mean the wanted state already holds: None is returned.
+    """
+    try:
+        return await call
+    except SlackApiError as exc:
+        if error_code(exc) in ok:
+            return None
+        raise translate(exc, method, editing=editing) from None
+    except (SlackClientError, aiohttp.ClientError, TimeoutError) as exc:
+        raise SurfaceError(f"Slack {method} failed: {type(exc).__name__}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who the bot is, from ``auth.test``."""
+
+    team_id: str
+    team: str
+    bot_user_id: str
+    bot_id: str
+    user: str
+
+
+class SlackApi:
+    """The calls a surface, a click or an intake makes; each raises :class:`SurfaceError`."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+
+    async def post(self, channel: str, thread_ts: str, payload: dict[str, Any]) -> str:
+        response = await guarded(
+            "chat.postMessage",
+            self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, **payload),
+        )
+        ts = response.get("ts") if response is not None else None
+        if not isinstance(ts, str):
+            raise SurfaceError("Slack chat.postMessage answered without a message ts")
+        return ts
+
+    async def update(self, channel: str, ts: str, payload: dict[str, Any]) -> None:
+        await guarded(
+            "chat.update", self.client.chat_update(channel=channel, ts=ts, **payload), editing=True
+        )
+
+    async def delete(self, channel: str, ts: str) -> None:
+        await guarded(
+            "chat.delete", self.client.chat_delete(channel=channel, ts=ts),
+            ok=frozenset({"message_not_found"}),
+        )
+
+    async def pin(self, channel: str, ts: str) -> None:
+        await guarded(
+            "pins.add", self.client.pins_add(channel=channel, timestamp=ts),
+            ok=frozenset({"already_pinned"}),
+        )
+
+    async def unpin(self, channel: str, ts: str) -> None:
+        await guarded(
+            "pins.remove", self.client.pins_remove(channel=channel, timestamp=ts),
+            ok=frozenset({"no_pin", "message_not_found"}),
+        )
+
+    async def set_status(self, channel: str, thread_ts: str, status: str) -> bool:
+        """Show ``status`` ("" clears it); False when Slack does not offer it in this channel."""
+        response = await guarded(
+            "assistant.threads.setStatus",
+            self.client.assistant_threads_setStatus(
+                channel_id=channel, thread_ts=thread_ts, status=status
+            ),
+            ok=STATUS_REFUSED,
+        )
+        return response is not None
+
+    async def ephemeral(self, channel: str, user: str, thread_ts: str, payload: dict[str, Any]) -> None:
+        await guarded(
+            "chat.postEphemeral",
+            self.client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **payload),
+        )
+
+    async def user(self, user_id: str) -> dict[str, Any]:
+        response = await guarded("users.info", self.client.users_info(user=user_id))
+        user = response.get("user") if response is not None else None
+        return user if isinstance(user, dict) else {}
+
+    async def identity(self) -> Identity:
+        """``auth.test``; raises :class:`SlackApiError` as is (the caller words it)."""
+        response = await self.client.auth_test()
+        return Identity(
+            team_id=str(response["team_id"]),
+            team=str(response.get("team") or response["team_id"]),
+            bot_user_id=str(response["user_id"]),
+            bot_id=str(response.get("bot_id") or ""),
+            user=str(response.get("user") or response["user_id"]),
+        )

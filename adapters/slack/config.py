@@ -1,0 +1,76 @@
+"""The Slack settings the adapter needs, checked once when it is built.
+
+Socket Mode when ``SLACK_APP_TOKEN`` is set; otherwise HTTP mode, where Slack posts events and
+clicks to ``POST /slack/events`` and ``SLACK_SIGNING_SECRET`` is required. ``SLACK_API_URL``
+replaces the Web API base for every call, the one that opens the Socket Mode connection too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pydantic import SecretStr
+
+from bot.config import Settings
+from bot.errors import ConfigError
+
+SLACK_API = "https://slack.com/api/"
+EVENTS_PATH = "/slack/events"
+
+
+@dataclass(frozen=True, slots=True)
+class SlackConfig:
+    bot_token: SecretStr = field(repr=False)
+    app_token: SecretStr | None = field(repr=False)
+    signing_secret: SecretStr | None = field(repr=False)
+    api_url: str
+    """The Web API base, ending with a slash."""
+    edits_per_minute: float
+    min_edit_interval: float
+
+    @property
+    def mode(self) -> Literal["socket", "http"]:
+        return "socket" if self.app_token is not None else "http"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SlackConfig:
+        bot = _present(settings.slack_bot_token)
+        app = _present(settings.slack_app_token)
+        secret = _present(settings.slack_signing_secret)
+        if bot is None:
+            raise ConfigError("SLACK_BOT_TOKEN", "is required to connect to Slack")
+        if bot.get_secret_value().startswith("xapp-"):
+            raise ConfigError(
+                "SLACK_BOT_TOKEN",
+                "holds an app-level token (xapp-…); use the Bot User OAuth Token (xoxb-…) "
+                "and put the app-level token in SLACK_APP_TOKEN",
+            )
+        if app is not None and not app.get_secret_value().startswith("xapp-"):
+            raise ConfigError(
+                "SLACK_APP_TOKEN",
+                "must be an app-level token (xapp-…) with the connections:write scope "
+                "(Basic Information → App-Level Tokens)",
+            )
+        if app is None and secret is None:
+            raise ConfigError(
+                "SLACK_SIGNING_SECRET",
+                "is required in HTTP mode (SLACK_APP_TOKEN is not set): copy it from Basic "
+                "Information → App Credentials, or set SLACK_APP_TOKEN to use Socket Mode",
+            )
+        base = settings.slack_api_url or SLACK_API
+        return cls(
+            bot_token=bot,
+            app_token=app,
+            signing_secret=secret,
+            api_url=base if base.endswith("/") else base + "/",
+            edits_per_minute=settings.slack_edits_per_minute,
+            min_edit_interval=settings.slack_min_edit_interval,
+        )
+
+
+def _present(value: SecretStr | None) -> SecretStr | None:
+    """An empty variable counts as unset."""
+    if value is None or not value.get_secret_value().strip():
+        return None
+    return SecretStr(value.get_secret_value().strip())

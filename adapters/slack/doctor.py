@@ -1,0 +1,80 @@
+"""``threadline doctor`` for Slack: does the token work, are the scopes granted, can it connect."""
+
+from __future__ import annotations
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.api import auth_problem, build_client, error_code
+from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig
+from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES
+from bot.config import Settings
+from bot.errors import ConfigError
+
+Line = tuple[bool | None, str]
+UNREACHABLE = (SlackClientError, aiohttp.ClientError, TimeoutError)
+
+
+async def check_slack(settings: Settings) -> list[Line]:
+    try:
+        config = SlackConfig.from_settings(settings)
+    except ConfigError as exc:
+        return [(False, str(exc))]
+    where = "" if config.api_url == SLACK_API else f" at {config.api_url}"
+    lines: list[Line] = []
+    if where:
+        lines.append((None, f"using the Slack Web API{where} (SLACK_API_URL)"))
+    async with aiohttp.ClientSession() as session:
+        client = build_client(config.bot_token.get_secret_value(), config.api_url, session)
+        try:
+            response = await client.auth_test()
+        except SlackApiError as exc:
+            return [*lines, (False, f"SLACK_BOT_TOKEN: {auth_problem(error_code(exc))}")]
+        except UNREACHABLE as exc:
+            return [*lines, (False, f"could not reach the Slack API{where}: {_reason(exc)}")]
+        lines.append(
+            (True, f"bot token works: @{response.get('user')} in workspace "
+                   f"{response.get('team')} ({response.get('team_id')})")
+        )
+        lines.append(_scopes(response.headers.get("x-oauth-scopes")))
+        if config.app_token is not None:
+            lines.append(await _socket_mode(client, config.app_token.get_secret_value(), where))
+        else:
+            lines.append(
+                (None, "HTTP mode (no SLACK_APP_TOKEN): point Event Subscriptions and "
+                       f"Interactivity at https://<your public host>{EVENTS_PATH}; this server "
+                       f"listens on {settings.http_host}:{settings.http_port}")
+            )
+    return lines
+
+
+def _scopes(header: str | None) -> Line:
+    if header is None:
+        return (None, "Slack did not list the token's scopes (no x-oauth-scopes header)")
+    granted = {s.strip() for s in header.split(",") if s.strip()}
+    missing = sorted(BOT_SCOPES - granted)
+    if missing:
+        return (
+            False,
+            f"missing scopes: {', '.join(missing)} — add them under OAuth & Permissions "
+            "(or recreate the app from deploy/slack-manifest.*.yaml) and reinstall the app",
+        )
+    return (True, f"all {len(BOT_SCOPES)} scopes the bot needs are granted")
+
+
+async def _socket_mode(client: AsyncWebClient, app_token: str, where: str) -> Line:
+    try:
+        await client.apps_connections_open(app_token=app_token)
+    except SlackApiError as exc:
+        code = error_code(exc)
+        if code == "missing_scope":
+            return (False, f"SLACK_APP_TOKEN lacks the {APP_TOKEN_SCOPE} scope (Basic Information → App-Level Tokens)")
+        return (False, f"SLACK_APP_TOKEN: {auth_problem(code)}; Socket Mode cannot connect")
+    except UNREACHABLE as exc:
+        return (False, f"could not reach the Slack API{where} to open Socket Mode: {_reason(exc)}")
+    return (True, "app token works: Socket Mode can connect")
+
+
+def _reason(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,21 @@
+"""What the Slack app must be granted: the scopes and events in deploy/slack-manifest.*.yaml."""
+
+from __future__ import annotations
+
+BOT_SCOPES = frozenset(
+    {
+        "app_mentions:read",  # app_mention events
+        "channels:history",  # message.channels: thread replies in public channels
+        "groups:history",  # message.groups: private channels
+        "im:history",  # message.im: direct messages
+        "mpim:history",  # message.mpim: group direct messages
+        "chat:write",  # post, update, delete, ephemeral notes, assistant.threads.setStatus
+        "pins:write",  # the todo panel
+        "users:read",  # display names
+    }
+)
+BOT_EVENTS = frozenset(
+    {"app_mention", "message.channels", "message.groups", "message.im", "message.mpim"}
+)
+APP_TOKEN_SCOPE = "connections:write"
+"""The app-level token's scope, for Socket Mode."""

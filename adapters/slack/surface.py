@@ -1,0 +1,111 @@
+"""The Surface of one Slack thread: Web API calls, nothing decided here.
+
+Limits: a ``markdown`` block holds at most 12,000 characters per message; replies are split at
+10,000 to keep a margin (Slack counts some characters as two and may count escaped entities),
+and a ``msg_too_long`` still raises :class:`MessageTooLong` so the presenter splits tighter.
+``chat.update`` is Tier 3, about 50 a minute for the whole workspace: every stream in a
+workspace shares one budget (``budget_key`` is the team), with at least a second between two
+edits of one message.
+
+Status: ``assistant.threads.setStatus`` shows "is thinking…" under the thread. Where Slack
+refuses it (``not_allowed``, ``missing_scope``, an old workspace…) the channel is remembered and
+nothing is shown there instead — the reply itself appears with the first words anyway, and a
+reaction would cost two more rate-limited calls per answer and one more scope.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from adapters.slack.api import SlackApi
+from adapters.slack.blocks import message_payload
+from adapters.slack.events import split_key
+from adapters.slack.render import render
+from bot.conversation import ThreadKey
+from bot.errors import MessageTooLong
+from bot.present.surface import Button, SurfaceLimits
+
+log = logging.getLogger(__name__)
+
+MARKDOWN_LIMIT = 12_000
+MAX_CHARS = 10_000
+REMEMBERED_CHANNELS = 10_000
+
+
+def slack_limits(team_id: str, edits_per_minute: float, min_edit_interval: float) -> SurfaceLimits:
+    return SurfaceLimits(
+        max_chars=MAX_CHARS,
+        min_edit_interval=min_edit_interval,
+        edits_per_minute=edits_per_minute,
+        budget_key=f"slack:{team_id}",
+        can_pin=True,
+    )
+
+
+class StatusSupport:
+    """The channels where Slack refused ``assistant.threads.setStatus`` (bounded)."""
+
+    def __init__(self, capacity: int = REMEMBERED_CHANNELS) -> None:
+        self._refused: OrderedDict[str, None] = OrderedDict()
+        self._capacity = capacity
+
+    def allowed(self, channel: str) -> bool:
+        return channel not in self._refused
+
+    def refuse(self, channel: str) -> None:
+        self._refused[channel] = None
+        while len(self._refused) > self._capacity:
+            self._refused.popitem(last=False)
+
+
+class SlackSurface:
+    def __init__(
+        self, api: SlackApi, key: ThreadKey, limits: SurfaceLimits, status: StatusSupport
+    ) -> None:
+        self._api = api
+        self._key = key
+        self._limits = limits
+        self._status = status
+        _, self.channel, self.thread_ts = split_key(key)
+
+    @property
+    def thread_key(self) -> ThreadKey:
+        return self._key
+
+    @property
+    def limits(self) -> SurfaceLimits:
+        return self._limits
+
+    def render(self, markdown: str) -> str:
+        return render(markdown)
+
+    async def post(self, text: str, buttons: Sequence[Button] = ()) -> str:
+        _check_length(text)
+        return await self._api.post(self.channel, self.thread_ts, message_payload(text, buttons))
+
+    async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None:
+        _check_length(text)
+        await self._api.update(self.channel, message_id, message_payload(text, buttons))
+
+    async def delete(self, message_id: str) -> None:
+        await self._api.delete(self.channel, message_id)
+
+    async def pin(self, message_id: str) -> None:
+        await self._api.pin(self.channel, message_id)
+
+    async def unpin(self, message_id: str) -> None:
+        await self._api.unpin(self.channel, message_id)
+
+    async def set_status(self, text: str | None) -> None:
+        if not self._status.allowed(self.channel):
+            return
+        if not await self._api.set_status(self.channel, self.thread_ts, text or ""):
+            log.info("Slack offers no thread status in %s; showing none there", self.channel)
+            self._status.refuse(self.channel)
+
+
+def _check_length(text: str) -> None:
+    if len(text) > MARKDOWN_LIMIT:
+        raise MessageTooLong(f"{len(text):,} characters; a Slack markdown block holds {MARKDOWN_LIMIT:,}")

@@ -1,0 +1,165 @@
+"""Many threads streaming at once in one Slack workspace, on the fake Slack enforcing Tier 3.
+
+``--threads`` people mention the bot at the same moment, spread over ``--channels`` channels of
+one workspace. Each answer is ``--tokens`` tokens (about four characters each) streamed at
+``--rate`` tokens a second by a simple model. Everything runs through the real runtime, core,
+presenter, Slack adapter, slack-bolt (Socket Mode) and slack_sdk, against the fake Slack, which
+answers 429 beyond ``chat.update``'s 50 calls a minute for the workspace and
+``chat.postMessage``'s ~1 a second per channel.
+
+Slack's budget makes this slow in real time (50 streams share 50 edits a minute), so time runs
+``--scale`` times faster everywhere: the fake's rate-limit windows, the adapter's edit budget and
+minimum edit interval, and the model's token rate. Figures are printed in Slack seconds (real
+seconds × scale), i.e. what a real workspace would see.
+
+Prints: 429s and Retry-After violations per method (target: 0 for chat.update), edits per
+thread, time from the mention to the first visible text (p50/p95, in real seconds: it is our
+processing and one ``chat.postMessage``, which the scale does not speed up), and the lag from the
+model's last token to the exact final text in the thread (p50/p95, in Slack seconds).
+
+    python -m bench.slack_stream [--threads 50] [--tokens 200] [--rate 20] [--scale 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.runtime import Runtime
+from bot.config import Settings
+from bot.llm.messages import Usage, UserMessage
+from bot.llm.model import FinishPiece, ModelPiece, ModelRequest, TextPiece, UsagePiece
+from tests.fakes.slack import MENTION, FakeSlack, Message
+
+WORDS = ["slack", "edits", "budget", "thread", "stream", "reply", "tier", "three", "shared", "final"]
+
+
+@dataclass
+class PacedModel:
+    """Streams ``tokens`` words at ``rate`` a second; notes when each answer's last token left."""
+
+    tokens: int
+    rate: float
+    name: str = "paced"
+    label: str = "paced bench model"
+    last_token: dict[str, float] = field(default_factory=dict)
+
+    def answer(self, tag: str) -> list[str]:
+        return [f"{tag}:" if i == 0 else f" {WORDS[(i * 7 + len(tag)) % len(WORDS)]}" for i in range(self.tokens)]
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
+        tag = next(m.text for m in reversed(request.messages) if isinstance(m, UserMessage))
+        start = time.monotonic()
+        for i, token in enumerate(self.answer(tag)):
+            await asyncio.sleep(max(0.0, start + i / self.rate - time.monotonic()))
+            yield TextPiece(token)
+        self.last_token[tag] = time.monotonic()
+        yield UsagePiece(Usage(prompt_tokens=10, completion_tokens=self.tokens))
+        yield FinishPiece("stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def run(threads: int, channels: int, tokens: int, rate: float, scale: float) -> None:
+    fake = FakeSlack(time_scale=scale)
+    for c in range(channels):
+        fake.add_channel(f"CBENCH{c:02d}", f"bench-{c}")
+    await fake.start()
+    model = PacedModel(tokens, rate * scale)
+    defaults = Settings.model_fields
+    with tempfile.TemporaryDirectory() as data:
+        settings = Settings(
+            data_dir=Path(data), http_port=0, playground=False, workspace_tools=False, **fake.settings(),
+            slack_edits_per_minute=defaults["slack_edits_per_minute"].default * scale,
+            slack_min_edit_interval=defaults["slack_min_edit_interval"].default / scale,
+        )
+        runtime = Runtime(settings, model=model)
+        await runtime.start()
+        try:
+            roots = await mention_all(fake, threads, channels)
+            await fake.wait_for(lambda: all(done(fake, model, r, tag) for tag, r in roots.items()), 3600)
+        finally:
+            await runtime.stop()
+            await fake.stop()
+    report(fake, model, roots, threads, channels, tokens, rate, scale, settings)
+
+
+async def mention_all(fake: FakeSlack, threads: int, channels: int) -> dict[str, tuple[Message, float]]:
+    async def one(i: int) -> tuple[str, tuple[Message, float]]:
+        tag = f"thread-{i:03d}"
+        at = time.monotonic()
+        return tag, (await fake.say("UADA", f"CBENCH{i % channels:02d}", f"{MENTION} {tag}"), at)
+
+    return dict(await asyncio.gather(*(one(i) for i in range(threads))))
+
+
+def final_text(model: PacedModel, tag: str) -> str:
+    return "".join(model.answer(tag)).strip()
+
+
+def reply_of(fake: FakeSlack, root: Message) -> Message | None:
+    replies = fake.replies(root.channel, root.ts)
+    return replies[0] if replies else None
+
+
+def done(fake: FakeSlack, model: PacedModel, entry: tuple[Message, float], tag: str) -> bool:
+    reply = reply_of(fake, entry[0])
+    return reply is not None and reply.shown == final_text(model, tag)
+
+
+def report(fake: FakeSlack, model: PacedModel, roots: dict[str, tuple[Message, float]], threads: int,
+           channels: int, tokens: int, rate: float, scale: float, settings: Settings) -> None:
+    first_visible, lag, edits = [], [], []
+    for tag, (root, mentioned) in roots.items():
+        reply = reply_of(fake, root)
+        assert reply is not None
+        first_visible.append(reply.version_times[0] - mentioned)
+        exact = reply.versions.index(final_text(model, tag))
+        lag.append((reply.version_times[exact] - model.last_token[tag]) * scale)
+        edits.append(reply.edits)
+    limits = fake.limits
+    print(f"{threads} threads in {channels} channels of one workspace; answers of {tokens} tokens "
+          f"at {rate:g} tokens/s ({tokens / rate:.0f} s each)")
+    print(f"time scaled x{scale:g}: fake windows / {scale:g}; adapter budget "
+          f"{settings.slack_edits_per_minute / scale:g} edits/min and "
+          f"{settings.slack_min_edit_interval * scale:g} s per message (x{scale:g}); figures in Slack seconds")
+    methods = sorted(set(limits.allowed) | set(limits.rejected))
+    print("calls (ok / 429 / violations): " + ", ".join(
+        f"{m} {limits.allowed[m]}/{limits.rejected[m]}/{limits.violations[m]}" for m in methods))
+    print(f"429s on chat.update: {limits.rejected['chat.update']} (target 0); all 429s: "
+          f"{sum(limits.rejected.values())}; Retry-After violations: {sum(limits.violations.values())}")
+    print(f"edits per thread: mean {statistics.mean(edits):.1f}, min {min(edits)}, max {max(edits)}")
+    p50, p95 = percentile(first_visible, 0.5), percentile(first_visible, 0.95)
+    print(f"first visible text after the mention: p50 {p50:.2f} s, p95 {p95:.2f} s in real time "
+          f"(processing and one chat.postMessage, which do not speed up; x{scale:g}: "
+          f"{p50 * scale:.2f} / {p95 * scale:.2f} s)")
+    print(f"last token → exact final text: p50 {percentile(lag, 0.5):.1f} s, p95 {percentile(lag, 0.95):.1f} s")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=50)
+    parser.add_argument("--channels", type=int, default=10)
+    parser.add_argument("--tokens", type=int, default=200)
+    parser.add_argument("--rate", type=float, default=20.0, help="tokens a second per answer")
+    parser.add_argument("--scale", type=float, default=10.0, help="how much faster time runs")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    asyncio.run(run(args.threads, args.channels, args.tokens, args.rate, args.scale))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Configuration, `threadline doctor` for Slack, secrets kept out of logs, and the manifests."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adapters.runtime import Runtime
+from adapters.slack import SlackAdapter
+from adapters.slack.doctor import check_slack
+from adapters.slack.scopes import BOT_EVENTS, BOT_SCOPES
+from bot.config import Settings
+from bot.errors import ConfigError
+from tests.adapters.slack.conftest import PLATFORM_ENV, slack_world
+from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, MENTION, SIGNING_SECRET, FakeSlack
+from tests.fakes.slack.server import ALL_SCOPES
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(autouse=True)
+def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PLATFORM_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    fake = FakeSlack()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+def settings(tmp_path: Path, **values: Any) -> Settings:
+    return Settings(data_dir=tmp_path / "data", http_port=0, playground=False, **values)
+
+
+@pytest.mark.parametrize(
+    ("values", "culprit"),
+    [
+        ({"slack_bot_token": BOT_TOKEN}, "SLACK_SIGNING_SECRET"),
+        ({"slack_bot_token": BOT_TOKEN, "slack_signing_secret": "  "}, "SLACK_SIGNING_SECRET"),
+        ({"slack_bot_token": APP_TOKEN, "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
+        ({"slack_bot_token": BOT_TOKEN, "slack_app_token": BOT_TOKEN}, "SLACK_APP_TOKEN"),
+        ({"slack_bot_token": "", "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
+    ],
+)
+def test_invalid_combinations_name_the_setting(tmp_path: Path, values: dict[str, Any], culprit: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        SlackAdapter(None, settings(tmp_path, **values))  # type: ignore[arg-type]
+    assert error.value.setting == culprit
+    assert all(secret not in str(error.value) for secret in (BOT_TOKEN, APP_TOKEN))
+
+
+@pytest.mark.parametrize(
+    ("values", "culprit"),
+    [
+        ({"slack_bot_token": "xoxb-not-the-right-one", "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
+        ({"slack_bot_token": BOT_TOKEN, "slack_app_token": "xapp-1-not-the-right-one"}, "SLACK_APP_TOKEN"),
+    ],
+)
+async def test_a_refused_token_stops_the_start_in_plain_words(
+    tmp_path: Path, fake: FakeSlack, values: dict[str, Any], culprit: str
+) -> None:
+    runtime = Runtime(settings(tmp_path, slack_api_url=fake.api_url, **values))
+    with pytest.raises(ConfigError) as error:
+        await runtime.start()
+    await runtime.stop()
+    assert error.value.setting == culprit and "invalid_auth" in error.value.problem
+
+
+async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
+    lines = await check_slack(settings(tmp_path, **fake.settings()))
+    assert [ok for ok, _ in lines if ok is not None] == [True, True, True]
+    text = "\n".join(t for _, t in lines)
+    assert "@threadline in workspace Fake Workspace (T0FAKE)" in text
+    assert "Socket Mode can connect" in text
+    assert BOT_TOKEN not in text and APP_TOKEN not in text
+
+
+async def test_doctor_with_a_wrong_bot_token(tmp_path: Path, fake: FakeSlack) -> None:
+    lines = await check_slack(settings(tmp_path, **{**fake.settings(), "slack_bot_token": "xoxb-wrong"}))
+    assert lines[-1][0] is False and "SLACK_BOT_TOKEN" in lines[-1][1] and "invalid_auth" in lines[-1][1]
+
+
+async def test_doctor_lists_missing_scopes_and_a_wrong_app_token(tmp_path: Path) -> None:
+    fake = FakeSlack(scopes=ALL_SCOPES - {"pins:write", "users:read"})
+    await fake.start()
+    try:
+        values = {**fake.settings(), "slack_app_token": "xapp-1-wrong"}
+        lines = await check_slack(settings(tmp_path, **values))
+    finally:
+        await fake.stop()
+    failures = [t for ok, t in lines if ok is False]
+    assert any("missing scopes: pins:write, users:read" in t for t in failures)
+    assert any("SLACK_APP_TOKEN" in t for t in failures)
+
+
+async def test_doctor_in_http_mode_and_when_slack_is_unreachable(tmp_path: Path, fake: FakeSlack) -> None:
+    http = {"slack_bot_token": BOT_TOKEN, "slack_signing_secret": SIGNING_SECRET, "slack_api_url": fake.api_url}
+    lines = await check_slack(settings(tmp_path, **http))
+    assert lines[-1][0] is None and "/slack/events" in lines[-1][1]
+    await fake.stop()
+    lines = await check_slack(settings(tmp_path, **http))
+    assert lines[-1][0] is False and "could not reach" in lines[-1][1]
+    assert (await check_slack(settings(tmp_path, slack_bot_token=BOT_TOKEN)))[0][0] is False
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_secrets_never_reach_the_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, mode: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with slack_world(tmp_path, monkeypatch, mode=mode) as world:  # type: ignore[arg-type]
+        root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} hello")
+        await world.answered(root)
+        await world.fake.deliver_event({"type": "app_mention"}, forge=mode == "http")
+        await check_slack(world.settings)
+    assert "Sending a request" in caplog.text  # the SDK's debug logging was on
+    for secret in (BOT_TOKEN, APP_TOKEN, SIGNING_SECRET):
+        assert secret not in caplog.text
+
+
+def _listed(manifest: str, key: str) -> set[str]:
+    """The items of a block list ``key:`` in a small YAML file."""
+    match = re.search(rf"^(\s*){re.escape(key)}:\n((?:\1\s+- .+\n)+)", manifest, re.MULTILINE)
+    assert match, key
+    return {line.strip()[2:].strip() for line in match.group(2).splitlines()}
+
+
+@pytest.mark.parametrize(("name", "socket"), [("socket", "true"), ("http", "false")])
+def test_the_manifests_ask_for_exactly_what_the_bot_uses(name: str, socket: str) -> None:
+    manifest = (ROOT / "deploy" / f"slack-manifest.{name}.yaml").read_text()
+    assert _listed(manifest, "bot") == BOT_SCOPES
+    assert _listed(manifest, "bot_events") == BOT_EVENTS
+    assert f"socket_mode_enabled: {socket}" in manifest
+    assert re.search(r"interactivity:\n\s+is_enabled: true", manifest)
+    assert ("request_url: https://" in manifest) == (name == "http")

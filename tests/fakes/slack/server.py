@@ -1,0 +1,223 @@
+"""A fake Slack on 127.0.0.1: the Web API, Socket Mode, the Events API sender, and test hooks.
+
+Tests act as people — ``say`` (a message, with the ``message`` and ``app_mention`` events Slack
+sends for it), ``edit``, ``delete``, ``click`` — and as Slack — ``redeliver``, ``deliver_event``
+(anything, malformed included), forged or stale signatures in HTTP mode, dropped Socket Mode
+links. They read what a channel shows (``thread``, ``replies``, ``pins``, ``ephemerals``) and
+wait on it with ``wait_for``, which wakes on every change instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any, Literal
+
+from aiohttp import web
+
+from tests.fakes.slack import payloads
+from tests.fakes.slack.delivery import Deliverer, Delivery, Kind
+from tests.fakes.slack.limits import RateLimits
+from tests.fakes.slack.socket_mode import SocketMode
+from tests.fakes.slack.state import (
+    BOT_USER,
+    Channel,
+    ChannelKind,
+    Message,
+    User,
+    Workspace,
+)
+from tests.fakes.slack.web_api import MARKDOWN_LIMIT, Tokens, WebApi
+
+BOT_TOKEN = "xoxb-1111-2222-fakebottokenvalue"
+APP_TOKEN = "xapp-1-A0FAKE-3333-fakeapptokenvalue"
+SIGNING_SECRET = "fake-signing-secret-0123456789abcdef"
+ALL_SCOPES = frozenset({
+    "app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
+    "chat:write", "pins:write", "users:read",
+})
+MENTION = f"<@{BOT_USER}>"
+
+
+class FakeSlack:
+    def __init__(
+        self,
+        *,
+        mode: Literal["socket", "http"] = "socket",
+        scopes: frozenset[str] = ALL_SCOPES,
+        time_scale: float = 1.0,
+        markdown_limit: int = MARKDOWN_LIMIT,
+        echo_bot_events: bool = True,
+    ) -> None:
+        self._tick = asyncio.Event()
+        self.workspace = Workspace(self._changed)
+        self.limits = RateLimits(time_scale=time_scale)
+        self.socket = SocketMode(lambda: self.base_url, self._changed)
+        self.deliverer = Deliverer(self.socket, SIGNING_SECRET)
+        self.deliverer.mode = mode
+        self.api = WebApi(self.workspace, self.limits, Tokens(BOT_TOKEN, APP_TOKEN, set(scopes)),
+                          self._echo, self.socket.new_url, markdown_limit)
+        self.echo_bot_events = echo_bot_events
+        self.deliveries: list[Delivery] = []
+        self._background: set[asyncio.Task[Any]] = set()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self._people()
+
+    # --- set-up -------------------------------------------------------------------------------
+    def _people(self) -> None:
+        ws = self.workspace
+        ws.add_user(User(BOT_USER, "threadline", "Threadline", is_bot=True, bot_id="BBOT"))
+        ws.add_user(User("UADA", "ada", "Ada", "Ada Lovelace"))
+        ws.add_user(User("UGRACE", "grace", "Grace", "Grace Hopper"))
+        ws.add_user(User("UOTHERBOT", "otherbot", "Other Bot", is_bot=True, bot_id="BOTHER"))
+        members = {BOT_USER, "UADA", "UGRACE", "UOTHERBOT"}
+        ws.add_channel(Channel("CGENERAL", "general", "channel", set(members)))
+        ws.add_channel(Channel("GSECRET", "secret", "group", set(members)))
+        ws.add_channel(Channel("DADA", "ada-dm", "im", {BOT_USER, "UADA"}))
+
+    def add_channel(self, channel_id: str, name: str, kind: ChannelKind = "channel", *,
+                    status_allowed: bool = True) -> Channel:
+        members = {BOT_USER, "UADA", "UGRACE"}
+        return self.workspace.add_channel(Channel(channel_id, name, kind, members, status_allowed))
+
+    async def start(self) -> None:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self.api.handle)
+        app.router.add_get("/link/", self.socket.endpoint)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        await self.deliverer.open()
+
+    async def stop(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.socket.close()
+        await self.deliverer.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base_url}/api/"
+
+    def settings(self) -> dict[str, Any]:
+        """Settings for an app that talks to this fake in its mode."""
+        mode = {"slack_app_token": APP_TOKEN} if self.deliverer.mode == "socket" else {
+            "slack_signing_secret": SIGNING_SECRET}
+        return {"slack_bot_token": BOT_TOKEN, "slack_api_url": self.api_url, **mode}
+
+    @property
+    def http_target(self) -> str | None:
+        return self.deliverer.target
+
+    @http_target.setter
+    def http_target(self, url: str | None) -> None:
+        self.deliverer.target = url
+
+    # --- people -------------------------------------------------------------------------------
+    async def say(self, user: str, channel: str, text: str, *, thread_ts: str | None = None,
+                  files: list[dict[str, Any]] | None = None) -> Message:
+        """``user`` writes in ``channel``; the app gets ``message`` and, if mentioned, ``app_mention``."""
+        where = self.workspace.channels[channel]
+        message = self.workspace.post(channel, user, text, thread_ts=thread_ts,
+                                      subtype="file_share" if files else None)
+        event = payloads.message_event(message, where)
+        if files:
+            event["files"] = files
+        await self.deliver_event(event)
+        if MENTION in text and BOT_USER in where.members:
+            await self.deliver_event(payloads.mention_event(message))
+        return message
+
+    async def other_bot_says(self, channel: str, text: str, *, thread_ts: str | None = None) -> Message:
+        where = self.workspace.channels[channel]
+        message = self.workspace.post(channel, None, text, thread_ts=thread_ts,
+                                      bot_id="BOTHER", subtype="bot_message")
+        await self.deliver_event(payloads.message_event(message, where))
+        if MENTION in text:
+            await self.deliver_event(payloads.mention_event(message))
+        return message
+
+    async def edit(self, message: Message, text: str) -> None:
+        previous = message.as_event()
+        message.text = text
+        message.record()
+        self._changed()
+        await self.deliver_event(payloads.changed_event(message, previous, self.workspace.channels[message.channel]))
+
+    async def delete(self, message: Message) -> None:
+        message.deleted = True
+        self._changed()
+        await self.deliver_event(payloads.deleted_event(message, self.workspace.channels[message.channel]))
+
+    async def click(self, user: str, message: Message, label: str) -> Delivery:
+        button = next(b for b in message.buttons if b["text"]["text"] == label)
+        payload = payloads.block_actions(
+            self.workspace.users[user], self.workspace.channels[message.channel], message, button
+        )
+        return await self.deliver("interactive", payload)
+
+    # --- Slack's side -------------------------------------------------------------------------
+    async def deliver_event(self, event: dict[str, Any], **how: Any) -> Delivery:
+        return await self.deliver("events_api", payloads.event_callback(event), **how)
+
+    async def deliver(self, kind: Kind, payload: dict[str, Any], **how: Any) -> Delivery:
+        delivery = Delivery(kind, payload)
+        self.deliveries.append(delivery)
+        return await self.deliverer.deliver(delivery, **how)
+
+    async def redeliver(self, delivery: Delivery, reason: str = "http_timeout") -> Delivery:
+        again = Delivery(delivery.kind, delivery.payload, attempt=delivery.attempt + 1)
+        self.deliveries.append(again)
+        return await self.deliverer.deliver(again, reason=reason)
+
+    def _echo(self, event: dict[str, Any]) -> None:
+        """The app hears its own posts and edits, like on Slack; delivered in the background."""
+        if not self.echo_bot_events or (self.deliverer.mode == "http" and self.http_target is None):
+            return
+        task = asyncio.get_running_loop().create_task(self.deliver_event(event))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # --- what the channel shows -----------------------------------------------------------------
+    def thread(self, channel: str, root_ts: str) -> list[Message]:
+        return self.workspace.thread(channel, root_ts)
+
+    def replies(self, channel: str, root_ts: str) -> list[Message]:
+        """The bot's messages in a thread, oldest first."""
+        return [m for m in self.thread(channel, root_ts) if m.user == BOT_USER]
+
+    def pins(self, channel: str) -> list[str]:
+        return list(self.workspace.channels[channel].pins)
+
+    def ephemerals(self, user: str) -> list[str]:
+        return [e.shown for e in self.workspace.ephemerals if e.user == user]
+
+    def status_history(self, channel: str, thread_ts: str) -> list[str]:
+        return list(self.workspace.statuses.get((channel, thread_ts), []))
+
+    def count(self, method: str) -> int:
+        return self.api.counts[method]
+
+    # --- waiting --------------------------------------------------------------------------------
+    def _changed(self) -> None:
+        self._tick.set()
+        self._tick = asyncio.Event()
+
+    async def wait_for(self, condition: Callable[[], bool], within: float = 5.0) -> None:
+        """Return once ``condition()`` holds; it is checked again after every change."""
+        async with asyncio.timeout(within):
+            while not condition():
+                tick = self._tick
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(tick.wait(), 0.5)

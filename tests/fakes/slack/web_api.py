@@ -1,0 +1,275 @@
+"""The fake's Web API: ``POST|GET /api/{method}``, answered the way Slack answers.
+
+Arguments are read from the query string, a form or a JSON body; the token from
+``Authorization: Bearer`` (or a ``token`` argument). Errors are HTTP 200 with
+``{"ok": false, "error": ...}``; rate limits are HTTP 429 with ``Retry-After``. Every answer to
+the bot token carries ``x-oauth-scopes``; a method whose scope was not granted answers
+``missing_scope``. The bot's own posts, edits and deletions are echoed as events, like Slack does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.slack import payloads
+from tests.fakes.slack.limits import RateLimits
+from tests.fakes.slack.state import (
+    BOT_ID,
+    BOT_NAME,
+    BOT_USER,
+    TEAM_ID,
+    TEAM_NAME,
+    Ephemeral,
+    Message,
+    Workspace,
+)
+from tests.fakes.slack.wire import SlackError, arguments, check_blocks, token_of
+
+MARKDOWN_LIMIT = 12_000
+TEXT_LIMIT = 40_000
+SCOPES = {
+    "chat.postMessage": "chat:write",
+    "chat.update": "chat:write",
+    "chat.delete": "chat:write",
+    "chat.postEphemeral": "chat:write",
+    "assistant.threads.setStatus": "chat:write",
+    "pins.add": "pins:write",
+    "pins.remove": "pins:write",
+    "pins.list": "pins:read",
+    "reactions.add": "reactions:write",
+    "reactions.remove": "reactions:write",
+    "users.info": "users:read",
+    "conversations.info": "channels:read",
+}
+
+
+@dataclass
+class Tokens:
+    bot: str
+    app: str
+    scopes: set[str]
+
+
+@dataclass
+class Call:
+    method: str
+    args: dict[str, Any]
+    outcome: str
+
+
+@dataclass
+class WebApi:
+    workspace: Workspace
+    limits: RateLimits
+    tokens: Tokens
+    emit: Callable[[dict[str, Any]], None]
+    socket_url: Callable[[], str]
+    markdown_limit: int = MARKDOWN_LIMIT
+    refuse_edits: set[str] = field(default_factory=set)
+    """Message ts whose edits answer ``cant_update_message``."""
+    calls: list[Call] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        try:
+            args = await arguments(request)
+        except ValueError:
+            return self._answer(method, {}, {"ok": False, "error": "invalid_json"})
+        token = token_of(request, args)
+        self.counts[method] += 1
+        try:
+            kind = self._authenticate(method, token)
+            body = self._limited(method, args, kind)
+            if isinstance(body, web.Response):
+                self.calls.append(Call(method, args, "ratelimited"))
+                return body
+        except SlackError as exc:
+            return self._answer(method, args, {"ok": False, "error": exc.code, **exc.extra}, token)
+        return self._answer(method, args, {"ok": True, **body}, token)
+
+    def _answer(self, method: str, args: dict[str, Any], body: dict[str, Any],
+                token: str | None = None) -> web.Response:
+        self.calls.append(Call(method, args, "ok" if body.get("ok") else str(body.get("error"))))
+        headers = {}
+        if token == self.tokens.bot:
+            headers["x-oauth-scopes"] = ",".join(sorted(self.tokens.scopes))
+        return web.json_response(body, headers=headers)
+
+    def _authenticate(self, method: str, token: str | None) -> str:
+        if not token:
+            raise SlackError("not_authed")
+        if token not in (self.tokens.bot, self.tokens.app):
+            raise SlackError("invalid_auth")
+        kind = "app" if token == self.tokens.app else "bot"
+        if (method == "apps.connections.open") != (kind == "app"):
+            raise SlackError("not_allowed_token_type")
+        needed = SCOPES.get(method)
+        if kind == "bot" and needed is not None and needed not in self.tokens.scopes:
+            raise SlackError("missing_scope", needed=needed, provided=",".join(sorted(self.tokens.scopes)))
+        return kind
+
+    def _limited(self, method: str, args: dict[str, Any], kind: str) -> dict[str, Any] | web.Response:
+        channel = args.get("channel") or args.get("channel_id")
+        refusal = self.limits.check(method, TEAM_ID, channel if isinstance(channel, str) else None)
+        if refusal is not None:
+            return web.json_response(
+                {"ok": False, "error": "ratelimited"}, status=429,
+                headers={"Retry-After": refusal.header},
+            )
+        handler = getattr(self, "m_" + method.replace(".", "_"), None)
+        if handler is None:
+            raise SlackError("unknown_method")
+        result: dict[str, Any] = handler(args)
+        return result
+
+    # --- methods ------------------------------------------------------------------------------
+    def m_auth_test(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"url": "https://fake.slack.invalid/", "team": TEAM_NAME, "user": BOT_NAME,
+                "team_id": TEAM_ID, "user_id": BOT_USER, "bot_id": BOT_ID,
+                "is_enterprise_install": False}
+
+    def m_apps_connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {"url": self.socket_url()}
+
+    def m_users_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        user = self.workspace.users.get(str(args.get("user")))
+        if user is None:
+            raise SlackError("user_not_found")
+        return {"user": user.info()}
+
+    def m_conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        return {"channel": {"id": channel.id, "name": channel.name, f"is_{channel.kind}": True}}
+
+    def m_chat_postMessage(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        thread_ts = args.get("thread_ts") or None
+        if thread_ts is not None and self.workspace.find(channel.id, thread_ts) is None:
+            raise SlackError("thread_not_found")
+        content = self._content(args)
+        message = self.workspace.post(channel.id, BOT_USER, bot_id=BOT_ID, thread_ts=thread_ts, **content)
+        self.emit(payloads.message_event(message, channel))
+        return {"channel": channel.id, "ts": message.ts, "message": message.as_event()}
+
+    def m_chat_update(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        message = self._message(channel.id, args.get("ts"))
+        if message.bot_id != BOT_ID or message.ts in self.refuse_edits:
+            raise SlackError("cant_update_message")
+        content = self._content(args)
+        previous = message.as_event()
+        message.text = content["text"]
+        message.markdown_text = content["markdown_text"]
+        if "blocks" in args:  # Slack keeps the old blocks when none are sent
+            message.blocks = content["blocks"]
+        message.record()
+        self.workspace.changed()
+        self.emit(payloads.changed_event(message, previous, channel))
+        return {"channel": channel.id, "ts": message.ts, "text": message.text}
+
+    def m_chat_delete(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        message = self._message(channel.id, args.get("ts"))
+        if message.bot_id != BOT_ID:
+            raise SlackError("cant_delete_message")
+        message.deleted = True
+        if message.ts in channel.pins:
+            channel.pins.remove(message.ts)
+        self.workspace.changed()
+        self.emit(payloads.deleted_event(message, channel))
+        return {"channel": channel.id, "ts": message.ts}
+
+    def m_chat_postEphemeral(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        user = str(args.get("user"))
+        if user not in self.workspace.users:
+            raise SlackError("user_not_found")
+        shown = Message(channel.id, "0", None, **self._content(args)).shown
+        self.workspace.ephemerals.append(Ephemeral(channel.id, user, args.get("thread_ts"), shown))
+        self.workspace.changed()
+        return {"message_ts": self.workspace.next_ts()}
+
+    def m_pins_add(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        message = self._message(channel.id, args.get("timestamp"))
+        if message.ts in channel.pins:
+            raise SlackError("already_pinned")
+        channel.pins.append(message.ts)
+        self.workspace.changed()
+        return {}
+
+    def m_pins_remove(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        if args.get("timestamp") not in channel.pins:
+            raise SlackError("no_pin")
+        channel.pins.remove(str(args["timestamp"]))
+        self.workspace.changed()
+        return {}
+
+    def m_pins_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        items = [{"type": "message", "channel": channel.id,
+                  "message": self.workspace.messages[(channel.id, ts)].as_event()} for ts in channel.pins]
+        return {"items": items}
+
+    def m_reactions_add(self, args: dict[str, Any]) -> dict[str, Any]:
+        message = self._message(self._channel(args.get("channel")).id, args.get("timestamp"))
+        users = message.reactions.setdefault(str(args.get("name")), set())
+        if BOT_USER in users:
+            raise SlackError("already_reacted")
+        users.add(BOT_USER)
+        self.workspace.changed()
+        return {}
+
+    def m_reactions_remove(self, args: dict[str, Any]) -> dict[str, Any]:
+        message = self._message(self._channel(args.get("channel")).id, args.get("timestamp"))
+        users = message.reactions.get(str(args.get("name")), set())
+        if BOT_USER not in users:
+            raise SlackError("no_reaction")
+        users.discard(BOT_USER)
+        self.workspace.changed()
+        return {}
+
+    def m_assistant_threads_setStatus(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel_id"))
+        if not channel.status_allowed:
+            raise SlackError("not_allowed")
+        thread_ts = str(args.get("thread_ts"))
+        self._message(channel.id, thread_ts)
+        self.workspace.set_status(channel.id, thread_ts, str(args.get("status", "")))
+        return {}
+
+    # --- checks -------------------------------------------------------------------------------
+    def _channel(self, channel_id: Any) -> Any:
+        channel = self.workspace.channels.get(str(channel_id))
+        if channel is None:
+            raise SlackError("channel_not_found")
+        if channel.kind in {"channel", "group"} and BOT_USER not in channel.members:
+            raise SlackError("not_in_channel")
+        return channel
+
+    def _message(self, channel: str, ts: Any) -> Message:
+        message = self.workspace.find(channel, str(ts))
+        if message is None:
+            raise SlackError("message_not_found")
+        return message
+
+    def _content(self, args: dict[str, Any]) -> dict[str, Any]:
+        text, markdown, blocks = args.get("text"), args.get("markdown_text"), args.get("blocks")
+        if isinstance(blocks, str):
+            blocks = json.loads(blocks)
+        if markdown is not None and (text is not None or blocks is not None):
+            raise SlackError("markdown_text_conflict")
+        if text is None and markdown is None and not blocks:
+            raise SlackError("no_text")
+        check_blocks(blocks, self.markdown_limit)
+        if markdown is not None and len(markdown) > self.markdown_limit:
+            raise SlackError("msg_too_long")
+        return {"text": (text or "")[:TEXT_LIMIT], "markdown_text": markdown, "blocks": blocks}
