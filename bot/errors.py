@@ -40,9 +40,13 @@ class ModelError(ThreadlineError):
 
     retryable = False
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait (``Retry-After``), when it said."""
 
 
 class ModelUnavailable(ModelError):
@@ -53,8 +57,7 @@ class ModelRateLimited(ModelError):
     retryable = True
 
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message, status=429)
-        self.retry_after = retry_after
+        super().__init__(message, status=429, retry_after=retry_after)
 
 
 class ModelServerError(ModelError):

@@ -205,7 +205,9 @@ class OpenAIModel:
             )
         if status >= 500:
             return ModelServerError(
-                f"the model server failed (HTTP {status}): {said}", status=status
+                f"the model server failed (HTTP {status}): {said}",
+                status=status,
+                retry_after=retry_after_from_headers(exc.response.headers, now=self._clock.now()),
             )
         if status == 408:
             return ModelUnavailable(

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
-from bot.errors import ModelError, ModelRateLimited
+from bot.errors import ModelError
 
 BASE_S = 0.5
 CAP_S = 20.0
@@ -78,7 +78,7 @@ class Backoff:
         """Seconds to wait before retry number ``retry``, or ``None`` to give up and raise."""
         if not error.retryable or retry > self.max_retries:
             return None
-        if isinstance(error, ModelRateLimited) and error.retry_after is not None:
+        if error.retry_after is not None:  # 429, and 503 with Retry-After
             if error.retry_after > self.max_retry_after:
                 return None
             return error.retry_after

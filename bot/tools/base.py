@@ -10,7 +10,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_type_hints
+from typing import Any, Literal, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -123,13 +123,40 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 _PARAM_LINE = re.compile(r"^(\w+)\s*(?:\([^)]*\))?:\s*(.*)$")
 
 
+@overload
+def tool(function: ToolFunction, /) -> Tool: ...
+
+
+@overload
 def tool(
-    function: ToolFunction | None = None,
+    function: ToolFunction,
+    /,
     *,
     name: str | None = None,
     side_effects: bool = False,
     approval: Approval | None = None,
-) -> Any:
+) -> Tool: ...
+
+
+@overload
+def tool(
+    function: None = None,
+    /,
+    *,
+    name: str | None = None,
+    side_effects: bool = False,
+    approval: Approval | None = None,
+) -> Callable[[ToolFunction], Tool]: ...
+
+
+def tool(
+    function: ToolFunction | None = None,
+    /,
+    *,
+    name: str | None = None,
+    side_effects: bool = False,
+    approval: Approval | None = None,
+) -> Tool | Callable[[ToolFunction], Tool]:
     """Make a tool of ``async def f(ctx: ToolContext, arg: T, ...) -> str``.
 
     Usable bare (``@tool``) or with options (``@tool(name="x", side_effects=True)``). A tool

@@ -255,6 +255,7 @@ async def test_retries_exhausted_raise_the_server_error(
     [
         (Fault.rate_limited(retry_after="7"), 7.0),
         (Fault.rate_limited(retry_after_ms="1500"), 1.5),
+        (Fault(503, "The engine is currently overloaded.", type="server_error", retry_after="3"), 3.0),
     ],
 )
 async def test_rate_limits_honour_retry_after(
