@@ -28,6 +28,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("run", help="run the bot (the local playground when no platform is configured)")
     sub.add_parser("doctor", help="check the configuration, the model endpoint and each platform")
+    sub.add_parser("discord-invite", help="print the link that adds the Discord bot to a server")
     return parser
 
 
@@ -61,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(settings)
     if args.command == "doctor":
         return asyncio.run(run_doctor(settings))
+    if args.command == "discord-invite":
+        from adapters.discord.invite import print_invite  # imports discord.py only when asked
+
+        return asyncio.run(print_invite(settings))
     try:
         asyncio.run(_serve(settings))
     except ConfigError as exc:

@@ -1,0 +1,112 @@
+"""The fake Discord served on 127.0.0.1 (port 0), and what a test does as the people in it.
+
+``FakeDiscord`` serves the REST API under ``/api/v10`` and the gateway at ``/gateway`` (READY
+names ``/resume`` as the resume URL). A test posts as a user (:meth:`say`), clicks a button
+(:meth:`click`), runs a slash command (:meth:`slash`), drops the connection
+(``gateway.drop()``), and waits on :meth:`wait_for`, which wakes on every change.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+
+from bot.clock import Clock
+from tests.fakes.discord.gateway import Gateway
+from tests.fakes.discord.limits import GLOBAL_PER_SECOND, RateLimits
+from tests.fakes.discord.model import Channel, Interaction, Message, User
+from tests.fakes.discord.rest import Rest
+from tests.fakes.discord.world import World
+
+SECRET_PART = "Gabcde.fake-discord-token-secret-part-0123456789"
+COMPONENT, COMMAND = 3, 2
+
+
+def bot_token(bot_id: int) -> str:
+    """A token shaped like Discord's: the bot's id in base64, a timestamp, a secret."""
+    head = base64.urlsafe_b64encode(str(bot_id).encode()).decode().rstrip("=")
+    return f"{head}.{SECRET_PART}"
+
+
+class FakeDiscord:
+    def __init__(self, clock: Clock, *, token: str | None = None, app_flags: int = 1 << 18,
+                 global_per_second: int = GLOBAL_PER_SECOND) -> None:
+        self.world = World(clock, app_flags=app_flags)
+        self.token = token or bot_token(self.world.bot.id)
+        self.limits = RateLimits(clock, global_per_second=global_per_second)
+        self.rest = Rest(self.world, self.limits, self.token, lambda: self.gateway_url)
+        self.gateway = Gateway(self.world, self.token)
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        app = web.Application()
+        self.rest.routes(app)
+        app.router.add_get("/gateway", self.gateway.handle)
+        app.router.add_get("/resume", self.gateway.handle)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        sockets = getattr(site._server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1]
+        self.gateway.resume_url = f"ws://127.0.0.1:{self.port}/resume"
+
+    async def close(self) -> None:
+        await self.gateway.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.port}/api"
+
+    @property
+    def gateway_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/gateway"
+
+    # --- what people do -----------------------------------------------------------------------
+    def say(self, channel: Channel, author: User, content: str, *, webhook: bool = False) -> Message:
+        """``author`` posts ``content`` (``<@id>`` mentions work) in ``channel``."""
+        webhook_id = self.world.snowflake() if webhook else None
+        return self.world.create_message(channel.id, author, content, webhook_id=webhook_id)
+
+    def click(self, message: Message, custom_id: str, user: User) -> Interaction:
+        """``user`` clicks the button ``custom_id`` on ``message``."""
+        data = {"custom_id": custom_id, "component_type": 2}
+        return self._interaction(COMPONENT, message.channel_id, user, data, message.id)
+
+    def slash(self, channel: Channel, user: User, name: str, sub: str) -> Interaction:
+        """``user`` runs ``/name sub`` in ``channel``."""
+        command = next((c for c in self.world.commands if c["name"] == name), None)
+        data: dict[str, Any] = {
+            "id": command["id"] if command else str(self.world.snowflake()), "name": name,
+            "type": 1, "options": [{"name": sub, "type": 1, "options": []}],
+        }
+        if channel.guild_id is not None:
+            data["guild_id"] = str(channel.guild_id)
+        return self._interaction(COMMAND, channel.id, user, data, None)
+
+    def _interaction(self, kind: int, channel_id: int, user: User, data: dict[str, Any],
+                     message_id: int | None) -> Interaction:
+        channel = self.world.channel(channel_id)
+        interaction = Interaction(
+            self.world.snowflake(), secrets.token_urlsafe(24), kind, channel.id, channel.guild_id,
+            user, data, message_id, self.world.clock.monotonic(),
+        )
+        self.world.interactions[interaction.token] = interaction
+        self.world.emit("INTERACTION_CREATE", {"token": interaction.token})
+        return interaction
+
+    # --- what a test reads --------------------------------------------------------------------
+    async def wait_for(self, predicate: Callable[[], object], within: float = 5.0) -> None:
+        await self.world.wait_for(predicate, within)
+
+    def requests(self, route: str = "", channel_id: int | None = None) -> list[Any]:
+        """The bot's requests whose route contains ``route`` (in ``channel_id``, if given)."""
+        return [c for c in self.rest.calls
+                if route in c.route and (channel_id is None or c.channel_id == channel_id)]
