@@ -28,7 +28,7 @@ def test_discord_markdown(markdown: str, shown: str) -> None:
 def test_a_table_becomes_an_aligned_code_block() -> None:
     table = "Totals:\n\n| name | count |\n|:-----|------:|\n| apples | 3 |\n| kiwis | 12 |\n\nDone."
     assert render(table) == (
-        "Totals:\n\n```\nname   | count\n-------+------\napples | 3\nkiwis  | 12\n```\n\nDone."
+        "Totals:\n\n```\nname   | count\n-------+------\napples |     3\nkiwis  |    12\n```\n\nDone."
     )
 
 
