@@ -39,7 +39,7 @@ class ApproversSettings(BaseModel):
     users: list[str] = Field(default_factory=list)
     """Platform user ids, as Threadline names them (``slack:U123``, ``discord:42``)."""
     roles: list[str] = Field(default_factory=list)
-    """Platform roles or user groups (``discord:role:123``, ``slack:group:S123``)."""
+    """Discord roles (``discord:role:123``). Slack user groups are not read yet: list users."""
     anyone: bool = False
 
 
