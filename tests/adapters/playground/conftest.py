@@ -1,76 +1,82 @@
-"""A playground adapter served on a test server, and helpers to read its WebSocket."""
+"""A playground adapter on the real core, served on a test server, and helpers to read its
+WebSocket.
+
+The core is the real one (SQLite store, built-in tools and a ``deploy`` tool that needs
+approval); only the world is faked: the model is scripted (it echoes who said what), time is a
+:class:`ManualClock` that :meth:`Playground.idle` moves while the core works (the reply's final
+edit waits out the playground's edit interval).
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
-from aiohttp import ClientWebSocketResponse, web
+from aiohttp import ClientResponse, ClientWebSocketResponse, web
 from aiohttp.test_utils import TestClient, TestServer
 
 from adapters.playground import PlaygroundAdapter
+from adapters.playground.surface import thread_key
+from adapters.runtime import Runtime
+from bot.clock import ManualClock, SystemClock
 from bot.config import Settings
-from bot.conversation import Author, Inbound
-from bot.present.surface import Button, Surface
-
-if TYPE_CHECKING:
-    from adapters.runtime import Runtime
+from bot.core import Core
+from bot.llm.messages import UserMessage
+from bot.llm.model import ModelPiece, ModelRequest
+from bot.llm.openai_model import build_openai_model
+from bot.sessions.model import Session
+from bot.storage.sqlite import SqliteStore
+from bot.tools import ToolContext, ToolRegistry, tool
+from bot.tools.builtin import builtin_tools
+from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text
+from tests.fakes.surface import drive
 
 TIMEOUT = 5.0
+IDLE_LIMIT = 60.0
+"""Fake seconds :meth:`Playground.idle` may move the clock before it gives up."""
+
+
+def echo(request: ModelRequest) -> Step:
+    """Answers with who said what last: ``Ada said: hello``."""
+    last = next(m for m in reversed(request.messages) if isinstance(m, UserMessage))
+    return text(f"{last.author_name} said: ", last.text)
+
+
+def deploy_then(answer: str, target: str = "prod") -> list[Step]:
+    """The model calls ``deploy`` (which waits for approval), then answers ``answer``."""
+    return [step(call("deploy", {"target": target})), text(answer)]
 
 
 @dataclass
-class StandInCore:
-    """The two Core methods the adapter calls, answering in a way that shows what it was given.
+class GatedModel(ScriptedModel):
+    """A scripted model that, while ``gate`` is set to an unset event, waits for it before
+    answering (a model server that is slow to answer)."""
 
-    It stands in for the real core in the adapter's translation tests only: the reply names the
-    thread key, the author, the display name and the event id the adapter passed on.
-    """
-
-    model_label: str = "stand-in model"
-    seen: set[str] = field(default_factory=set)
     gate: asyncio.Event | None = None
-    """When set, a run waits for it before answering."""
-    surfaces: tuple[str, object] | None = None
 
-    async def handle(self, inbound: Inbound, surface: Surface) -> None:
-        if inbound.event_id in self.seen:
-            return
-        self.seen.add(inbound.event_id)
-        if inbound.text == "explode":
-            raise RuntimeError("the stand-in core failed on purpose")
-        await surface.set_status("thinking…")
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
         if self.gate is not None:
             await self.gate.wait()
-        await surface.post(
-            f"key={inbound.thread_key} author={inbound.author.id} "
-            f"name={inbound.author.display_name} event={inbound.event_id} text={inbound.text}",
-            [Button("approve:1", "Approve", "primary"), Button("deny:1", "Deny", "danger")],
-        )
-        await surface.set_status(None)
-
-    def register_surfaces(self, prefix: str, factory: object) -> None:
-        self.surfaces = (prefix, factory)
-
-    async def wait_idle(self) -> None:
-        return None
-
-    async def on_action(self, action_id: str, actor: Author, surface: Surface) -> str | None:
-        if self.gate is not None:
-            await self.gate.wait()
-        return f"{actor.display_name} ({actor.id}) clicked {action_id} in {surface.thread_key}"
+        async for piece in super().stream(request):
+            yield piece
 
 
 @dataclass
 class Playground:
     adapter: PlaygroundAdapter
     client: TestClient[web.Request, web.Application]
-    core: StandInCore
+    core: Core
+    model: GatedModel
+    clock: ManualClock
+    ran: list[str] = field(default_factory=list)
+    """Targets the ``deploy`` tool ran for."""
 
     async def say(self, text: str, *, thread_id: str | None = None, event_id: str = "event-0001",
                   user_id: str = "u1", user_name: str = "Ada") -> dict[str, Any]:
@@ -83,14 +89,37 @@ class Playground:
         body: dict[str, Any] = await response.json()
         return body
 
+    async def click(self, thread_id: str, action_id: str, *, user_id: str = "u1",
+                    user_name: str = "Ada", client_id: str = "tab-a") -> ClientResponse:
+        return await self.client.post(
+            "/api/actions",
+            json={"thread_id": thread_id, "action_id": action_id, "user_id": user_id,
+                  "user_name": user_name, "client_id": client_id},
+        )
+
     async def thread(self, thread_id: str) -> dict[str, Any]:
         response = await self.client.get(f"/api/threads/{thread_id}")
         assert response.status == 200
         body: dict[str, Any] = await response.json()
         return body
 
+    async def button(self, thread_id: str, label: str) -> str:
+        """The action id of the button ``label`` shown in the thread."""
+        messages = (await self.thread(thread_id))["messages"]
+        found = [b["action_id"] for m in messages for b in m["buttons"] if b["label"] == label]
+        assert len(found) == 1, f"{len(found)} {label!r} buttons in {json.dumps(messages)}"
+        return str(found[0])
+
+    async def session(self, thread_id: str) -> Session:
+        """What the core stored for the thread."""
+        return await self.core.store.load_session(thread_key(thread_id), self.clock.now())
+
     async def socket(self, client_id: str = "tab-a") -> ClientWebSocketResponse:
         return await self.client.ws_connect(f"/api/ws?client={client_id}")
+
+    async def idle(self) -> None:
+        """Move the clock until no message or click is being handled any more."""
+        await drive(self.clock, self.adapter.wait_idle(), limit=IDLE_LIMIT)
 
 
 async def next_event(
@@ -107,16 +136,44 @@ async def next_event(
     return await asyncio.wait_for(read(), TIMEOUT)
 
 
-@pytest.fixture
-async def playground(tmp_path: Path) -> AsyncIterator[Playground]:
-    core = StandInCore()
-    adapter = PlaygroundAdapter(core, tmp_path, action_wait=0.2)  # type: ignore[arg-type]
+@asynccontextmanager
+async def open_playground(tmp_path: Path, *, stop_grace: float = 5.0) -> AsyncIterator[Playground]:
+    """The adapter on the real core, on a test server; stopped and closed on the way out."""
+    clock = ManualClock(start=1_000_000.0)
+    model = GatedModel([], respond=echo)
+    settings = Settings(data_dir=tmp_path / "data")
+    ran: list[str] = []
+
+    @tool(side_effects=True)
+    async def deploy(ctx: ToolContext, target: str) -> str:
+        """Deploy the service.
+
+        Args:
+            target: Where to.
+        """
+        ran.append(target)
+        return f"deployed to {target}"
+
+    tools = ToolRegistry([*builtin_tools(), deploy])
+    core = Core(settings, SqliteStore(settings.database_path), model, tools, clock)
+    await core.start()
+    adapter = PlaygroundAdapter(core, tmp_path, stop_grace=stop_grace, action_wait=0.2)
     app = web.Application()
     adapter.install(app)
-    await adapter.start()
-    async with TestClient(TestServer(app)) as client:
-        yield Playground(adapter, client, core)
+    try:
+        await adapter.start()
+        async with TestClient(TestServer(app)) as client:
+            yield Playground(adapter, client, core, model, clock, ran)
+            await drive(clock, adapter.stop(), limit=IDLE_LIMIT)
+    finally:
         await adapter.stop()
+        await core.aclose()
+
+
+@pytest.fixture
+async def playground(tmp_path: Path) -> AsyncIterator[Playground]:
+    async with open_playground(tmp_path) as playground:
+        yield playground
 
 
 PLATFORM_ENV = (
@@ -131,12 +188,6 @@ async def demo_runtime(
 ) -> AsyncIterator[Runtime]:
     """The real runtime on the offline demo model, its HTTP server on a free port; the demo
     streams at its usual pace unless ``chunk_delay_s`` says otherwise."""
-    import random
-
-    from adapters.runtime import Runtime  # the real core, imported only by the tests that run it
-    from bot.clock import SystemClock
-    from bot.llm.openai_model import build_openai_model
-
     for name in PLATFORM_ENV:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)  # no .env or threadline.toml of the developer's

@@ -1,21 +1,32 @@
 """The adapter's translation: HTTP and WebSocket in, Inbound and clicks to the core, the thread out.
 
-These tests use a stand-in with the core's two entry points (see conftest); the whole flow on
-the real core is in test_runtime.py and test_browser.py.
+The core is the real one; the model is scripted and time is a manual clock (see conftest). What
+the adapter passed on is read back from what the core stored; the whole flow on the runtime
+with the demo model is in test_runtime.py and test_browser.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
-
-from adapters.playground import PlaygroundAdapter
-from adapters.playground.surface import PlaygroundSurface
-from tests.adapters.playground.conftest import Playground, StandInCore, next_event
+from adapters.playground.state import PlaygroundState
+from adapters.playground.surface import PlaygroundSurface, thread_key
+from bot.llm.messages import AssistantMessage, ToolResult, UserMessage
+from tests.adapters.playground.conftest import (
+    IDLE_LIMIT,
+    TIMEOUT,
+    Playground,
+    deploy_then,
+    next_event,
+    open_playground,
+)
+from tests.fakes.surface import drive
 
 
 def is_bot_message(event: dict[str, object]) -> bool:
@@ -23,10 +34,16 @@ def is_bot_message(event: dict[str, object]) -> bool:
     return event["type"] == "message" and isinstance(message, dict) and bool(message["bot"])
 
 
+def is_note_or(marker: str) -> Callable[[dict[str, Any]], bool]:
+    """Matches a private note, or the status line showing ``marker``."""
+    return lambda e: e["type"] == "note" or (e["type"] == "status" and e["text"] == marker)
+
+
 async def test_a_message_starts_a_thread_and_reaches_the_core_translated(playground: Playground) -> None:
     ws = await playground.socket()
     posted = await playground.say("Plan the launch", event_id="evt-00000001", user_id="u-42", user_name="Ada")
     thread_id = posted["thread_id"]
+    await playground.idle()
     await next_event(ws, is_bot_message)
 
     shown = await playground.thread(thread_id)
@@ -36,37 +53,48 @@ async def test_a_message_starts_a_thread_and_reaches_the_core_translated(playgro
     )
     assert first["id"] == posted["message_id"]
     assert reply["author_name"] == "Threadline" and reply["bot"]
-    assert reply["text"] == (
-        f"key=playground:{thread_id} author=playground:u-42 name=Ada event=evt-00000001 text=Plan the launch"
-    )
-    assert [b["label"] for b in reply["buttons"]] == ["Approve", "Deny"]
+    assert reply["text"] == "Ada said: Plan the launch"
+    assert reply["buttons"] == []  # the Stop button goes when the answer is complete
     assert shown["thread"]["title"] == "Plan the launch"
     assert shown["status"] is None
 
     listed = await (await playground.client.get("/api/threads")).json()
     assert [t["id"] for t in listed["threads"]] == [thread_id]
 
+    # what the core was given: the thread key, the author and the event id
+    stored = await playground.core.store.list_threads(prefix="playground:")
+    assert [s.key for s in stored] == [f"playground:{thread_id}"]
+    session = await playground.session(thread_id)
+    assert session.messages[0] == UserMessage(
+        text="Plan the launch", author_id="playground:u-42", author_name="Ada"
+    )
+    assert isinstance(session.messages[1], AssistantMessage)
+    assert not await playground.core.store.first_delivery("evt-00000001", playground.clock.now())
+
 
 async def test_a_second_message_continues_the_thread_and_a_blank_name_is_you(playground: Playground) -> None:
-    ws = await playground.socket()
     thread_id = (await playground.say("one", event_id="evt-00000001"))["thread_id"]
-    await next_event(ws, is_bot_message)
+    await playground.idle()
     again = await playground.say("two", thread_id=thread_id, event_id="evt-00000002", user_name="  ")
     assert again["thread_id"] == thread_id
-    await next_event(ws, is_bot_message)
+    await playground.idle()
     texts = [m["text"] for m in (await playground.thread(thread_id))["messages"]]
-    assert texts[0] == "one" and texts[2] == "two"
-    assert "name=You event=evt-00000002 text=two" in texts[3]
+    assert texts == ["one", "Ada said: one", "two", "You said: two"]
+    session = await playground.session(thread_id)
+    said = [(m.text, m.author_name) for m in session.messages if isinstance(m, UserMessage)]
+    assert said == [("one", "Ada"), ("two", "You")]
 
 
 async def test_a_retried_post_writes_nothing_new(playground: Playground) -> None:
     first = await playground.say("hello", event_id="evt-retried1")
     second = await playground.say("hello", event_id="evt-retried1")
     assert second == first
-    await playground.adapter.stop()  # waits for both answers
+    await playground.idle()  # both deliveries handled
     messages = playground.adapter.state.thread(first["thread_id"]).messages
-    assert [m.text for m in messages][0] == "hello"
-    assert len(messages) == 2  # the message and one reply
+    assert [m.text for m in messages] == ["hello", "Ada said: hello"]  # the message and one reply
+    session = await playground.session(first["thread_id"])
+    assert [m.text for m in session.messages if isinstance(m, UserMessage)] == ["hello"]
+    assert len(playground.model.requests) == 1
 
 
 async def test_the_websocket_carries_every_change(playground: Playground) -> None:
@@ -95,45 +123,73 @@ async def test_the_websocket_carries_every_change(playground: Playground) -> Non
 
 async def test_a_click_reaches_the_core_and_the_note_goes_to_the_clicker_only(playground: Playground) -> None:
     clicker, other = await playground.socket("tab-a"), await playground.socket("tab-b")
-    thread_id = (await playground.say("need approval"))["thread_id"]
-    await next_event(other, is_bot_message)
-    response = await playground.client.post(
-        "/api/actions",
-        json={"thread_id": thread_id, "action_id": "approve:1", "user_id": "u-7",
-              "user_name": "Grace", "client_id": "tab-a"},
-    )
+    thread_id = (await playground.say("hello"))["thread_id"]
+    await playground.idle()
+    response = await playground.click(thread_id, "retired:1", user_id="u-7", user_name="Grace")
     assert response.status == 200
-    assert (await response.json())["note"] == (
-        f"Grace (playground:u-7) clicked approve:1 in playground:{thread_id}"
-    )
+    assert (await response.json())["note"] == "This button is no longer active."
     # The next change reaches both tabs, and no note came before it on either.
     await PlaygroundSurface(playground.adapter.state, thread_id).set_status("marker")
     for ws in (clicker, other):
-        event = await next_event(ws, lambda e: e["type"] in ("note", "status") and e.get("text") != "thinking…"
-                                 and e.get("text") is not None)
+        event = await next_event(ws, is_note_or("marker"))
         assert event == {"type": "status", "thread_id": thread_id, "text": "marker", "seq": event["seq"]}
+
+
+async def test_approve_decides_as_the_clicker_and_the_run_goes_on(playground: Playground) -> None:
+    clicker, other = await playground.socket("tab-a"), await playground.socket("tab-b")
+    playground.model.steps = deploy_then("Deployed!")
+    thread_id = (await playground.say("ship it", user_id="u1", user_name="Ada"))["thread_id"]
+    await playground.idle()
+    approve = await playground.button(thread_id, "Approve")
+
+    refused = await playground.click(thread_id, approve, user_id="u-7", user_name="Grace")
+    assert refused.status == 200
+    assert "isn't yours to decide" in (await refused.json())["note"]
+    assert playground.ran == []
+
+    response = await playground.click(thread_id, approve, user_id="u1", user_name="Ada")
+    assert response.status == 200 and (await response.json())["note"] == "Approved."
+    await playground.idle()
+    assert playground.ran == ["prod"]
+    messages = (await playground.thread(thread_id))["messages"]
+    card = next(m for m in messages if "`deploy`" in m["text"])
+    assert "Approved** by Ada" in card["text"] and card["buttons"] == []
+    assert messages[-1]["text"] == "Deployed!"
+    session = await playground.session(thread_id)
+    result = next(m for m in session.messages if isinstance(m, ToolResult))
+    assert result.content == "deployed to prod"
+    [decided] = (await playground.core.store.approvals_for(thread_key(thread_id), [result.call_id])).values()
+    assert (decided.decided_by_id, decided.decided_by_name) == ("playground:u1", "Ada")
+
+    await PlaygroundSurface(playground.adapter.state, thread_id).set_status("marker")
+    for ws in (clicker, other):
+        assert (await next_event(ws, is_note_or("marker")))["type"] == "status"
 
 
 async def test_a_slow_click_sends_its_note_later_to_the_clicker_only(playground: Playground) -> None:
     clicker, other = await playground.socket("tab-a"), await playground.socket("tab-b")
-    thread_id = (await playground.say("slow"))["thread_id"]
-    await next_event(other, is_bot_message)
-    playground.core.gate = asyncio.Event()
-    response = await playground.client.post(
-        "/api/actions",
-        json={"thread_id": thread_id, "action_id": "deny:1", "user_id": "u-7", "client_id": "tab-a"},
-    )
-    assert response.status == 202 and (await response.json())["note"] is None
-    playground.core.gate.set()
+    playground.model.steps = deploy_then("Deployed!")
+    thread_id = (await playground.say("ship it"))["thread_id"]
+    await playground.idle()
+    approve = await playground.button(thread_id, "Approve")
+    # Another process holds the database's write lock: the decision waits for it (busy_timeout).
+    database = playground.core.settings.database_path
+    with contextlib.closing(sqlite3.connect(database, isolation_level=None)) as other_process:
+        other_process.execute("BEGIN IMMEDIATE")
+        response = await playground.click(thread_id, approve, client_id="tab-a")
+        assert response.status == 202 and (await response.json())["note"] is None
+        other_process.execute("ROLLBACK")
     note = await next_event(clicker, lambda e: e["type"] == "note")
-    assert note["text"] == f"You (playground:u-7) clicked deny:1 in playground:{thread_id}"
+    assert note == {"type": "note", "thread_id": thread_id, "text": "Approved."}
+    await playground.idle()
+    assert playground.ran == ["prod"]
     await PlaygroundSurface(playground.adapter.state, thread_id).set_status("marker")
-    event = await next_event(other, lambda e: e["type"] == "note" or e.get("text") == "marker")
-    assert event["type"] == "status"
+    assert (await next_event(other, is_note_or("marker")))["type"] == "status"
 
 
 async def test_a_core_failure_is_shown_and_clears_the_status(playground: Playground) -> None:
     ws = await playground.socket()
+    playground.model.steps = [RuntimeError("the model client broke")]
     thread_id = (await playground.say("explode"))["thread_id"]
     error = await next_event(ws, lambda e: e["type"] == "error")
     assert error["thread_id"] == thread_id and "went wrong" in error["text"]
@@ -168,53 +224,45 @@ async def test_the_page_and_its_files_are_served(playground: Playground) -> None
     for name in ("app.js", "markdown.js", "style.css"):
         assert (await playground.client.get(f"/static/{name}")).status == 200
     info = await (await playground.client.get("/api/info")).json()
-    assert info == {"bot_name": "Threadline", "model_label": "stand-in model"}
+    assert info == {"bot_name": "Threadline", "model_label": "scripted model"}
 
 
 async def test_stop_lets_a_running_answer_finish_and_saves_it(tmp_path: Path) -> None:
-    core = StandInCore(gate=asyncio.Event())
-    adapter = PlaygroundAdapter(core, tmp_path)  # type: ignore[arg-type]
-    app = web.Application()
-    adapter.install(app)
-    await adapter.start()
-    async with TestClient(TestServer(app)) as client:
-        ws = await client.ws_connect("/api/ws")
-        response = await client.post(
-            "/api/messages", json={"text": "wait for it", "event_id": "evt-stopping", "user_id": "u1"}
-        )
-        thread_id = (await response.json())["thread_id"]
+    async with open_playground(tmp_path) as playground:
+        gate = playground.model.gate = asyncio.Event()
+        client, adapter = playground.client, playground.adapter
+        ws = await playground.socket()
+        thread_id = (await playground.say("wait for it", event_id="evt-stopping"))["thread_id"]
         await next_event(ws, lambda e: e["type"] == "status" and e["text"] == "thinking…")
         stopping = asyncio.create_task(adapter.stop())
         refused = await client.post(
             "/api/messages", json={"text": "too late", "event_id": "evt-too-late", "user_id": "u1"}
         )
         assert refused.status == 503
-        core.gate.set()
-        await asyncio.wait_for(stopping, 5)
-        texts = []
+        gate.set()
+        await drive(playground.clock, stopping, limit=IDLE_LIMIT)
+        types = []
         async for message in ws:  # the changes still queued, then the server hangs up
-            texts.append(json.loads(message.data).get("type"))
-        assert ws.closed and "message" in texts
+            types.append(json.loads(message.data).get("type"))
+        assert ws.closed and "message" in types
+        session = await playground.session(thread_id)
+        assert [m.text for m in session.messages] == ["wait for it", "Ada said: wait for it"]  # type: ignore[union-attr]
 
-    restarted = PlaygroundAdapter(StandInCore(), tmp_path)  # type: ignore[arg-type]
-    await restarted.start()
-    texts = [m.text for m in restarted.state.thread(thread_id).messages]
-    assert texts[0] == "wait for it" and texts[1].endswith("text=wait for it")
-    await restarted.stop()
+    reloaded = PlaygroundState(tmp_path / "playground.json")
+    await reloaded.load()
+    texts = [m.text for m in reloaded.thread(thread_id).messages]
+    assert texts == ["wait for it", "Ada said: wait for it"]
 
 
 async def test_stop_cancels_an_answer_that_does_not_finish_in_time(tmp_path: Path) -> None:
-    core = StandInCore(gate=asyncio.Event())
-    adapter = PlaygroundAdapter(core, tmp_path, stop_grace=0.05)  # type: ignore[arg-type]
-    app = web.Application()
-    adapter.install(app)
-    await adapter.start()
-    async with TestClient(TestServer(app)) as client:
-        response = await client.post(
-            "/api/messages", json={"text": "never answered", "event_id": "evt-never-1", "user_id": "u1"}
-        )
-        thread_id = (await response.json())["thread_id"]
-        await asyncio.wait_for(adapter.stop(), 5)
+    async with open_playground(tmp_path, stop_grace=0.05) as playground:
+        playground.model.gate = asyncio.Event()  # never set: the model never answers
+        ws = await playground.socket()
+        thread_id = (await playground.say("never answered", event_id="evt-never-1"))["thread_id"]
+        await next_event(ws, lambda e: e["type"] == "status" and e["text"] == "thinking…")
+        await asyncio.wait_for(playground.adapter.stop(), TIMEOUT)
+        session = await playground.session(thread_id)
+        assert [m.text for m in session.messages] == ["never answered"]  # type: ignore[union-attr]
     saved = json.loads((tmp_path / "playground.json").read_text())
     assert [m["text"] for m in saved["threads"][0]["messages"]] == ["never answered"]
     assert saved["threads"][0]["id"] == thread_id
