@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adapters.discord import DiscordAdapter
 from adapters.discord.render import render
 from adapters.discord.surface import SPLIT_AT
+from bench.stats import percentile
 from bot.config import Settings
 from bot.core import Core
 from bot.llm.messages import Usage, UserMessage
@@ -76,11 +77,6 @@ class StreamingModel:
 
     async def aclose(self) -> None:
         return None
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 class Recorder:

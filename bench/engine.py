@@ -28,6 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.stats import percentile
 from bot.clock import SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
@@ -69,11 +70,6 @@ def history(count: int) -> list[Message]:
     return out[:count]
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 async def gap(turns: int) -> None:
     state = {"n": 0}
 
@@ -103,8 +99,8 @@ async def gap(turns: int) -> None:
     gaps = gaps[2:]  # warm-up: first connection, caches
     print(f"engine gap over {len(gaps)} tool turns, history 200+ messages ({size / 1024:.0f} KiB body):")
     print(
-        f"  p50 {statistics.median(gaps):.2f} ms   p90 {pct(gaps, 0.9):.2f} ms   "
-        f"p99 {pct(gaps, 0.99):.2f} ms   max {max(gaps):.2f} ms"
+        f"  p50 {statistics.median(gaps):.2f} ms   p90 {percentile(gaps, 0.9):.2f} ms   "
+        f"p99 {percentile(gaps, 0.99):.2f} ms   max {max(gaps):.2f} ms"
     )
 
 

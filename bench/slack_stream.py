@@ -17,7 +17,7 @@ thread, time from the mention to the first visible text (p50/p95, in real second
 processing and one ``chat.postMessage``, which the scale does not speed up), and the lag from the
 model's last token to the exact final text in the thread (p50/p95, in Slack seconds).
 
-    python -m bench.slack_stream [--threads 50] [--tokens 200] [--rate 20] [--scale 10]
+    python bench/slack_stream.py [--threads 50] [--tokens 200] [--rate 20] [--scale 10]
 """
 
 from __future__ import annotations
@@ -26,13 +26,17 @@ import argparse
 import asyncio
 import logging
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from adapters.runtime import Runtime
+from bench.stats import percentile
 from bot.config import Settings
 from bot.llm.messages import Usage, UserMessage
 from bot.llm.model import FinishPiece, ModelPiece, ModelRequest, TextPiece, UsagePiece
@@ -66,11 +70,6 @@ class PacedModel:
 
     async def aclose(self) -> None:
         return None
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def run(threads: int, channels: int, tokens: int, rate: float, scale: float) -> None:
