@@ -49,6 +49,7 @@ class Runtime:
         site = web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port)
         await site.start()
         await self.timer.start()
+        await self.core.recover()
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.http_port = sockets[0].getsockname()[1] if sockets else self.settings.http_port

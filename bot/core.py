@@ -45,6 +45,10 @@ DELIVERY_RETENTION_S = 48 * 3600
 PURGE_JOB = "purge_deliveries"
 INTERRUPTED = "interrupted: the run stopped before this tool reported back; its outcome is unknown."
 WAITING = "I'll read this once the approval above is decided."
+RESTARTED = (
+    "I was restarted while working on this, so my last answer may be incomplete. "
+    "Send a message to go on."
+)
 SurfaceFactory = Callable[[ThreadKey], Surface]
 
 
@@ -118,6 +122,36 @@ class Core:
         purged = await self.store.purge_deliveries(self.clock.now() - DELIVERY_RETENTION_S)
         await self.scheduler.schedule(Job(PURGE_JOB, PURGE_JOB, self.clock.now() + 3600, interval_s=3600))
         log.info("core ready (model: %s; %d old delivery ids purged)", self.model_label, purged)
+
+    async def recover(self) -> int:
+        """After a crash: every thread whose run was cut off gets its open tool calls repaired and
+        a word in the thread; messages that were waiting for the run are answered now. Call once
+        the adapters are up (their surfaces registered). Returns how many threads it touched."""
+        keys = await self.store.keys_in_state(RunState.RUNNING)
+        for key in keys:
+            surface = self.surface_for(key)
+            if surface is not None:
+                self._spawn(self._recover_thread(key, surface))
+        if keys:
+            log.warning("%d threads were cut off mid-run by a restart", len(keys))
+        return len(keys)
+
+    async def _recover_thread(self, key: ThreadKey, surface: Surface) -> None:
+        async with self._locks.hold(key):
+            session = await self.store.load_session(key, self.clock.now())
+            if session.state is not RunState.RUNNING:
+                return
+            await self._repair(session, surface)
+            session.state = RunState.IDLE
+            await self.store.save_state(session)
+            if not session.inbox:
+                await self.runner.say(session, surface, RESTARTED)
+                return
+            first = session.inbox[0]
+            author = Author(first.author_id or "", first.author_name or "someone")
+            arrived, session.inbox = session.inbox, []
+            await self.store.append_messages(session, arrived)
+            await self.runner.drive(session, author, surface)
 
     async def wait_idle(self) -> None:
         """Return once no resumed run or other background work of the core is going on."""

@@ -10,7 +10,7 @@ from bot.approvals.models import ApprovalRequest, ApprovalStatus
 from bot.conversation import ThreadKey
 from bot.llm.messages import Message
 from bot.scheduler.jobs import Job
-from bot.sessions.model import Session
+from bot.sessions.model import RunState, Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,10 @@ class Store(Protocol):
 
     async def list_threads(self, prefix: str, limit: int = 50) -> list[ThreadSummary]:
         """Threads whose key starts with ``prefix``, most recently updated first."""
+        ...
+
+    async def keys_in_state(self, state: RunState, limit: int = 1000) -> list[ThreadKey]:
+        """Threads whose session is in ``state`` (``running`` after a crash), oldest first."""
         ...
 
     # --- approvals ---

@@ -281,6 +281,13 @@ class SqliteStore(ApprovalTables, JobTables):
         return [ThreadSummary(ThreadKey(k), t, float(u), int(n)) for k, t, u, n in rows]
 
 
+    async def keys_in_state(self, state: RunState, limit: int = 1000) -> list[ThreadKey]:
+        async with self.db.execute(
+            "SELECT key FROM sessions WHERE state = ? ORDER BY updated_at LIMIT ?", (state.value, limit)
+        ) as cur:
+            return [ThreadKey(row[0]) for row in await cur.fetchall()]
+
+
 def _title(messages: Sequence[Message]) -> str:
     for message in messages:
         if isinstance(message, UserMessage) and message.text.strip():

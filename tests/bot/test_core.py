@@ -219,3 +219,40 @@ async def test_describe_and_reset(world: World) -> None:
     world.model.steps = [text("fresh")]
     await world.say("again")
     assert [m.text for m in world.model.requests[-1].messages] == ["again"]  # type: ignore[union-attr]
+
+
+async def test_a_run_cut_off_by_a_crash_is_recovered_at_start_up(world: World) -> None:
+    session = await world.session()
+    call_ = ToolCall(id="call_y", wire_id="w", name="todo_write", arguments="{}")
+    await world.core.store.append_messages(
+        session, [UserMessage(text="do it"), AssistantMessage(tool_calls=(call_,))]
+    )
+    session.state = RunState.RUNNING
+    session.inbox = [UserMessage(text="and also this", author_id=BOB.id, author_name="Bob")]
+    await world.core.store.save_state(session)
+    await world.restart()
+    world.core.register_surfaces("test:", lambda key: world.surface)
+    world.model.steps = [text("Back: the last step was interrupted.")]
+
+    assert await world.core.recover() == 1
+    await drive(world.clock, world.core.wait_idle())
+    session = await world.session()
+    assert session.state is RunState.IDLE and session.inbox == []
+    kinds = [type(m).__name__ for m in session.messages]
+    assert kinds == ["UserMessage", "AssistantMessage", "ToolResult", "UserMessage", "AssistantMessage"]
+    assert world.surface.texts() == ["Back: the last step was interrupted."]
+    assert await world.core.recover() == 0  # nothing left to recover
+
+
+async def test_a_crash_with_nothing_waiting_gets_a_word_in_the_thread(world: World) -> None:
+    session = await world.session()
+    await world.core.store.append_messages(session, [UserMessage(text="long job")])
+    session.state = RunState.RUNNING
+    await world.core.store.save_state(session)
+    await world.restart()
+    world.core.register_surfaces("test:", lambda key: world.surface)
+    await world.core.recover()
+    await drive(world.clock, world.core.wait_idle())
+    assert "I was restarted while working on this" in world.surface.visible_text()
+    assert (await world.session()).state is RunState.IDLE
+    assert world.model.requests == []
