@@ -56,6 +56,25 @@ async def noop(ctx: ToolContext, n: int) -> str:
     return f"ok {n}"
 
 
+class TimedModel:
+    """The real model, with the time each call started and ended (our side of the wire)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name, self.label = inner.name, inner.label
+        self.started: list[float] = []
+        self.ended: list[float] = []
+
+    async def stream(self, request: Any) -> Any:
+        self.started.append(time.monotonic())
+        async for piece in self.inner.stream(request):
+            yield piece
+        self.ended.append(time.monotonic())
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 def history(count: int) -> list[Message]:
     out: list[Message] = []
     while len(out) < count:
@@ -83,7 +102,7 @@ async def gap(turns: int) -> None:
         async with FakeOpenAI(default=respond) as fake:
             settings = Settings(data_dir=Path(tmp), openai_base_url=fake.base_url, max_turns=turns + 5)
             clock = SystemClock()
-            model = build_openai_model(settings, clock, rng=random.Random(0))
+            model = TimedModel(build_openai_model(settings, clock, rng=random.Random(0)))
             store = SqliteStore(settings.database_path)
             core = Core(settings, store, model, ToolRegistry([*builtin_tools(), noop]), clock)
             await core.start()
@@ -97,10 +116,17 @@ async def gap(turns: int) -> None:
             size = reqs[1].raw_size
     gaps = [(b.received_at - a.last_byte_at) * 1000 for a, b in zip(reqs, reqs[1:], strict=False)]
     gaps = gaps[2:]  # warm-up: first connection, caches
+    ours = [(s - e) * 1000 for e, s in zip(model.ended, model.started[1:], strict=False)][2:]
+    sent = [(r.received_at - s) * 1000 for s, r in zip(model.started, reqs, strict=False)][2:]
     print(f"engine gap over {len(gaps)} tool turns, history 200+ messages ({size / 1024:.0f} KiB body):")
     print(
         f"  p50 {statistics.median(gaps):.2f} ms   p90 {percentile(gaps, 0.9):.2f} ms   "
         f"p99 {percentile(gaps, 0.99):.2f} ms   max {max(gaps):.2f} ms"
+    )
+    print(
+        f"  of which: engine between calls (last piece -> next request built) p50 "
+        f"{statistics.median(ours):.2f} ms; request out (client, loopback, server reading the body) "
+        f"p50 {statistics.median(sent):.2f} ms; the rest is the client reading the last chunks"
     )
 
 
