@@ -35,21 +35,27 @@ class Runtime:
         self.http_port: int | None = None
 
     async def start(self) -> None:
-        await self.core.start()
-        app = web.Application()
-        app.router.add_get("/healthz", self._healthz)
-        self.adapters.extend(self._platform_adapters())
+        """Start everything; on any failure, stop what was started (nothing is left running)."""
+        adapters = self._platform_adapters()  # configuration errors surface here, before any I/O
         if self.settings.playground_enabled:
-            self.adapters.append(PlaygroundAdapter(self.core, self.settings.data_dir))
-        for adapter in self.adapters:
-            adapter.install(app)
-            await adapter.start()
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port)
-        await site.start()
-        await self.timer.start()
-        await self.core.recover()
+            adapters.append(PlaygroundAdapter(self.core, self.settings.data_dir))
+        try:
+            await self.core.start()
+            app = web.Application()
+            app.router.add_get("/healthz", self._healthz)
+            for adapter in adapters:
+                adapter.install(app)
+                self.adapters.append(adapter)
+                await adapter.start()
+            self._runner = web.AppRunner(app, access_log=None)
+            await self._runner.setup()
+            site = web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port)
+            await site.start()
+            await self.timer.start()
+            await self.core.recover()
+        except BaseException:
+            await self.stop()
+            raise
         server = site._server
         sockets = getattr(server, "sockets", None) or []
         self.http_port = sockets[0].getsockname()[1] if sockets else self.settings.http_port
@@ -75,9 +81,14 @@ class Runtime:
     async def stop(self) -> None:
         await self.timer.stop()
         for adapter in reversed(self.adapters):
-            await adapter.stop()
+            try:
+                await adapter.stop()
+            except Exception:
+                log.exception("stopping %s failed", type(adapter).__name__)
+        self.adapters.clear()
         if self._runner is not None:
             await self._runner.cleanup()
+            self._runner = None
         await self.core.aclose()
 
     async def _healthz(self, request: web.Request) -> web.Response:

@@ -47,6 +47,15 @@ def test_invalid_configuration_names_the_setting_and_exits_2(
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+def test_a_platform_misconfiguration_stops_the_program_cleanly(tmp_path: Path) -> None:
+    # Slack in HTTP mode without a signing secret: found after the core was built; the
+    # program must still exit (nothing left running) with the one-line message and code 2
+    out = threadline("run", env={"SLACK_BOT_TOKEN": "xoxb-1-2-3"}, cwd=tmp_path)
+    assert out.returncode == 2
+    assert "SLACK_SIGNING_SECRET" in out.stderr and "Traceback" not in out.stderr
+    assert "xoxb-1-2-3" not in out.stderr + out.stdout
+
+
 def test_invalid_toml_is_named(tmp_path: Path) -> None:
     (tmp_path / "threadline.toml").write_text("model = [unclosed\n")
     out = threadline("doctor", cwd=tmp_path)
