@@ -89,80 +89,103 @@ def history(count: int) -> list[Message]:
     return out[:count]
 
 
-async def gap(turns: int) -> None:
-    state = {"n": 0}
+class GapReplies:
+    """A tool call per answer until ``turns`` answers, then a final text."""
 
-    def respond(body: dict[str, Any]) -> Reply:
-        state["n"] += 1
-        if state["n"] >= turns:
+    def __init__(self, turns: int) -> None:
+        self.turns = turns
+        self.n = 0
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        self.n += 1
+        if self.n >= self.turns:
             return Reply("Done.")
-        return Reply("Checking.", calls=[FakeCall("noop", {"n": state["n"]})], text_chunk_chars=4)
+        return Reply("Checking.", calls=[FakeCall("noop", {"n": self.n})], text_chunk_chars=4)
 
-    with tempfile.TemporaryDirectory() as tmp:
+
+def load_reply(body: dict[str, Any]) -> Reply:
+    return Reply("word " * 200, completion_tokens=200, text_chunk_chars=20)
+
+
+def _serve(respond: Any, port_out: Any, stop: Any, timings_out: Any) -> None:
+    """The fake model server, in its own process (so its work does not share our CPU)."""
+
+    async def main() -> None:
         async with FakeOpenAI(default=respond) as fake:
-            settings = Settings(data_dir=Path(tmp), openai_base_url=fake.base_url, max_turns=turns + 5)
-            clock = SystemClock()
-            model = TimedModel(build_openai_model(settings, clock, rng=random.Random(0)))
-            store = SqliteStore(settings.database_path)
-            core = Core(settings, store, model, ToolRegistry([*builtin_tools(), noop]), clock)
+            port_out.put(fake.base_url)
+            await asyncio.to_thread(stop.wait)
+            timings_out.put([(r.received_at, r.last_byte_at, r.raw_size) for r in fake.requests])
+
+    asyncio.run(main())
+
+
+class ServerProcess:
+    """``async with ServerProcess(respond) as base_url``; ``timings`` once it has closed.
+
+    The server's ``time.monotonic()`` is the same clock as ours (one machine), so its
+    timestamps and ours can be subtracted."""
+
+    def __init__(self, respond: Any) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self._port, self._stop, self._timings = ctx.Queue(), ctx.Event(), ctx.Queue()
+        self._process = ctx.Process(
+            target=_serve, args=(respond, self._port, self._stop, self._timings), daemon=True
+        )
+        self.timings: list[tuple[float, float, int]] = []
+
+    async def __aenter__(self) -> str:
+        self._process.start()
+        return str(await asyncio.to_thread(self._port.get, True, 30))
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        self.timings = await asyncio.to_thread(self._timings.get, True, 30)
+        await asyncio.to_thread(self._process.join, 10)
+
+
+def _core(settings: Settings, model: Any, tools: list[Any]) -> Core:
+    store = SqliteStore(settings.database_path)
+    return Core(settings, store, model, ToolRegistry([*builtin_tools(), *tools]), SystemClock())
+
+
+async def gap(turns: int) -> None:
+    server = ServerProcess(GapReplies(turns))
+    with tempfile.TemporaryDirectory() as tmp:
+        async with server as base_url:
+            settings = Settings(data_dir=Path(tmp), openai_base_url=base_url, max_turns=turns + 5)
+            model = TimedModel(build_openai_model(settings, SystemClock(), rng=random.Random(0)))
+            core = _core(settings, model, [noop])
             await core.start()
             key = ThreadKey("bench:gap")
-            session = await store.load_session(key, clock.now())
-            await store.append_messages(session, history(200))
-            surface = RecordingSurface(clock, FAST, thread_key=key)
+            session = await core.store.load_session(key, core.clock.now())
+            await core.store.append_messages(session, history(200))
+            surface = RecordingSurface(core.clock, FAST, thread_key=key)
             await core.handle(Inbound(key, ALICE, "go", "gap-1"), surface)
             await core.aclose()
-            reqs = fake.requests
-            size = reqs[1].raw_size
-    gaps = [(b.received_at - a.last_byte_at) * 1000 for a, b in zip(reqs, reqs[1:], strict=False)]
-    gaps = gaps[2:]  # warm-up: first connection, caches
+    reqs = server.timings  # (received_at, last_byte_at, body size)
+    gaps = [(b[0] - a[1]) * 1000 for a, b in zip(reqs, reqs[1:], strict=False)][2:]  # 2 warm-up
     ours = [(s - e) * 1000 for e, s in zip(model.ended, model.started[1:], strict=False)][2:]
-    sent = [(r.received_at - s) * 1000 for s, r in zip(model.started, reqs, strict=False)][2:]
-    print(f"engine gap over {len(gaps)} tool turns, history 200+ messages ({size / 1024:.0f} KiB body):")
+    sent = [(r[0] - s) * 1000 for s, r in zip(model.started, reqs, strict=False)][2:]
+    print(f"engine gap over {len(gaps)} tool turns, history 200+ messages ({reqs[1][2] / 1024:.0f} KiB"
+          " body), fake model server in another process:")
     print(
         f"  p50 {statistics.median(gaps):.2f} ms   p90 {percentile(gaps, 0.9):.2f} ms   "
         f"p99 {percentile(gaps, 0.99):.2f} ms   max {max(gaps):.2f} ms"
     )
     print(
-        f"  of which: engine between calls (last piece -> next request built) p50 "
+        f"  of which: engine between calls (stream end -> next stream() call) p50 "
         f"{statistics.median(ours):.2f} ms; request out (client, loopback, server reading the body) "
         f"p50 {statistics.median(sent):.2f} ms; the rest is the client reading the last chunks"
     )
 
 
-def _serve(port_out: Any, stop: Any) -> None:
-    async def main() -> None:
-        def respond(body: dict[str, Any]) -> Reply:
-            return Reply("word " * 200, completion_tokens=200, text_chunk_chars=20)
-
-        async with FakeOpenAI(default=respond) as fake:
-            port_out.put(fake.base_url)
-            await asyncio.to_thread(stop.wait)
-
-    asyncio.run(main())
-
-
 async def load(threads: int) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    port_out, stop = ctx.Queue(), ctx.Event()
-    server = ctx.Process(target=_serve, args=(port_out, stop), daemon=True)
-    server.start()
-    base_url = port_out.get(timeout=30)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
+        async with ServerProcess(load_reply) as base_url:
             settings = Settings(data_dir=Path(tmp), openai_base_url=base_url)
-            clock = SystemClock()
-            core = Core(
-                settings,
-                SqliteStore(settings.database_path),
-                build_openai_model(settings, clock, rng=random.Random(0)),
-                ToolRegistry(builtin_tools()),
-                clock,
-            )
+            core = _core(settings, build_openai_model(settings, SystemClock(), rng=random.Random(0)), [])
             await core.start()
-            surfaces = [
-                RecordingSurface(clock, FAST, thread_key=f"bench:t{i}") for i in range(threads)
-            ]
+            surfaces = [RecordingSurface(core.clock, FAST, thread_key=f"bench:t{i}") for i in range(threads)]
             before = resource.getrusage(resource.RUSAGE_SELF)
             started = time.perf_counter()
             await asyncio.gather(
@@ -174,12 +197,10 @@ async def load(threads: int) -> None:
             wall = time.perf_counter() - started
             after = resource.getrusage(resource.RUSAGE_SELF)
             await core.aclose()
-    finally:
-        stop.set()
-        server.join(timeout=10)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     tokens = threads * 200
-    exact = sum(s.texts() == [("word " * 200).strip()] or s.visible_text().strip() == ("word " * 200).strip() for s in surfaces)
+    want = ("word " * 200).strip()
+    exact = sum(s.visible_text().strip() == want for s in surfaces)
     edits = statistics.mean(s.count("edit") for s in surfaces)
     print(f"{threads} threads at once, 200 tokens each ({tokens:,} tokens), fake server in another process:")
     print(f"  wall {wall:.2f} s   CPU {cpu:.2f} s   = {cpu / tokens * 1000:.3f} CPU s per 1k tokens")
