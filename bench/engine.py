@@ -179,6 +179,42 @@ async def gap(turns: int) -> None:
     )
 
 
+async def bare(turns: int) -> None:
+    """The same loop with the bare ``openai`` client (low-level ``post`` of a plain JSON body, no
+    store, no presenter, no tools): what this machine allows before any engine work."""
+    import json
+
+    import openai
+    from openai import AsyncStream
+
+    from bot.llm.wire import to_wire
+
+    server = ServerProcess(GapReplies(turns))
+    async with server as base_url:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
+        messages = [*to_wire("be brief", history(200)), {"role": "user", "content": "go"}]
+        for i in range(turns):
+            body = {"model": "m", "messages": messages, "stream": True,
+                    "stream_options": {"include_usage": True}}  # fmt: skip
+            stream = await client.post(
+                "/chat/completions", cast_to=object, content=json.dumps(body).encode(),
+                stream=True, stream_cls=AsyncStream[object],
+                options={"headers": {"Content-Type": "application/json"}},
+            )  # fmt: skip
+            async for _ in stream:
+                pass
+            call = {"id": f"c{i}", "type": "function", "function": {"name": "noop", "arguments": "{}"}}
+            messages += [
+                {"role": "assistant", "content": "Checking.", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": f"c{i}", "content": "ok"},
+            ]
+        await client.close()
+    reqs = server.timings
+    gaps = [(b[0] - a[1]) * 1000 for a, b in zip(reqs, reqs[1:], strict=False)][2:]
+    print(f"  baseline, the bare openai client in the same loop: p50 {statistics.median(gaps):.2f} ms"
+          f"   p90 {percentile(gaps, 0.9):.2f} ms")
+
+
 async def load(threads: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with ServerProcess(load_reply) as base_url:
@@ -213,6 +249,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=200)
     args = parser.parse_args()
     asyncio.run(gap(args.turns))
+    asyncio.run(bare(args.turns))
     asyncio.run(load(args.threads))
 
 
