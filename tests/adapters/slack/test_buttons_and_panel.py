@@ -114,7 +114,7 @@ async def test_tables_and_code_survive(tmp_path: Path, monkeypatch: pytest.Monke
         )
 
 
-async def test_an_approval_card_is_decided_by_a_click_and_the_run_goes_on(
+async def test_an_approval_card_is_decided_by_a_click_after_a_restart_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     model = ScriptedModel([
@@ -136,6 +136,7 @@ async def test_an_approval_card_is_decided_by_a_click_and_the_run_goes_on(
 
         await world.fake.click("UGRACE", cards()[0], "Approve")  # not hers to approve
         await world.fake.wait_for(lambda: len(world.fake.ephemerals("UGRACE")) == 1)
+        await world.restart()  # the process goes away between the card and the click
         assert (await world.fake.click("UADA", cards()[0], "Approve")).acked_in_time
         await world.fake.wait_for(
             lambda: any(m.shown == "The command printed its line." for m in world.fake.replies("CGENERAL", root.ts))
