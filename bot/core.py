@@ -50,6 +50,8 @@ RESTARTED = (
     "Send a message to go on."
 )
 SurfaceFactory = Callable[[ThreadKey], Surface]
+ChannelOf = Callable[[ThreadKey], str]
+"""The channel a thread belongs to, as its adapter names it."""
 
 
 class Core:
@@ -62,7 +64,7 @@ class Core:
         self.tools = tools
         self.clock = clock
         self.scheduler = Scheduler(store, clock)
-        self.approvals = ApprovalService(settings, store, clock, self.scheduler)
+        self.approvals = ApprovalService(settings, store, clock, self.scheduler, self.channel_of)
         self.engine = Engine(
             model,
             tools,
@@ -88,6 +90,7 @@ class Core:
         self.runner = Runner(self.engine, store, clock, self.budgets)
         self._locks = ThreadLocks()
         self._surfaces: dict[str, SurfaceFactory] = {}
+        self._channels: dict[str, ChannelOf] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self.scheduler.handle(PURGE_JOB, self._purge_job)
         self.scheduler.handle(EXPIRE_JOB, self._expire_job)
@@ -165,10 +168,20 @@ class Core:
         await self.model.aclose()
         await self.store.close()
 
-    def register_surfaces(self, prefix: str, factory: SurfaceFactory) -> None:
+    def register_surfaces(
+        self, prefix: str, factory: SurfaceFactory, channel_of: ChannelOf | None = None
+    ) -> None:
         """How to reach threads whose key starts with ``prefix`` without an incoming event
-        (an approval that expires, a resumed run)."""
+        (an approval that expires, a resumed run), and, if the adapter knows it, the channel
+        of such a thread (where "Always allow here" applies)."""
         self._surfaces[prefix] = factory
+        if channel_of is not None:
+            self._channels[prefix] = channel_of
+
+    def channel_of(self, key: str) -> str:
+        """The thread's channel as its adapter names it; the thread itself when unknown."""
+        prefix = max((p for p in self._channels if key.startswith(p)), key=len, default=None)
+        return self._channels[prefix](ThreadKey(key)) if prefix is not None else key
 
     def surface_for(self, key: ThreadKey) -> Surface | None:
         prefix = max((p for p in self._surfaces if key.startswith(p)), key=len, default=None)
@@ -320,7 +333,7 @@ class Core:
             if session.panel is not None and session.panel.pinned:
                 with contextlib.suppress(SurfaceError):
                     await surface.unpin(session.panel.message_id)
-            await self._repair(session, surface)
+            await self._expire_approvals(session, surface)  # also of a run waiting for one
             session.todos, session.panel, session.inbox = (), None, []
             session.state = RunState.IDLE
             session.updated_at = self.clock.now()
@@ -338,12 +351,17 @@ class Core:
         if not missing:
             return
         log.warning("repairing %d interrupted tool calls in %s", len(missing), session.key)
-        found = await self.store.approvals_for(session.key, [c.id for c in missing])
+        await self._expire_approvals(session, surface)
+        results = [ToolResult(call_id=c.id, name=c.name, content=INTERRUPTED, is_error=True) for c in missing]
+        await self.store.append_messages(session, results)
+
+    async def _expire_approvals(self, session: Session, surface: Surface | None) -> None:
+        """Expire the pending approvals of the session's open calls, and say so on their cards."""
+        calls = open_calls(session.messages)
+        found = await self.store.approvals_for(session.key, [c.id for c in calls])
         for request in found.values():
             if (expired := await self.approvals.expire(request.id)) is not None and surface:
                 await update_card(surface, self.clock, expired)
-        results = [ToolResult(call_id=c.id, name=c.name, content=INTERRUPTED, is_error=True) for c in missing]
-        await self.store.append_messages(session, results)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -28,6 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.api import Identity, SlackApi, auth_problem, build_client, error_code
 from adapters.slack.config import EVENTS_PATH, SlackConfig
+from adapters.slack.events import split_key
 from adapters.slack.handlers import SlackHandlers
 from adapters.slack.http_mode import EventsEndpoint
 from adapters.slack.names import DisplayNames
@@ -96,7 +97,9 @@ class SlackAdapter:
         limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
         names = DisplayNames(api.user, self._clock)
         self.handlers = SlackHandlers(self.core, api, identity, names, limits, self._spawn)
-        self.core.register_surfaces(f"slack:{identity.team_id}:", self.handlers.surface)
+        self.core.register_surfaces(
+            f"slack:{identity.team_id}:", self.handlers.surface, channel_of=_channel_of
+        )
         bolt = _bolt_app(build_client(None, config.api_url, session), self.handlers, identity,
                          config.bot_token.get_secret_value())
         if self._endpoint is not None:
@@ -193,3 +196,9 @@ def _bolt_app(client: AsyncWebClient, handlers: SlackHandlers, identity: Identit
     app.event(re.compile(".*"))(handlers.on_other_event)
     app.action(re.compile(".*"))(handlers.on_action)
     return app
+
+
+def _channel_of(key: ThreadKey) -> str:
+    """``slack:{team}:{channel}``: "Always allow here" applies to the whole channel."""
+    team, channel, _ = split_key(key)
+    return f"slack:{team}:{channel}"

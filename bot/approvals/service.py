@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Approvers, Choice
@@ -37,12 +38,6 @@ class Outcome:
     request: ApprovalRequest | None = None
 
 
-def allow_scope(key: str) -> str:
-    """Where "Always allow here" applies: the Slack channel of a thread, else the thread."""
-    parts = key.split(":")
-    return ":".join(parts[:3]) if parts[0] == "slack" and len(parts) == 4 else key
-
-
 def result_for(request: ApprovalRequest) -> str | None:
     """What the model is told for a decided request that was not approved."""
     if request.status is ApprovalStatus.DENIED:
@@ -53,7 +48,17 @@ def result_for(request: ApprovalRequest) -> str | None:
 
 
 class ApprovalService:
-    def __init__(self, settings: Settings, store: Store, clock: Clock, scheduler: Scheduler) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        clock: Clock,
+        scheduler: Scheduler,
+        scope_of: Callable[[str], str] = str,
+    ) -> None:
+        self._scope_of = scope_of
+        """Where "Always allow here" applies for a thread: its channel when the adapter says
+        which that is, else the thread itself."""
         self._settings = settings
         self._store = store
         self._clock = clock
@@ -104,7 +109,7 @@ class ApprovalService:
         existing = (await self._store.approvals_for(ctx.thread_key, [call.id])).get(call.id)
         if existing is not None:
             return await self._verdict(existing, call)
-        allowed = mode == "ask" and await self._store.is_allowed(allow_scope(ctx.thread_key), tool.name)
+        allowed = mode == "ask" and await self._store.is_allowed(self._scope_of(ctx.thread_key), tool.name)
         if not needs_approval(mode, allowed_here=allowed):
             return Proceed()
         now = self._clock.now()
@@ -162,7 +167,7 @@ class ApprovalService:
             latest = await self._store.get_approval(approval_id)
             return Outcome(False, _already(latest) if latest else "Already decided.", latest)
         if choice is Choice.ALWAYS:
-            await self._store.add_allow_rule(allow_scope(request.key), request.tool, actor.id, now)
+            await self._store.add_allow_rule(self._scope_of(request.key), request.tool, actor.id, now)
         await self._scheduler.cancel(f"expire:{approval_id}")
         decided = await self._store.get_approval(approval_id)
         log.info("approval %s %s by %s", approval_id, status.value, actor.id)

@@ -56,7 +56,7 @@ class World:
     def _core(self) -> Core:
         store = SqliteStore(self.settings.database_path)
         core = Core(self.settings, store, self.model, ToolRegistry(self.tools), self.clock)
-        core.register_surfaces("slack:", lambda key: self.surface)
+        core.register_surfaces("slack:", lambda key: self.surface, lambda key: key.rsplit(":", 1)[0])
         return core
 
     async def restart(self) -> None:
