@@ -1,21 +1,30 @@
 """The engine's own time, and its cost under many concurrent threads.
 
-1. Gap: in a tool loop on a thread holding a 200-message history (~78 KB), the time from the
-   fake server's last byte of one streamed response to its receipt of the next request. That is
-   everything the engine does between model calls: collect the pieces, persist the assistant
-   message (SQLite), run a trivial tool, persist its result, build and send the next request.
-   The presenter and a recording surface are in the loop, as in production.
+1. Round trip: in a tool loop on a thread holding a 200-message history (~67 KiB body), the
+   engine's overhead per model round trip, with a fake model server (in another process) that
+   answers at once. Each call answers with a short text and a trivial tool call, so the loop
+   collects the pieces, stores the round trip (SQLite), runs the tool, and builds and sends the
+   next request; the presenter and a recording surface are in the loop, as in production.
+   Two figures:
+   * overhead: in our process, from the last bytes of one response arriving to the next request
+     leaving (everything but the model's time: the client's SSE parsing and request building,
+     the engine, the store, the presenter);
+   * gap: as the fake server sees it, from its last byte sent to the next request read (adds the
+     loopback both ways and the server's own reading of the body).
+   The bare ``openai`` client (same transport, plain JSON, no store, presenter or tools) runs
+   the same loop as this machine's floor.
 2. Load: 200 threads answered at once (the fake server in another process), each reply ~200
    tokens streamed in small chunks through the presenter: CPU seconds of the bot's process per
    1,000 streamed tokens, and its peak RSS.
 
-    python bench/engine.py [--turns 60] [--threads 200]
+    python bench/engine.py [--turns 100] [--threads 200]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing
 import random
 import resource
@@ -23,8 +32,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import httpx2
+import openai
+from openai import AsyncStream
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -34,7 +48,8 @@ from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
 from bot.llm.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
-from bot.llm.openai_model import build_openai_model
+from bot.llm.openai_model import OpenAIModel, build_openai_model
+from bot.llm.retry import Backoff
 from bot.present.surface import SurfaceLimits
 from bot.storage.sqlite import SqliteStore
 from bot.tools import ToolContext, ToolRegistry, tool
@@ -56,23 +71,39 @@ async def noop(ctx: ToolContext, n: int) -> str:
     return f"ok {n}"
 
 
-class TimedModel:
-    """The real model, with the time each call started and ended (our side of the wire)."""
+class TimedClient(openai.DefaultAioHttpClient):  # type: ignore[misc,valid-type]
+    """The model's HTTP client, noting when each request leaves and when the last bytes of each
+    response arrive."""
 
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name, self.label = inner.name, inner.label
-        self.started: list[float] = []
-        self.ended: list[float] = []
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[float] = []
+        self.received: list[float] = []
 
-    async def stream(self, request: Any) -> Any:
-        self.started.append(time.monotonic())
-        async for piece in self.inner.stream(request):
-            yield piece
-        self.ended.append(time.monotonic())
+    async def send(self, request: Any, **kwargs: Any) -> Any:
+        self.sent.append(time.monotonic())
+        response = await super().send(request, **kwargs)
+        response.stream = _Timed(response.stream, self.received)
+        return response
+
+    def overheads(self) -> list[float]:
+        """Milliseconds from each response's last bytes to the next request."""
+        return [(s - r) * 1000 for r, s in zip(self.received, self.sent[1:], strict=False)]
+
+
+class _Timed(httpx2.AsyncByteStream):
+    def __init__(self, inner: Any, into: list[float]) -> None:
+        self._inner, self._into = inner, into
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        last = time.monotonic()
+        async for chunk in self._inner:
+            last = time.monotonic()
+            yield chunk
+        self._into.append(last)
 
     async def aclose(self) -> None:
-        await self.inner.aclose()
+        await self._inner.aclose()
 
 
 def history(count: int) -> list[Message]:
@@ -148,12 +179,34 @@ def _core(settings: Settings, model: Any, tools: list[Any]) -> Core:
     return Core(settings, store, model, ToolRegistry([*builtin_tools(), *tools]), SystemClock())
 
 
-async def gap(turns: int) -> None:
+def _server_gaps(timings: list[tuple[float, float, int]]) -> list[float]:
+    """Milliseconds from the server's last byte of one response to its reading the next request."""
+    return [(b[0] - a[1]) * 1000 for a, b in zip(timings, timings[1:], strict=False)]
+
+
+def _line(name: str, values: list[float]) -> str:
+    values = values[WARM_UP:]
+    return (
+        f"  {name:<44} p50 {statistics.median(values):5.2f} ms   p90 {percentile(values, 0.9):5.2f}"
+        f"   p99 {percentile(values, 0.99):5.2f}"
+    )
+
+
+WARM_UP = 3
+
+
+async def round_trip(turns: int) -> tuple[list[float], list[float], int]:
+    """The engine in a tool loop: (overheads, server gaps, request body size)."""
     server = ServerProcess(GapReplies(turns))
+    client = TimedClient()
     with tempfile.TemporaryDirectory() as tmp:
         async with server as base_url:
             settings = Settings(data_dir=Path(tmp), openai_base_url=base_url, max_turns=turns + 5)
-            model = TimedModel(build_openai_model(settings, SystemClock(), rng=random.Random(0)))
+            clock = SystemClock()
+            model = OpenAIModel(
+                settings.model, api_key="bench", base_url=base_url, clock=clock,
+                backoff=Backoff(max_retries=0, rng=random.Random(0)), http_client=client,
+            )  # fmt: skip
             core = _core(settings, model, [noop])
             await core.start()
             key = ThreadKey("bench:gap")
@@ -162,36 +215,18 @@ async def gap(turns: int) -> None:
             surface = RecordingSurface(core.clock, FAST, thread_key=key)
             await core.handle(Inbound(key, ALICE, "go", "gap-1"), surface)
             await core.aclose()
-    reqs = server.timings  # (received_at, last_byte_at, body size)
-    gaps = [(b[0] - a[1]) * 1000 for a, b in zip(reqs, reqs[1:], strict=False)][2:]  # 2 warm-up
-    ours = [(s - e) * 1000 for e, s in zip(model.ended, model.started[1:], strict=False)][2:]
-    sent = [(r[0] - s) * 1000 for s, r in zip(model.started, reqs, strict=False)][2:]
-    print(f"engine gap over {len(gaps)} tool turns, history 200+ messages ({reqs[1][2] / 1024:.0f} KiB"
-          " body), fake model server in another process:")
-    print(
-        f"  p50 {statistics.median(gaps):.2f} ms   p90 {percentile(gaps, 0.9):.2f} ms   "
-        f"p99 {percentile(gaps, 0.99):.2f} ms   max {max(gaps):.2f} ms"
-    )
-    print(
-        f"  of which: engine between calls (stream end -> next stream() call) p50 "
-        f"{statistics.median(ours):.2f} ms; request out (client, loopback, server reading the body) "
-        f"p50 {statistics.median(sent):.2f} ms; the rest is the client reading the last chunks"
-    )
+    return client.overheads(), _server_gaps(server.timings), server.timings[1][2]
 
 
-async def bare(turns: int) -> None:
-    """The same loop with the bare ``openai`` client (low-level ``post`` of a plain JSON body, no
+async def bare(turns: int) -> tuple[list[float], list[float]]:
+    """The same loop on the bare ``openai`` client (low-level ``post`` of a plain JSON body, no
     store, no presenter, no tools): what this machine allows before any engine work."""
-    import json
-
-    import openai
-    from openai import AsyncStream
-
     from bot.llm.wire import to_wire
 
     server = ServerProcess(GapReplies(turns))
+    http = TimedClient()
     async with server as base_url:
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0)
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, http_client=http)
         messages = [*to_wire("be brief", history(200)), {"role": "user", "content": "go"}]
         for i in range(turns):
             body = {"model": "m", "messages": messages, "stream": True,
@@ -209,10 +244,21 @@ async def bare(turns: int) -> None:
                 {"role": "tool", "tool_call_id": f"c{i}", "content": "ok"},
             ]
         await client.close()
-    reqs = server.timings
-    gaps = [(b[0] - a[1]) * 1000 for a, b in zip(reqs, reqs[1:], strict=False)][2:]
-    print(f"  baseline, the bare openai client in the same loop: p50 {statistics.median(gaps):.2f} ms"
-          f"   p90 {percentile(gaps, 0.9):.2f} ms")
+    return http.overheads(), _server_gaps(server.timings)
+
+
+async def gap(turns: int) -> None:
+    overheads, gaps, size = await round_trip(turns)
+    bare_overheads, bare_gaps = await bare(turns)
+    print(
+        f"engine round trip over {len(gaps) - WARM_UP} tool turns, history 200+ messages "
+        f"({size / 1024:.0f} KiB body), fake model server in another process:"
+    )
+    print(_line("overhead (last bytes in -> next request out)", overheads))
+    print(_line("gap as the server sees it", gaps))
+    print("bare openai client, same loop and transport (this machine's floor):")
+    print(_line("overhead (last bytes in -> next request out)", bare_overheads))
+    print(_line("gap as the server sees it", bare_gaps))
 
 
 async def load(threads: int) -> None:
@@ -245,11 +291,10 @@ async def load(threads: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--turns", type=int, default=60)
+    parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--threads", type=int, default=200)
     args = parser.parse_args()
     asyncio.run(gap(args.turns))
-    asyncio.run(bare(args.turns))
     asyncio.run(load(args.threads))
 
 

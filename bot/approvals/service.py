@@ -102,6 +102,9 @@ class ApprovalService:
 
     # --- the gate ---
 
+    def free(self, ctx: ToolContext, tool: Tool) -> bool:
+        return self.mode(ctx.thread_key, tool) == "never" and not tool.side_effects
+
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
         mode = self.mode(ctx.thread_key, tool)
         if mode == "never" and not tool.side_effects:

@@ -34,9 +34,17 @@ Verdict = Proceed | Refuse | Wait
 class Gate(Protocol):
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict: ...
 
+    def free(self, ctx: ToolContext, tool: Tool) -> bool:
+        """Whether every call of ``tool`` here proceeds with nothing to ask and no side effect
+        (its calls may then be stored with their results, in one transaction)."""
+        ...
+
 
 class OpenGate:
     """Runs every call (tests and tools without side effects)."""
 
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
         return Proceed()
+
+    def free(self, ctx: ToolContext, tool: Tool) -> bool:
+        return not tool.side_effects

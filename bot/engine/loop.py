@@ -195,6 +195,11 @@ class _Run:
         self.cost = 0.0
         self._gauge = TokenGauge()
         self._overflow_retried = False
+        self._unsaved: list[Message] = []
+        """An assistant message whose calls are all free (see :meth:`Gate.free`) and the results
+        so far: stored together once the batch is done (one transaction per round trip)."""
+        self._wire_ids: set[str] | None = None
+        """Provider call ids used in the transcript (``None``: not gathered yet)."""
 
     def _messages(self, wrap_up: bool) -> Sequence[Message]:
         todos = self.session.todos
@@ -245,16 +250,34 @@ class _Run:
         await self._account(got.usage)
         if got.usage is not None:
             self._gauge.observe(got.usage.prompt_tokens, got.usage.completion_tokens, len(request.messages))
-        used = {c.wire_id for m in self.session.messages if isinstance(m, AssistantMessage) for c in m.tool_calls}
-        message = got.message(used)
+        message = got.message(self._used_wire_ids())
         if not with_tools and message.tool_calls:
             message = AssistantMessage(text=message.text)
         if not message.text and not message.tool_calls:
             message = AssistantMessage(text="")
-        await self._persist([message])
+        if message.tool_calls and self._all_free(message.tool_calls):
+            self._unsaved = [message]
+        else:
+            await self._persist([message])
         if message.tool_calls:
             return RunTools(turn, message.tool_calls)
         return Finish()
+
+    def _used_wire_ids(self) -> set[str]:
+        if self._wire_ids is None:
+            self._wire_ids = {
+                c.wire_id
+                for m in self.session.messages
+                if isinstance(m, AssistantMessage)
+                for c in m.tool_calls
+            }
+        return self._wire_ids
+
+    def _all_free(self, calls: Sequence[ToolCall]) -> bool:
+        """No call can wait for a person or change anything outside the thread (an unknown
+        tool only gives an error result)."""
+        tools, gate = self.engine._tools, self.engine._gate
+        return all((t := tools.get(c.name)) is None or gate.free(self.ctx, t) for c in calls)
 
     async def _stream(self, request: ModelRequest, got: ResponseCollector) -> None:
         async for piece in self.engine._model.stream(request):
@@ -278,13 +301,18 @@ class _Run:
             result = await self._gated(call, blocked=waiting)
             if result is None:
                 waiting = True
+            elif result is not _HELD and self._unsaved:
+                self._unsaved.append(result)
             elif result is not _HELD:
                 await self._persist([result])
-        if self.session.todos is not before:
-            self.session.updated_at = self.engine._clock.now()
-            await self.engine._store.save_state(self.session)
+        await self._save_unsaved()
+        if self.session.todos is not before:  # stored with the result of the call that changed them
             await self.sink(TodosChanged(self.session.todos))
         return Pause() if waiting else CallModel(turn + 1)
+
+    async def _save_unsaved(self) -> None:
+        batch, self._unsaved = self._unsaved, []
+        await self._persist(batch)
 
     async def _gated(self, call: ToolCall, *, blocked: bool) -> ToolResult | None:
         """The call's result; None when it waits for a person; ``_HELD`` when an earlier call
@@ -303,6 +331,7 @@ class _Run:
 
     async def stopped(self) -> None:
         """The run was cancelled: keep the partial text and answer the open calls."""
+        await self._save_unsaved()
         if self._shown:
             await self._persist([AssistantMessage(text=self._shown, stopped=True)])
         missing = open_calls(self.session.messages)
@@ -360,6 +389,7 @@ class _Run:
             return False
         await self.engine._store.replace_messages(self.session, shorter)
         self._gauge.reset()
+        self._wire_ids = None
         return True
 
     async def _account(self, usage: Usage | None) -> None:

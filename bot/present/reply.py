@@ -72,6 +72,8 @@ class ReplyStream:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._failures = 0
+        self._split_key: tuple[int, bool, int] | None = None
+        self._split_value: tuple[list[str], str | None] = ([], None)
 
     @property
     def text(self) -> str:
@@ -154,15 +156,26 @@ class ReplyStream:
                 continue
             await self._apply(op)
 
-    def _chunks(self) -> list[str]:
-        """What the messages should show now, newest text only."""
+    def _split(self) -> tuple[list[str], str | None]:
+        """The text cut into messages, and the code block left open at its end (while
+        streaming); computed again only when the text, the limit or finality changed (the text
+        only grows, so its length tells)."""
         final = self._final is not None
         body = self._final if self._final is not None else self.text
-        chunks = split_message(self._surface.render(body), self._limit) if body.strip() else []
-        if final or not chunks:
+        key = (len(body), final, self._limit)
+        if key != self._split_key:
+            chunks = split_message(self._surface.render(body), self._limit) if body.strip() else []
+            marker = open_block(chunks[-1]) if chunks and not final else None
+            self._split_key, self._split_value = key, (chunks, marker)
+        return self._split_value
+
+    def _chunks(self) -> list[str]:
+        """What the messages should show now, newest text only."""
+        split, marker = self._split()
+        chunks = list(split)
+        if self._final is not None or not chunks:
             return chunks
         tail = chunks[-1]
-        marker = open_block(tail)
         if marker is not None:
             tail += "\n" + marker  # show streaming code as code
         elif self._footer:

@@ -38,7 +38,8 @@ class Store(Protocol):
         ...
 
     async def append_messages(self, session: Session, messages: Sequence[Message]) -> None:
-        """Add ``messages`` to the transcript (in one transaction) and to ``session.messages``."""
+        """Add ``messages`` to the transcript and to ``session.messages``, and persist the rest
+        of the session as :meth:`save_state` does, all in one transaction."""
         ...
 
     async def replace_messages(self, session: Session, messages: Sequence[Message]) -> None:

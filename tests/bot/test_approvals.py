@@ -69,14 +69,14 @@ class World:
         inbound = Inbound(KEY, author, words, f"ev{self._n}")
         await drive(self.clock, self.core.handle(inbound, self.surface))
 
-    async def click(self, label: str, who: Author, card: int = -1) -> str | None:
-        button = next(b for b in self.cards()[card].buttons if b.label == label)
+    async def click(self, label: str, who: Author, card: int = -1, tool: str = "deploy") -> str | None:
+        button = next(b for b in self.cards(tool)[card].buttons if b.label == label)
         note = await drive(self.clock, self.core.on_action(button.action_id, who, self.surface))
         await drive(self.clock, self.core.wait_idle())
         return note
 
-    def cards(self) -> list[Any]:
-        return [m for m in self.surface.live() if "`deploy`" in m.text]
+    def cards(self, tool: str = "deploy") -> list[Any]:
+        return [m for m in self.surface.live() if f"`{tool}`" in m.text]
 
     async def session(self) -> Any:
         return await self.core.store.load_session(KEY, self.clock.now())
@@ -170,6 +170,23 @@ async def test_per_channel_configuration_overrides(tmp_path: Path) -> None:
         world.model.steps = deploy_then("done")
         await world.say("ship it")
         assert world.ran == ["prod"] and world.cards() == []
+    finally:
+        await world.core.aclose()
+
+
+async def test_a_channel_can_ask_before_a_tool_without_side_effects(tmp_path: Path) -> None:
+    world = World(tmp_path, channels={"slack:T1:C1": {"tools": {"todo_write": {"approval": "always"}}}})
+    await world.core.start()
+    try:
+        todos = {"todos": [{"content": "plan", "status": "pending"}]}
+        world.model.steps = [step(call("todo_write", todos)), text("planned")]
+        await world.say("make a plan")
+        assert len(world.cards("todo_write")) == 1
+        assert (await world.session()).todos == ()
+        assert await world.click("Approve", ALICE, tool="todo_write") == "Approved."
+        session = await world.session()
+        assert [t.content for t in session.todos] == ["plan"]
+        assert session.messages[-1].text == "planned"
     finally:
         await world.core.aclose()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -17,12 +18,13 @@ from bot.engine.events import (
     TodosChanged,
     ToolFinished,
 )
-from bot.engine.loop import Engine, EngineConfig
+from bot.engine.loop import STOPPED_RESULT, Engine, EngineConfig
+from bot.engine.prompt import open_calls
 from bot.errors import ModelServerError, ModelStreamBroken
 from bot.llm.messages import AssistantMessage, SystemMessage, ToolResult, Usage, UserMessage
 from bot.sessions.model import Session, Todo
 from bot.storage.sqlite import SqliteStore
-from bot.tools import ToolContext, ToolRegistry, tool
+from bot.tools import Tool, ToolContext, ToolRegistry, tool
 from bot.tools.builtin import builtin_tools
 from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text
 
@@ -41,11 +43,13 @@ async def explode(ctx: ToolContext, reason: str) -> str:
 
 
 class Harness:
-    def __init__(self, store: SqliteStore, model: ScriptedModel, **config: object) -> None:
+    def __init__(
+        self, store: SqliteStore, model: ScriptedModel, tools: tuple[Tool, ...] = (), **config: object
+    ) -> None:
         self.store = store
         self.model = model
         self.clock = ManualClock()
-        registry = ToolRegistry([*builtin_tools(), explode])
+        registry = ToolRegistry([*builtin_tools(), explode, *tools])
         self.engine = Engine(
             model, registry, store, self.clock, EngineConfig(system_prompt="be brief", **config)  # type: ignore[arg-type]
         )
@@ -205,3 +209,101 @@ def test_tool_schema_comes_from_signature_and_docstring() -> None:
     assert schema["required"] == ["reason"]
     assert explode.description == "Always fails."
     assert json.dumps(schema)
+
+
+class Held:
+    """Tools that stop until released: ``look`` changes nothing, ``launch`` has side effects."""
+
+    def __init__(self) -> None:
+        self.started: asyncio.Queue[str] = asyncio.Queue()
+        self.release = asyncio.Event()
+
+    async def _hold(self, what: str) -> str:
+        await self.started.put(what)
+        await self.release.wait()
+        return f"{what}: ok"
+
+    def tools(self) -> tuple[Tool, ...]:
+        @tool
+        async def look(ctx: ToolContext, what: str) -> str:
+            """Looks at something.
+
+            Args:
+                what: What to look at.
+            """
+            return await self._hold(what)
+
+        @tool(side_effects=True, approval="never")
+        async def launch(ctx: ToolContext, what: str) -> str:
+            """Launches something.
+
+            Args:
+                what: What to launch.
+            """
+            return await self._hold(what)
+
+        return (look, launch)
+
+
+async def _on_disk(tmp_path: Path) -> list[type]:
+    """The transcript as another connection reads it from the file."""
+    other = SqliteStore(tmp_path / "t.sqlite3")
+    await other.open()
+    try:
+        return [type(m) for m in (await other.load_session(KEY, 0.0)).messages]
+    finally:
+        await other.close()
+
+
+async def test_calls_without_side_effects_are_stored_with_their_results(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    held = Held()
+    steps = [step(call("look", {"what": "a"}, index=0), call("look", {"what": "b"}, index=1)), text("seen")]
+    h = Harness(store, ScriptedModel(steps), held.tools())
+    run = asyncio.create_task(h.ask("look around"))
+    async with asyncio.timeout(5):
+        assert await held.started.get() == "a"
+    assert await _on_disk(tmp_path) == [UserMessage]  # nothing of this round trip yet
+    held.release.set()
+    await asyncio.wait_for(run, 5)
+    assert await _on_disk(tmp_path) == [
+        UserMessage, AssistantMessage, ToolResult, ToolResult, AssistantMessage
+    ]  # fmt: skip
+
+
+async def test_a_call_with_side_effects_is_on_disk_before_it_runs(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    held = Held()
+    h = Harness(store, ScriptedModel([step(call("launch", {"what": "rocket"})), text("gone")]), held.tools())
+    run = asyncio.create_task(h.ask("launch it"))
+    async with asyncio.timeout(5):
+        assert await held.started.get() == "rocket"
+    assert await _on_disk(tmp_path) == [UserMessage, AssistantMessage]
+    held.release.set()
+    await asyncio.wait_for(run, 5)
+    assert await _on_disk(tmp_path) == [UserMessage, AssistantMessage, ToolResult, AssistantMessage]
+
+
+async def test_stopping_inside_a_batch_keeps_the_call_and_answers_every_open_one(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    held = Held()
+    steps = [step(call("todo_write", {"todos": [{"content": "look", "status": "in_progress"}]}, index=0),
+                  call("look", {"what": "b"}, index=1))]  # fmt: skip
+    h = Harness(store, ScriptedModel(steps), held.tools())
+    run = asyncio.create_task(h.ask("look around"))
+    async with asyncio.timeout(5):
+        await held.started.get()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    saved = await h.stored()
+    assert [type(m) for m in saved.messages] == [UserMessage, AssistantMessage, ToolResult, ToolResult]
+    first, second = saved.messages[2:]
+    assert isinstance(first, ToolResult) and not first.is_error
+    assert isinstance(second, ToolResult) and second.content == STOPPED_RESULT
+    assert open_calls(saved.messages) == []
+    assert [t.content for t in saved.todos] == ["look"]
+    assert await _on_disk(tmp_path) == [UserMessage, AssistantMessage, ToolResult, ToolResult]
