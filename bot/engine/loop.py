@@ -311,8 +311,9 @@ class _Run:
         return Pause() if waiting else CallModel(turn + 1)
 
     async def _save_unsaved(self) -> None:
-        batch, self._unsaved = self._unsaved, []
-        await self._persist(batch)
+        if self._unsaved:
+            await self._persist(self._unsaved)
+            self._unsaved = []  # kept until stored: a stop during the write stores it then
 
     async def _gated(self, call: ToolCall, *, blocked: bool) -> ToolResult | None:
         """The call's result; None when it waits for a person; ``_HELD`` when an earlier call
