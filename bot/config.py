@@ -39,7 +39,7 @@ class ApproversSettings(BaseModel):
     users: list[str] = Field(default_factory=list)
     """Platform user ids, as Threadline names them (``slack:U123``, ``discord:42``)."""
     roles: list[str] = Field(default_factory=list)
-    """Discord roles (``discord:role:123``). Slack user groups are not read yet: list users."""
+    """Discord roles (``discord:role:123``) and Slack user groups (``slack:group:S123``)."""
     anyone: bool = False
 
 

@@ -29,6 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.api import Identity, SlackApi, auth_problem, build_client, error_code
 from adapters.slack.config import EVENTS_PATH, SlackConfig
 from adapters.slack.events import split_key
+from adapters.slack.groups import UserGroups, configured_groups
 from adapters.slack.handlers import SlackHandlers
 from adapters.slack.http_mode import EventsEndpoint
 from adapters.slack.names import DisplayNames
@@ -57,6 +58,7 @@ class SlackAdapter:
     ) -> None:
         self.core = core
         self.config = SlackConfig.from_settings(settings)
+        self._groups = configured_groups(settings)
         self._clock = clock or SystemClock()
         self._stop_grace = stop_grace
         self._ping_interval = ping_interval
@@ -96,7 +98,8 @@ class SlackAdapter:
         self.identity = identity
         limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
         names = DisplayNames(api.user, self._clock)
-        self.handlers = SlackHandlers(self.core, api, identity, names, limits, self._spawn)
+        groups = UserGroups(api.group_members, self._groups, self._clock)
+        self.handlers = SlackHandlers(self.core, api, identity, names, groups, limits, self._spawn)
         self.core.register_surfaces(
             f"slack:{identity.team_id}:", self.handlers.surface, channel_of=_channel_of
         )

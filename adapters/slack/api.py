@@ -188,6 +188,14 @@ class SlackApi:
         user = response.get("user") if response is not None else None
         return user if isinstance(user, dict) else {}
 
+    async def group_members(self, group_id: str) -> frozenset[str]:
+        """The user ids in a user group (``usergroups.users.list``)."""
+        response = await guarded(
+            "usergroups.users.list", self.client.usergroups_users_list(usergroup=group_id)
+        )
+        users = response.get("users") if response is not None else None
+        return frozenset(u for u in users if isinstance(u, str)) if isinstance(users, list) else frozenset()
+
     async def identity(self) -> Identity:
         """``auth.test``; raises :class:`SlackApiError` as is (the caller words it)."""
         response = await self.client.auth_test()

@@ -8,7 +8,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.api import auth_problem, build_client, error_code
 from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig
-from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES
+from adapters.slack.groups import configured_groups
+from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES, GROUP_SCOPE
 from bot.config import Settings
 from bot.errors import ConfigError
 
@@ -37,7 +38,8 @@ async def check_slack(settings: Settings) -> list[Line]:
             (True, f"bot token works: @{response.get('user')} in workspace "
                    f"{response.get('team')} ({response.get('team_id')})")
         )
-        lines.append(_scopes(response.headers.get("x-oauth-scopes")))
+        wanted = BOT_SCOPES | ({GROUP_SCOPE} if configured_groups(settings) else set())
+        lines.append(_scopes(response.headers.get("x-oauth-scopes"), wanted))
         if config.app_token is not None:
             lines.append(await _socket_mode(client, config.app_token.get_secret_value(), where))
         else:
@@ -49,18 +51,18 @@ async def check_slack(settings: Settings) -> list[Line]:
     return lines
 
 
-def _scopes(header: str | None) -> Line:
+def _scopes(header: str | None, wanted: frozenset[str]) -> Line:
     if header is None:
         return (None, "Slack did not list the token's scopes (no x-oauth-scopes header)")
     granted = {s.strip() for s in header.split(",") if s.strip()}
-    missing = sorted(BOT_SCOPES - granted)
+    missing = sorted(wanted - granted)
     if missing:
         return (
             False,
             f"missing scopes: {', '.join(missing)} — add them under OAuth & Permissions "
             "(or recreate the app from deploy/slack-manifest.*.yaml) and reinstall the app",
         )
-    return (True, f"all {len(BOT_SCOPES)} scopes the bot needs are granted")
+    return (True, f"all {len(wanted)} scopes the bot needs are granted")
 
 
 async def _socket_mode(client: AsyncWebClient, app_token: str, where: str) -> Line:

@@ -21,6 +21,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
 from adapters.slack.events import Click, PersonMessage, parse_click, parse_message, thread_key
+from adapters.slack.groups import UserGroups
 from adapters.slack.incoming import mentioned_users, plain_text
 from adapters.slack.names import DisplayNames
 from adapters.slack.render import render
@@ -47,6 +48,7 @@ class SlackHandlers:
         api: SlackApi,
         identity: Identity,
         names: DisplayNames,
+        groups: UserGroups,
         limits: SurfaceLimits,
         spawn: Spawn,
     ) -> None:
@@ -54,6 +56,7 @@ class SlackHandlers:
         self.api = api
         self.identity = identity
         self.names = names
+        self.groups = groups
         self.limits = limits
         self._spawn = spawn
         self._status = StatusSupport()
@@ -114,7 +117,10 @@ class SlackHandlers:
 
     async def _click(self, click: Click) -> None:
         key = thread_key(self.identity.team_id, click.channel, click.root_ts)
-        actor = Author(f"slack:{click.user}", await self.names.name(click.user))
+        name, roles = await asyncio.gather(
+            self.names.name(click.user), self.groups.roles_of(click.user)
+        )
+        actor = Author(f"slack:{click.user}", name, roles)
         try:
             note = await self.core.on_action(click.action_id, actor, self.surface(key))
         except Exception:

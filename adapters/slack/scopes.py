@@ -14,6 +14,9 @@ BOT_SCOPES = frozenset(
         "users:read",  # display names
     }
 )
+GROUP_SCOPE = "usergroups:read"
+"""Needed only when the configuration names Slack user groups as approvers
+(``slack:group:S…``); the manifests ask for it."""
 BOT_EVENTS = frozenset(
     {"app_mention", "message.channels", "message.groups", "message.im", "message.mpim"}
 )

@@ -11,7 +11,8 @@ from adapters.slack.events import thread_key
 from bot.present.surface import Button
 from tests.adapters.slack.conftest import World, slack_world
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
-from tests.fakes.slack import MENTION, Message
+from tests.fakes.slack import MENTION, FakeSlack, Message
+from tests.fakes.slack.server import ALL_SCOPES
 
 NOT_ACTIVE = "This button is no longer active."
 BUTTONS = [Button("demo:yes:abc123", "Approve", "primary"), Button("demo:no:abc123", "Deny", "danger"),
@@ -145,3 +146,52 @@ async def test_an_approval_card_is_decided_by_a_click_after_a_restart_and_the_ru
         results = [m for r in world.model.requests for m in r.messages if m.role == "tool"]
         assert any("approved-and-ran" in m.content for m in results)  # type: ignore[union-attr]
         assert "Ada" in card_message.shown and not card_message.buttons  # decided, and by whom
+
+
+def _ops_approve(model: ScriptedModel) -> dict[str, object]:
+    """Settings: ``run_command`` is decided by the Slack user group SOPS alone."""
+    approvers = {"roles": ["slack:group:SOPS"], "requester": False}
+    return {"model": model, "workspace_tools": True, "tools": {"run_command": {"approvers": approvers}}}
+
+
+def _echo_then(answer: str) -> ScriptedModel:
+    return ScriptedModel([step(call("run_command", {"command": "echo by-the-group"})), text(answer)])
+
+
+async def test_a_member_of_a_user_group_named_as_approvers_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeSlack()
+    fake.workspace.usergroups["SOPS"] = {"UGRACE"}
+    async with slack_world(tmp_path, monkeypatch, fake=fake, **_ops_approve(_echo_then("Done."))) as world:
+        root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} run the echo")
+        await world.fake.wait_for(lambda: any(m.buttons for m in world.fake.replies("CGENERAL", root.ts)))
+        await world.idle()
+        card_message = next(m for m in world.fake.replies("CGENERAL", root.ts) if m.buttons)
+        await world.fake.click("UADA", card_message, "Approve")  # asked, but not in the group
+        await world.fake.wait_for(lambda: len(world.fake.ephemerals("UADA")) == 1)
+        assert "isn't yours to decide" in world.fake.ephemerals("UADA")[0]
+        await world.fake.click("UGRACE", card_message, "Approve")
+        await world.fake.wait_for(
+            lambda: any(m.shown == "Done." for m in world.fake.replies("CGENERAL", root.ts))
+        )
+        await world.idle()
+        assert world.fake.api.counts["usergroups.users.list"] == 1  # members kept for a minute
+
+
+async def test_without_the_usergroups_scope_nobody_decides_by_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeSlack(scopes=ALL_SCOPES - {"usergroups:read"})
+    fake.workspace.usergroups["SOPS"] = {"UGRACE"}
+    async with slack_world(tmp_path, monkeypatch, fake=fake, **_ops_approve(_echo_then("Done."))) as world:
+        root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} run the echo")
+        await world.fake.wait_for(lambda: any(m.buttons for m in world.fake.replies("CGENERAL", root.ts)))
+        await world.idle()
+        card_message = next(m for m in world.fake.replies("CGENERAL", root.ts) if m.buttons)
+        await world.fake.click("UGRACE", card_message, "Approve")
+        await world.fake.wait_for(lambda: len(world.fake.ephemerals("UGRACE")) == 1)
+        await world.idle()
+        assert "isn't yours to decide" in world.fake.ephemerals("UGRACE")[0]
+        assert not any(m.shown == "Done." for m in world.fake.replies("CGENERAL", root.ts))
+        assert "usergroups:read" in caplog.text

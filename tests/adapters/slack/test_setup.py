@@ -13,7 +13,7 @@ import pytest
 from adapters.runtime import Runtime
 from adapters.slack import SlackAdapter
 from adapters.slack.doctor import check_slack
-from adapters.slack.scopes import BOT_EVENTS, BOT_SCOPES
+from adapters.slack.scopes import BOT_EVENTS, BOT_SCOPES, GROUP_SCOPE
 from bot.config import Settings
 from bot.errors import ConfigError
 from tests.adapters.slack.conftest import PLATFORM_ENV, slack_world
@@ -103,6 +103,19 @@ async def test_doctor_lists_missing_scopes_and_a_wrong_app_token(tmp_path: Path)
     assert any("SLACK_APP_TOKEN" in t for t in failures)
 
 
+async def test_doctor_asks_for_usergroups_read_only_when_groups_decide(tmp_path: Path) -> None:
+    fake = FakeSlack(scopes=ALL_SCOPES - {GROUP_SCOPE})
+    await fake.start()
+    try:
+        plain = await check_slack(settings(tmp_path, **fake.settings()))
+        by_group = {"tools": {"deploy": {"approvers": {"roles": ["slack:group:SOPS"]}}}}
+        grouped = await check_slack(settings(tmp_path, **fake.settings(), **by_group))
+    finally:
+        await fake.stop()
+    assert all(ok is not False for ok, _ in plain)
+    assert any(ok is False and f"missing scopes: {GROUP_SCOPE}" in t for ok, t in grouped)
+
+
 async def test_doctor_in_http_mode_and_when_slack_is_unreachable(tmp_path: Path, fake: FakeSlack) -> None:
     http = {"slack_bot_token": BOT_TOKEN, "slack_signing_secret": SIGNING_SECRET, "slack_api_url": fake.api_url}
     lines = await check_slack(settings(tmp_path, **http))
@@ -138,7 +151,7 @@ def _listed(manifest: str, key: str) -> set[str]:
 @pytest.mark.parametrize(("name", "socket"), [("socket", "true"), ("http", "false")])
 def test_the_manifests_ask_for_exactly_what_the_bot_uses(name: str, socket: str) -> None:
     manifest = (ROOT / "deploy" / f"slack-manifest.{name}.yaml").read_text()
-    assert _listed(manifest, "bot") == BOT_SCOPES
+    assert _listed(manifest, "bot") == BOT_SCOPES | {GROUP_SCOPE}
     assert _listed(manifest, "bot_events") == BOT_EVENTS
     assert f"socket_mode_enabled: {socket}" in manifest
     assert re.search(r"interactivity:\n\s+is_enabled: true", manifest)

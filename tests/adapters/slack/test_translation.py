@@ -9,10 +9,12 @@ import pytest
 
 from adapters.slack.blocks import clicked_action, fallback, message_payload
 from adapters.slack.events import parse_click, parse_message, split_key, thread_key
+from adapters.slack.groups import UserGroups, configured_groups
 from adapters.slack.incoming import plain_text
 from adapters.slack.names import DisplayNames
 from adapters.slack.render import ZWSP, render
 from bot.clock import ManualClock
+from bot.config import Settings
 from bot.errors import SurfaceError
 from bot.present.surface import Button
 
@@ -186,3 +188,47 @@ async def test_names_are_cached_bounded_and_looked_up_once_at_a_time() -> None:
     await clock.advance(101)
     await names.name("U1")
     assert calls[-1] == "U1" and len(calls) == 5
+
+
+def test_the_user_groups_named_as_approvers_are_found_everywhere_in_the_configuration() -> None:
+    settings = Settings(
+        _env_file=None,
+        tools={"deploy": {"approvers": {"roles": ["slack:group:SOPS", "discord:role:7"]}}},
+        channels={
+            "slack:T1:C1": {
+                "approvers": {"roles": ["slack:group:SLEADS"]},
+                "tools": {"run_command": {"approvers": {"roles": ["slack:group:SDEV"]}}},
+            }
+        },
+    )
+    assert configured_groups(settings) == {"SOPS", "SLEADS", "SDEV"}
+    assert configured_groups(Settings(_env_file=None)) == frozenset()
+
+
+async def test_group_members_are_kept_a_minute_read_once_at_a_time_and_fail_closed() -> None:
+    calls: list[str] = []
+    gate = asyncio.Event()
+    members = {"SOPS": {"UGRACE"}, "SDEV": {"UGRACE", "UADA"}}
+
+    async def lookup(group: str) -> frozenset[str]:
+        calls.append(group)
+        await gate.wait()
+        if group not in members:
+            raise SurfaceError("usergroups.users.list failed: missing_scope")
+        return frozenset(members[group])
+
+    clock = ManualClock()
+    groups = UserGroups(lookup, frozenset({"SOPS", "SDEV", "SGONE"}), clock)
+    pending = [asyncio.ensure_future(groups.roles_of(u)) for u in ("UGRACE", "UADA", "UGRACE")]
+    await asyncio.sleep(0)
+    gate.set()
+    grace, ada, _ = await asyncio.gather(*pending)
+    assert grace == {"slack:group:SOPS", "slack:group:SDEV"} and ada == {"slack:group:SDEV"}
+    assert sorted(calls) == ["SDEV", "SGONE", "SOPS"]  # one call per group for all three clicks
+    members["SOPS"].discard("UGRACE")
+    await clock.advance(30)
+    assert "slack:group:SOPS" in await groups.roles_of("UGRACE")  # still within the minute
+    await clock.advance(31)
+    assert await groups.roles_of("UGRACE") == {"slack:group:SDEV"}  # removed: noticed
+    assert calls.count("SGONE") == 3  # a failure is asked again sooner than a success
+    assert not await UserGroups(lookup, frozenset(), clock).roles_of("UGRACE")

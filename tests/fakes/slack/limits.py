@@ -41,6 +41,7 @@ LIMITS: dict[str, Limit] = {
     "reactions.add": TIER_3,
     "reactions.remove": TIER_3,
     "users.info": TIER_4,
+    "usergroups.users.list": TIER_2,
     "conversations.info": TIER_3,
     "auth.test": TIER_4,
     "apps.connections.open": TIER_1,

@@ -35,7 +35,7 @@ APP_TOKEN = "xapp-1-A0FAKE-3333-fakeapptokenvalue"
 SIGNING_SECRET = "fake-signing-secret-0123456789abcdef"
 ALL_SCOPES = frozenset({
     "app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
-    "chat:write", "pins:write", "users:read",
+    "chat:write", "pins:write", "users:read", "usergroups:read",
 })
 MENTION = f"<@{BOT_USER}>"
 

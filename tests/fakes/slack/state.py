@@ -139,6 +139,8 @@ class Workspace:
         self.ephemerals: list[Ephemeral] = []
         self.statuses: dict[tuple[str, str], list[str]] = {}
         """(channel, thread_ts) → every status set there, "" when cleared."""
+        self.usergroups: dict[str, set[str]] = {}
+        """User group id (``S…``) → the ids of its members."""
 
     def changed(self) -> None:
         self._on_change()

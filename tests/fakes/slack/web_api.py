@@ -45,6 +45,7 @@ SCOPES = {
     "reactions.add": "reactions:write",
     "reactions.remove": "reactions:write",
     "users.info": "users:read",
+    "usergroups.users.list": "usergroups:read",
     "conversations.info": "channels:read",
 }
 
@@ -143,6 +144,12 @@ class WebApi:
         if user is None:
             raise SlackError("user_not_found")
         return {"user": user.info()}
+
+    def m_usergroups_users_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        members = self.workspace.usergroups.get(str(args.get("usergroup")))
+        if members is None:
+            raise SlackError("no_such_subteam")
+        return {"users": sorted(members)}
 
     def m_conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))
