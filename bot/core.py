@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from bot.approvals.models import Choice
@@ -23,7 +23,7 @@ from bot.conversation import Author, Inbound, ThreadKey
 from bot.engine.loop import Engine, EngineConfig
 from bot.engine.prompt import DEFAULT_SYSTEM_PROMPT, open_calls
 from bot.errors import SurfaceError
-from bot.llm.messages import ToolResult, UserMessage
+from bot.llm.messages import Message, ToolResult, UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
 from bot.present.approval_card import parse_action, update_card
@@ -49,6 +49,8 @@ RESTARTED = (
     "I was restarted while working on this, so my last answer may be incomplete. "
     "Send a message to go on."
 )
+RESUMING = "I was restarted while working on this; picking up where I left off."
+CUT_OFF = (RunState.RUNNING, RunState.RESUMED)
 SurfaceFactory = Callable[[ThreadKey], Surface]
 ChannelOf = Callable[[ThreadKey], str]
 """The channel a thread belongs to, as its adapter names it."""
@@ -127,10 +129,11 @@ class Core:
         log.info("core ready (model: %s; %d old delivery ids purged)", self.model_label, purged)
 
     async def recover(self) -> int:
-        """After a crash: every thread whose run was cut off gets its open tool calls repaired and
-        a word in the thread; messages that were waiting for the run are answered now. Call once
-        the adapters are up (their surfaces registered). Returns how many threads it touched."""
-        keys = await self.store.keys_in_state(RunState.RUNNING)
+        """After a crash: every thread whose run was cut off gets its open tool calls repaired,
+        then its run picked up again (once: a run cut off again gets a word in the thread
+        instead); messages that were waiting for the run are answered now. Call once the
+        adapters are up (their surfaces registered). Returns how many threads it touched."""
+        keys = [k for state in CUT_OFF for k in await self.store.keys_in_state(state)]
         for key in keys:
             surface = self.surface_for(key)
             if surface is not None:
@@ -142,19 +145,23 @@ class Core:
     async def _recover_thread(self, key: ThreadKey, surface: Surface) -> None:
         async with self._locks.hold(key):
             session = await self.store.load_session(key, self.clock.now())
-            if session.state is not RunState.RUNNING:
+            if session.state not in CUT_OFF:
                 return
+            again = session.state is RunState.RESUMED
             await self._repair(session, surface)
             session.state = RunState.IDLE
             await self.store.save_state(session)
-            if not session.inbox:
+            if session.inbox:
+                first = session.inbox[0]
+                arrived, session.inbox = session.inbox, []
+                await self.store.append_messages(session, arrived)
+                await self.runner.drive(session, _author_of(first), surface)
+            elif not again and (asked := _unanswered(session.messages)) is not None:
+                await self.runner.drive(
+                    session, _author_of(asked), surface, notice=RESUMING, state=RunState.RESUMED
+                )
+            else:
                 await self.runner.say(session, surface, RESTARTED)
-                return
-            first = session.inbox[0]
-            author = Author(first.author_id or "", first.author_name or "someone")
-            arrived, session.inbox = session.inbox, []
-            await self.store.append_messages(session, arrived)
-            await self.runner.drive(session, author, surface)
 
     async def wait_idle(self) -> None:
         """Return once no resumed run or other background work of the core is going on."""
@@ -382,3 +389,15 @@ def _cap(text: str, limit: int) -> tuple[str, bool]:
 
 def _cut_notice(original: int, kept: int) -> str:
     return f"Your message was {original:,} characters long; I read only the first {kept:,}."
+
+
+def _author_of(message: UserMessage) -> Author:
+    return Author(message.author_id or "", message.author_name or "someone")
+
+
+def _unanswered(messages: Sequence[Message]) -> UserMessage | None:
+    """The message whose answer a cut-off run left unfinished (the transcript ends with it or
+    with tool results of the run answering it); None when the last answer is complete."""
+    if not messages or not isinstance(messages[-1], UserMessage | ToolResult):
+        return None
+    return next((m for m in reversed(messages) if isinstance(m, UserMessage)), None)

@@ -74,17 +74,23 @@ class Runner:
         *,
         resume: bool = False,
         notice: str | None = None,
+        state: RunState = RunState.RUNNING,
     ) -> None:
-        """Run the engine, again while messages wait in the inbox. The caller holds the lock."""
+        """Run the engine, again while messages wait in the inbox. The caller holds the lock.
+
+        ``state`` is what the session says while the first run goes on (``RESUMED`` for a run
+        picked up after a restart)."""
         active = Active(session, secrets.token_hex(8))
         self.active[session.key] = active
         try:
             while True:
-                result = await self._run_once(active, author, surface, resume=resume, notice=notice)
+                result = await self._run_once(
+                    active, author, surface, resume=resume, notice=notice, state=state
+                )
                 session.state = RunState.AWAITING_APPROVAL if result.paused else RunState.IDLE
                 session.updated_at = self._clock.now()
                 await self._store.save_state(session)
-                resume, notice = False, None
+                resume, notice, state = False, None, RunState.RUNNING
                 if result.paused or not session.inbox or active.stopped_by is not None:
                     break  # after a Stop, waiting messages are read with the next one
         finally:
@@ -92,14 +98,21 @@ class Runner:
                 del self.active[session.key]
 
     async def _run_once(
-        self, active: Active, author: Author, surface: Surface, *, resume: bool, notice: str | None
+        self,
+        active: Active,
+        author: Author,
+        surface: Surface,
+        *,
+        resume: bool,
+        notice: str | None,
+        state: RunState,
     ) -> RunResult:
         session = active.session
         presenter = self.presenter(session, surface, Button(f"stop:{active.run_id}", "Stop", "danger"))
         try:
             if notice:
                 await presenter(Notice(notice))
-            session.state = RunState.RUNNING
+            session.state = state
             session.updated_at = self._clock.now()
             await self._store.save_state(session)
             ctx = ToolContext(session.key, session, author, self._clock)

@@ -24,6 +24,8 @@ class Todo(BaseModel):
 class RunState(StrEnum):
     IDLE = "idle"
     RUNNING = "running"
+    RESUMED = "resumed"
+    """Running again after a restart cut it off: cut off once more, it is not resumed again."""
     AWAITING_APPROVAL = "awaiting_approval"
 
 

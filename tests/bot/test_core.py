@@ -244,15 +244,38 @@ async def test_a_run_cut_off_by_a_crash_is_recovered_at_start_up(world: World) -
     assert await world.core.recover() == 0  # nothing left to recover
 
 
-async def test_a_crash_with_nothing_waiting_gets_a_word_in_the_thread(world: World) -> None:
+async def test_a_run_cut_off_by_a_restart_is_picked_up_where_it_left_off(world: World) -> None:
     session = await world.session()
-    await world.core.store.append_messages(session, [UserMessage(text="long job")])
+    call_ = ToolCall(id="call_z", wire_id="w", name="todo_write", arguments="{}")
+    asked = UserMessage(text="long job", author_id=BOB.id, author_name="Bob")
+    await world.core.store.append_messages(session, [asked, AssistantMessage(tool_calls=(call_,))])
     session.state = RunState.RUNNING
+    await world.core.store.save_state(session)
+    await world.restart()
+    world.core.register_surfaces("test:", lambda key: world.surface)
+    world.model.steps = [text("Picked up: the list step was interrupted, so here is the rest.")]
+
+    assert await world.core.recover() == 1
+    await drive(world.clock, world.core.wait_idle())
+    shown = world.surface.visible_text()
+    assert "picking up where I left off" in shown and "here is the rest" in shown
+    sent = world.model.requests[0].messages
+    assert isinstance(sent[-1], ToolResult) and sent[-1].content.startswith("interrupted")
+    session = await world.session()
+    assert session.state is RunState.IDLE
+    assert [type(m).__name__ for m in session.messages][-1] == "AssistantMessage"
+
+
+async def test_a_run_cut_off_again_after_being_picked_up_is_left_with_a_word(world: World) -> None:
+    session = await world.session()
+    await world.core.store.append_messages(session, [UserMessage(text="the job that crashes")])
+    session.state = RunState.RESUMED  # it was already picked up once after a restart
     await world.core.store.save_state(session)
     await world.restart()
     world.core.register_surfaces("test:", lambda key: world.surface)
     await world.core.recover()
     await drive(world.clock, world.core.wait_idle())
     assert "I was restarted while working on this" in world.surface.visible_text()
+    assert "Send a message to go on" in world.surface.visible_text()
     assert (await world.session()).state is RunState.IDLE
     assert world.model.requests == []

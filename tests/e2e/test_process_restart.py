@@ -1,5 +1,6 @@
-"""The real program, killed with SIGKILL while a run waits for approval, then started again:
-the click after the restart resumes the run, the tool runs, and the answer arrives."""
+"""The real program, killed with SIGKILL and started again: while a run waits for approval (the
+click after the restart resumes the run, the tool runs, and the answer arrives), and in the
+middle of a model call (the run is picked up again, once)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from typing import Any
 
 import aiohttp
 
+from tests.fakes.openai_server import Delay, FakeOpenAI, Reply
+
 WAIT = 30.0
 
 
@@ -26,13 +29,17 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def threadline(tmp_path: Path, port: int) -> AsyncIterator[asyncio.subprocess.Process]:
-    """``threadline run`` with nothing configured (playground, demo model) on ``port``."""
+async def threadline(
+    tmp_path: Path, port: int, **settings: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """``threadline run`` with nothing configured (playground, demo model) on ``port``, but for
+    ``settings`` (environment variables)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
     env |= {
         "THREADLINE_DATA_DIR": str(tmp_path / "data"),
         "THREADLINE_HTTP_PORT": str(port),
         "THREADLINE_DEMO_CHUNK_DELAY_S": "0",
+        **settings,
     }
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "adapters.cli", "run",
@@ -109,3 +116,42 @@ async def test_a_kill_between_card_and_click_loses_nothing(tmp_path: Path) -> No
     assert "Approved" in decided["text"] and decided["buttons"] == []
     assert "Demo answer" in shown and "command ran" in shown
     assert len([m for m in messages if m["text"].startswith("🔐")]) == 0  # no second card
+
+
+async def test_a_kill_mid_run_is_picked_up_once(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_id": "alice", "user_name": "Alice"}
+    held = [asyncio.Event(), asyncio.Event()]
+    state = tmp_path / "data" / "playground.json"
+    async with FakeOpenAI() as fake, aiohttp.ClientSession() as http:
+        fake.push(*(Delay(Reply("never sent"), until=gate) for gate in held))
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        try:
+            async with threadline(tmp_path, port, **model) as first:
+                async with http.post(
+                    f"{base}/api/messages", json={"text": "Summarise the week", "event_id": "event-000002", **user}
+                ) as resp:
+                    thread_id = (await resp.json())["thread_id"]
+                await fake.wait_for_requests(1, within=WAIT)
+                await until_true(lambda: state.exists() and thread_id in state.read_text())
+                first.send_signal(signal.SIGKILL)  # in the middle of the model call
+                await first.wait()
+            async with threadline(tmp_path, port, **model) as second:
+                await fake.wait_for_requests(2, within=WAIT)  # picked up where it left off
+                await until_true(lambda: "picking up where I left off" in state.read_text())
+                second.send_signal(signal.SIGKILL)  # and cut off again
+                await second.wait()
+            async with threadline(tmp_path, port, **model), http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.get(f"{base}/api/threads/{thread_id}") as resp:
+                    shown = "\n".join(m["text"] for m in (await resp.json())["messages"])
+                if "Send a message to go on" not in shown:
+                    await until_event(ws, lambda e: "Send a message to go on" in json.dumps(e))
+                async with http.get(f"{base}/api/threads/{thread_id}") as resp:
+                    shown = "\n".join(m["text"] for m in (await resp.json())["messages"])
+        finally:
+            for gate in held:
+                gate.set()
+        assert len(fake.requests) == 2  # not picked up a second time
+    assert "picking up where I left off" in shown
+    assert "Send a message to go on" in shown
