@@ -239,6 +239,7 @@ class PlaygroundAdapter:
                 text=body.text,
                 event_id=body.event_id,
             ).id
+            await self.state.flush()  # an accepted message is on disk, as on a platform
         inbound = Inbound(thread_key(thread_id), author, body.text, body.event_id)
         self._spawn(self._answer(inbound, thread_id))
         return web.json_response({"thread_id": thread_id, "message_id": message_id}, status=202)

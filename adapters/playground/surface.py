@@ -67,6 +67,7 @@ class PlaygroundSurface:
             )
         except UnknownThread as exc:
             raise SurfaceError(f"no playground thread {self._thread_id}") from exc
+        await self._state.flush()  # a posted message is kept, as a platform keeps it
         return message.id
 
     async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None:

@@ -72,6 +72,19 @@ async def test_a_message_starts_a_thread_and_reaches_the_core_translated(playgro
     assert not await playground.core.store.first_delivery("evt-00000001", playground.clock.now())
 
 
+async def test_an_accepted_message_is_on_disk_before_the_answer(
+    playground: Playground, tmp_path: Path
+) -> None:
+    playground.model.gate = asyncio.Event()  # the model has not answered yet
+    posted = await playground.say("Keep this safe", event_id="evt-00000009")
+    # the manual clock has not moved, so no coalesced save ran: this was written at once
+    saved = json.loads((tmp_path / "playground.json").read_text())
+    (thread,) = saved["threads"]
+    assert thread["id"] == posted["thread_id"] and thread["messages"][0]["text"] == "Keep this safe"
+    playground.model.gate.set()
+    await playground.idle()
+
+
 async def test_a_second_message_continues_the_thread_and_a_blank_name_is_you(playground: Playground) -> None:
     thread_id = (await playground.say("one", event_id="evt-00000001"))["thread_id"]
     await playground.idle()
