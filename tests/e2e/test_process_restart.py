@@ -5,10 +5,12 @@ middle of a model call (the run is picked up again, once)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import socket
+import sqlite3
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -76,6 +78,12 @@ async def until_true(check: Callable[[], bool]) -> None:
             await asyncio.sleep(0.02)
 
 
+def card_recorded(database: Path, card_id: str) -> bool:
+    """The approval request knows its card (so a decision after a restart can update it)."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        return db.execute("SELECT 1 FROM approvals WHERE card_id = ?", (card_id,)).fetchone() is not None
+
+
 def card_in(event: dict[str, Any]) -> bool:
     message = event.get("message") or {}
     return event.get("type") == "message" and any(b["label"] == "Approve" for b in message.get("buttons", []))
@@ -94,8 +102,7 @@ async def test_a_kill_between_card_and_click_loses_nothing(tmp_path: Path) -> No
                     assert resp.status == 202
                     thread_id = (await resp.json())["thread_id"]
                 card = (await until_event(ws, card_in))["message"]
-            state = tmp_path / "data" / "playground.json"
-            await until_true(lambda: state.exists() and card["id"] in state.read_text())
+            await until_true(lambda: card_recorded(tmp_path / "data" / "threadline.sqlite3", card["id"]))
             first.send_signal(signal.SIGKILL)
             await first.wait()
 
