@@ -5,7 +5,8 @@ It lives in memory, is saved to ``playground.json`` (written to a temporary file
 change. Saves are coalesced: a change schedules one write ``save_delay`` seconds later, so a
 streamed reply does not rewrite the file on every edit; :meth:`PlaygroundState.close` writes
 whatever is left. A new message (a person's, or the bot's) is written at once by whoever posted
-it (:meth:`PlaygroundState.flush`), as a platform keeps a message once it accepted it. The status line ("thinking…") is transient and never saved.
+it (:meth:`PlaygroundState.flush`), as a platform keeps a message once it accepted it. The
+status line ("thinking…") is transient and never saved.
 """
 
 from __future__ import annotations

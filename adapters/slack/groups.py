@@ -13,6 +13,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 
+from adapters.slack.lookups import KeptLookups
 from bot.clock import Clock
 from bot.config import ApproversSettings, Settings
 from bot.errors import SurfaceError
@@ -37,40 +38,25 @@ def configured_groups(settings: Settings) -> frozenset[str]:
 
 class UserGroups:
     def __init__(self, members: Members, groups: frozenset[str], clock: Clock, *, ttl: float = TTL_S):
-        self._members = members
         self._groups = sorted(groups)
-        self._clock = clock
-        self._ttl = ttl
-        self._cache: dict[str, tuple[frozenset[str], float]] = {}
-        self._pending: dict[str, asyncio.Future[frozenset[str]]] = {}
+        self._members = KeptLookups(
+            members, _unreadable, clock, ttl=ttl, failed_ttl=FAILED_TTL_S, capacity=max(1, len(groups))
+        )
 
     async def roles_of(self, user_id: str) -> frozenset[str]:
         """``slack:group:{id}`` for each configured group ``user_id`` (``U…``) belongs to."""
         if not self._groups:
             return frozenset()
-        found = await asyncio.gather(*(self._group(g) for g in self._groups))
-        return frozenset(f"{PREFIX}{g}" for g, members in zip(self._groups, found, strict=True)
-                         if user_id in members)
+        found = await asyncio.gather(*(self._members.get(g) for g in self._groups))
+        return frozenset(
+            f"{PREFIX}{group}" for group, members in zip(self._groups, found, strict=True)
+            if user_id in members
+        )
 
-    async def _group(self, group: str) -> frozenset[str]:
-        hit = self._cache.get(group)
-        if hit is not None and hit[1] > self._clock.monotonic():
-            return hit[0]
-        pending = self._pending.get(group)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[frozenset[str]] = asyncio.get_running_loop().create_future()
-        self._pending[group] = future
-        members, ttl = frozenset[str](), FAILED_TTL_S
-        try:
-            members, ttl = await self._members(group), self._ttl
-        except SurfaceError as exc:
-            log.warning(
-                "could not read the members of Slack user group %s (%s); nobody counts as a "
-                "member. Approvers by group need the usergroups:read scope", group, exc,
-            )
-        finally:
-            self._cache[group] = (members, self._clock.monotonic() + ttl)
-            del self._pending[group]
-            future.set_result(members)
-        return members
+
+def _unreadable(group: str, error: SurfaceError) -> frozenset[str]:
+    log.warning(
+        "could not read the members of Slack user group %s (%s); nobody counts as a member. "
+        "Approvers by group need the usergroups:read scope", group, error,
+    )
+    return frozenset()

@@ -7,12 +7,11 @@ of ``capacity`` entries. Concurrent lookups of one user share one call. When Sla
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from adapters.slack.lookups import KeptLookups
 from bot.clock import Clock
 from bot.errors import SurfaceError
 
@@ -43,39 +42,20 @@ def display_name(user: dict[str, Any], fallback: str) -> str:
 
 class DisplayNames:
     def __init__(self, lookup: Lookup, clock: Clock, *, capacity: int = CAPACITY, ttl: float = TTL_S):
-        self._lookup = lookup
-        self._clock = clock
-        self._capacity = capacity
-        self._ttl = ttl
-        self._cache: OrderedDict[str, tuple[str, float]] = OrderedDict()
-        self._pending: dict[str, asyncio.Future[str]] = {}
+        async def name_of(user_id: str) -> str:
+            return display_name(await lookup(user_id), user_id)
+
+        self._names = KeptLookups(
+            name_of, _unknown, clock, ttl=ttl, failed_ttl=FAILED_TTL_S, capacity=capacity
+        )
 
     def __len__(self) -> int:
-        return len(self._cache)
+        return len(self._names)
 
     async def name(self, user_id: str) -> str:
-        hit = self._cache.get(user_id)
-        if hit is not None and hit[1] > self._clock.monotonic():
-            self._cache.move_to_end(user_id)
-            return hit[0]
-        pending = self._pending.get(user_id)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self._pending[user_id] = future
-        name, ttl = user_id, FAILED_TTL_S
-        try:
-            name, ttl = display_name(await self._lookup(user_id), user_id), self._ttl
-        except SurfaceError as exc:
-            log.info("could not look up the name of %s: %s", user_id, exc)
-        finally:
-            self._remember(user_id, name, ttl)
-            del self._pending[user_id]
-            future.set_result(name)
-        return name
+        return await self._names.get(user_id)
 
-    def _remember(self, user_id: str, name: str, ttl: float) -> None:
-        self._cache[user_id] = (name, self._clock.monotonic() + ttl)
-        self._cache.move_to_end(user_id)
-        while len(self._cache) > self._capacity:
-            self._cache.popitem(last=False)
+
+def _unknown(user_id: str, error: SurfaceError) -> str:
+    log.info("could not look up the name of %s: %s", user_id, error)
+    return user_id  # the id stands in for a short while

@@ -106,9 +106,9 @@ class ApprovalService:
         return self.mode(ctx.thread_key, tool) == "never" and not tool.side_effects
 
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
-        mode = self.mode(ctx.thread_key, tool)
-        if mode == "never" and not tool.side_effects:
+        if self.free(ctx, tool):
             return Proceed()  # nothing to ask and nothing that could have been asked before
+        mode = self.mode(ctx.thread_key, tool)
         existing = (await self._store.approvals_for(ctx.thread_key, [call.id])).get(call.id)
         if existing is not None:
             return await self._verdict(existing, call)
