@@ -3,7 +3,7 @@
 
 Runs of one thread happen one at a time under its lock. A paused run (waiting for approval) is
 data: ``decide`` records the decision and resumes the run in a task the core owns, in this
-process or after a restart.
+process or after a restart. What a restart cut off is mended by :mod:`bot.recovery`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from bot.approvals.models import Choice
@@ -23,12 +23,13 @@ from bot.conversation import Author, Inbound, ThreadKey
 from bot.engine.loop import Engine, EngineConfig
 from bot.engine.prompt import DEFAULT_SYSTEM_PROMPT, open_calls
 from bot.errors import SurfaceError
-from bot.llm.messages import Message, ToolResult, UserMessage
+from bot.llm.messages import UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
 from bot.present.approval_card import parse_action, update_card
 from bot.present.budget import BudgetRegistry
 from bot.present.surface import Surface
+from bot.recovery import Recovery
 from bot.runner import Runner
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
@@ -43,14 +44,7 @@ log = logging.getLogger(__name__)
 
 DELIVERY_RETENTION_S = 48 * 3600
 PURGE_JOB = "purge_deliveries"
-INTERRUPTED = "interrupted: the run stopped before this tool reported back; its outcome is unknown."
 WAITING = "I'll read this once the approval above is decided."
-RESTARTED = (
-    "I was restarted while working on this, so my last answer may be incomplete. "
-    "Send a message to go on."
-)
-RESUMING = "I was restarted while working on this; picking up where I left off."
-CUT_OFF = (RunState.RUNNING, RunState.RESUMED)
 SurfaceFactory = Callable[[ThreadKey], Surface]
 ChannelOf = Callable[[ThreadKey], str]
 """The channel a thread belongs to, as its adapter names it."""
@@ -91,6 +85,7 @@ class Core:
         self.budgets = BudgetRegistry(clock)
         self.runner = Runner(self.engine, store, clock, self.budgets)
         self._locks = ThreadLocks()
+        self.recovery = Recovery(store, self.approvals, self.runner, clock, self._locks)
         self._surfaces: dict[str, SurfaceFactory] = {}
         self._channels: dict[str, ChannelOf] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -133,35 +128,14 @@ class Core:
         then its run picked up again (once: a run cut off again gets a word in the thread
         instead); messages that were waiting for the run are answered now. Call once the
         adapters are up (their surfaces registered). Returns how many threads it touched."""
-        keys = [k for state in CUT_OFF for k in await self.store.keys_in_state(state)]
+        keys = await self.recovery.cut_off()
         for key in keys:
             surface = self.surface_for(key)
             if surface is not None:
-                self._spawn(self._recover_thread(key, surface))
+                self._spawn(self.recovery.recover(key, surface))
         if keys:
             log.warning("%d threads were cut off mid-run by a restart", len(keys))
         return len(keys)
-
-    async def _recover_thread(self, key: ThreadKey, surface: Surface) -> None:
-        async with self._locks.hold(key):
-            session = await self.store.load_session(key, self.clock.now())
-            if session.state not in CUT_OFF:
-                return
-            again = session.state is RunState.RESUMED
-            await self._repair(session, surface)
-            session.state = RunState.IDLE
-            await self.store.save_state(session)
-            if session.inbox:
-                first = session.inbox[0]
-                arrived, session.inbox = session.inbox, []
-                await self.store.append_messages(session, arrived)
-                await self.runner.drive(session, _author_of(first), surface)
-            elif not again and (asked := _unanswered(session.messages)) is not None:
-                await self.runner.drive(
-                    session, _author_of(asked), surface, notice=RESUMING, state=RunState.RESUMED
-                )
-            else:
-                await self.runner.say(session, surface, RESTARTED)
 
     async def wait_idle(self) -> None:
         """Return once no resumed run or other background work of the core is going on."""
@@ -214,7 +188,7 @@ class Core:
             return
         async with self._locks.hold(inbound.thread_key):
             session = await self.store.load_session(inbound.thread_key, self.clock.now())
-            await self._repair(session, surface)
+            await self.recovery.repair(session, surface)
             session.inbox.append(message)
             if session.state is RunState.AWAITING_APPROVAL:
                 await self.store.save_state(session)
@@ -340,7 +314,7 @@ class Core:
             if session.panel is not None and session.panel.pinned:
                 with contextlib.suppress(SurfaceError):
                     await surface.unpin(session.panel.message_id)
-            await self._expire_approvals(session, surface)  # also of a run waiting for one
+            await self.recovery.expire_approvals(session, surface)  # also of a run waiting for one
             session.todos, session.panel, session.inbox = (), None, []
             session.state = RunState.IDLE
             session.updated_at = self.clock.now()
@@ -348,27 +322,6 @@ class Core:
             log.info("session %s reset", key)
 
     # --- plumbing ---
-
-    async def _repair(self, session: Session, surface: Surface | None) -> None:
-        """After a crash mid-run, give every open tool call an 'interrupted' result (and expire
-        the approvals of those calls): nothing with side effects is re-run silently."""
-        if session.state is RunState.AWAITING_APPROVAL:
-            return
-        missing = open_calls(session.messages)
-        if not missing:
-            return
-        log.warning("repairing %d interrupted tool calls in %s", len(missing), session.key)
-        await self._expire_approvals(session, surface)
-        results = [ToolResult(call_id=c.id, name=c.name, content=INTERRUPTED, is_error=True) for c in missing]
-        await self.store.append_messages(session, results)
-
-    async def _expire_approvals(self, session: Session, surface: Surface | None) -> None:
-        """Expire the pending approvals of the session's open calls, and say so on their cards."""
-        calls = open_calls(session.messages)
-        found = await self.store.approvals_for(session.key, [c.id for c in calls])
-        for request in found.values():
-            if (expired := await self.approvals.expire(request.id)) is not None and surface:
-                await update_card(surface, self.clock, expired)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -390,14 +343,3 @@ def _cap(text: str, limit: int) -> tuple[str, bool]:
 def _cut_notice(original: int, kept: int) -> str:
     return f"Your message was {original:,} characters long; I read only the first {kept:,}."
 
-
-def _author_of(message: UserMessage) -> Author:
-    return Author(message.author_id or "", message.author_name or "someone")
-
-
-def _unanswered(messages: Sequence[Message]) -> UserMessage | None:
-    """The message whose answer a cut-off run left unfinished (the transcript ends with it or
-    with tool results of the run answering it); None when the last answer is complete."""
-    if not messages or not isinstance(messages[-1], UserMessage | ToolResult):
-        return None
-    return next((m for m in reversed(messages) if isinstance(m, UserMessage)), None)

@@ -11,9 +11,10 @@ import pytest
 from bot.clock import ManualClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
-from bot.core import INTERRUPTED, Core
+from bot.core import Core
 from bot.errors import ModelServerError, ModelUnavailable
 from bot.llm.messages import AssistantMessage, ToolCall, ToolResult, UserMessage
+from bot.recovery import INTERRUPTED
 from bot.sessions.model import RunState
 from bot.storage.sqlite import SqliteStore
 from bot.tools.builtin import builtin_tools
