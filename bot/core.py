@@ -20,8 +20,9 @@ from bot.approvals.service import EXPIRE_JOB, ApprovalService
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
-from bot.engine.loop import Engine, EngineConfig
+from bot.engine.loop import Engine
 from bot.engine.prompt import DEFAULT_SYSTEM_PROMPT, open_calls
+from bot.engine.states import EngineConfig
 from bot.errors import SurfaceError
 from bot.llm.messages import UserMessage
 from bot.llm.model import Model

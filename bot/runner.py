@@ -12,7 +12,8 @@ from bot.approvals.models import ApprovalRequest
 from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
 from bot.engine.events import Finished, Notice
-from bot.engine.loop import Engine, RunResult
+from bot.engine.loop import Engine
+from bot.engine.states import RunResult
 from bot.llm.messages import Usage, UserMessage
 from bot.present.budget import BudgetRegistry
 from bot.present.presenter import Presenter

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from bot.clock import Clock
 from bot.engine.collect import ResponseCollector
@@ -39,6 +38,17 @@ from bot.engine.gate import Gate, OpenGate, Proceed, Refuse, Wait
 from bot.engine.limits import charge, limit_reached
 from bot.engine.messages import failure_text
 from bot.engine.prompt import TURN_LIMIT_NOTE, open_calls, todo_note
+from bot.engine.states import (
+    CallModel,
+    EngineConfig,
+    Fail,
+    Finish,
+    Pause,
+    RunResult,
+    RunTools,
+    State,
+    WrapUp,
+)
 from bot.errors import ContextOverflow, ModelError
 from bot.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, Usage
 from bot.llm.model import FinishPiece, Model, ModelRequest, TextPiece, ToolCallPiece, UsagePiece
@@ -52,74 +62,6 @@ log = logging.getLogger(__name__)
 MAX_TOOL_OUTPUT = 20_000
 STOPPED_RESULT = "stopped: the run was stopped before this call finished; its outcome is unknown."
 _HELD = ToolResult(call_id="", name="", content="")
-
-
-@dataclass(frozen=True, slots=True)
-class EngineConfig:
-    system_prompt: str
-    max_turns: int = 25
-    max_output_tokens: int | None = None
-    price_input_per_mtok: float | None = None
-    price_output_per_mtok: float | None = None
-    context_window: int = 128_000
-    compact_at: float = 0.8
-    keep_recent_turns: int = 4
-    run_max_tokens: int | None = None
-    run_max_cost_usd: float | None = None
-    day_max_tokens: int | None = None
-    day_max_cost_usd: float | None = None
-
-    def cost(self, usage: Usage) -> float:
-        if self.price_input_per_mtok is None or self.price_output_per_mtok is None:
-            return 0.0
-        return (
-            usage.prompt_tokens * self.price_input_per_mtok
-            + usage.completion_tokens * self.price_output_per_mtok
-        ) / 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class CallModel:
-    turn: int
-
-
-@dataclass(frozen=True, slots=True)
-class RunTools:
-    turn: int
-    calls: tuple[ToolCall, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class WrapUp:
-    turn: int
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class Pause:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class Fail:
-    message: str
-
-
-State = CallModel | RunTools | WrapUp | Finish | Pause | Fail
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    ok: bool
-    turns: int
-    usage: Usage
-    message: str | None = None
-    paused: bool = False
-    """It waits for approvals; ``run(resume=True)`` goes on once they are decided."""
 
 
 class Engine:

@@ -12,7 +12,8 @@ from bot.clock import ManualClock
 from bot.conversation import Author, ThreadKey
 from bot.engine.compact import SUMMARY_PROMPT, cut_point
 from bot.engine.events import EngineEvent, Failed
-from bot.engine.loop import Engine, EngineConfig, RunResult
+from bot.engine.loop import Engine
+from bot.engine.states import EngineConfig, RunResult
 from bot.errors import ContextOverflow, ModelServerError
 from bot.llm.messages import (
     AssistantMessage,

@@ -18,8 +18,9 @@ from bot.engine.events import (
     TodosChanged,
     ToolFinished,
 )
-from bot.engine.loop import STOPPED_RESULT, Engine, EngineConfig
+from bot.engine.loop import STOPPED_RESULT, Engine
 from bot.engine.prompt import open_calls
+from bot.engine.states import EngineConfig
 from bot.errors import ModelServerError, ModelStreamBroken
 from bot.llm.messages import AssistantMessage, SystemMessage, ToolResult, Usage, UserMessage
 from bot.sessions.model import Session, Todo

@@ -1,0 +1,75 @@
+"""The states of the agent loop (see :mod:`bot.engine.loop`), its settings and its result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.llm.messages import ToolCall, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    system_prompt: str
+    max_turns: int = 25
+    max_output_tokens: int | None = None
+    price_input_per_mtok: float | None = None
+    price_output_per_mtok: float | None = None
+    context_window: int = 128_000
+    compact_at: float = 0.8
+    keep_recent_turns: int = 4
+    run_max_tokens: int | None = None
+    run_max_cost_usd: float | None = None
+    day_max_tokens: int | None = None
+    day_max_cost_usd: float | None = None
+
+    def cost(self, usage: Usage) -> float:
+        if self.price_input_per_mtok is None or self.price_output_per_mtok is None:
+            return 0.0
+        return (
+            usage.prompt_tokens * self.price_input_per_mtok
+            + usage.completion_tokens * self.price_output_per_mtok
+        ) / 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class CallModel:
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunTools:
+    turn: int
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WrapUp:
+    turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    message: str
+
+
+State = CallModel | RunTools | WrapUp | Finish | Pause | Fail
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    ok: bool
+    turns: int
+    usage: Usage
+    message: str | None = None
+    paused: bool = False
+    """It waits for approvals; ``run(resume=True)`` goes on once they are decided."""
