@@ -7,10 +7,10 @@
    next request; the presenter and a recording surface are in the loop, as in production.
    Two figures:
    * overhead: in our process, from the last bytes of one response arriving to the next request
-     leaving (everything but the model's time: the client's SSE parsing and request building,
-     the engine, the store, the presenter);
+     being handed to the HTTP client's send (everything but the model's time: the client's SSE
+     parsing and request building, the engine, the store, the presenter);
    * gap: as the fake server sees it, from its last byte sent to the next request read (adds the
-     loopback both ways and the server's own reading of the body).
+     HTTP client's sending, the loopback both ways and the server's own reading of the body).
    The bare ``openai`` client (same transport, plain JSON, no store, presenter or tools) runs
    the same loop as this machine's floor.
 2. Load: 200 threads answered at once (the fake server in another process), each reply ~200
@@ -72,8 +72,8 @@ async def noop(ctx: ToolContext, n: int) -> str:
 
 
 class TimedClient(openai.DefaultAioHttpClient):  # type: ignore[misc,valid-type]
-    """The model's HTTP client, noting when each request leaves and when the last bytes of each
-    response arrive."""
+    """The model's HTTP client, noting when each request is handed to it and when the last bytes
+    of each response arrive."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -254,10 +254,10 @@ async def gap(turns: int) -> None:
         f"engine round trip over {len(gaps) - WARM_UP} tool turns, history 200+ messages "
         f"({size / 1024:.0f} KiB body), fake model server in another process:"
     )
-    print(_line("overhead (last bytes in -> next request out)", overheads))
+    print(_line("overhead (last bytes in -> next send)", overheads))
     print(_line("gap as the server sees it", gaps))
     print("bare openai client, same loop and transport (this machine's floor):")
-    print(_line("overhead (last bytes in -> next request out)", bare_overheads))
+    print(_line("overhead (last bytes in -> next send)", bare_overheads))
     print(_line("gap as the server sees it", bare_gaps))
 
 
