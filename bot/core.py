@@ -208,12 +208,15 @@ class Core:
 
     # --- buttons and decisions ---
 
-    async def on_action(self, action_id: str, actor: Author, surface: Surface) -> str | None:
-        """A button click; returns a private note for the clicker."""
+    async def on_action(
+        self, action_id: str, actor: Author, surface: Surface, message_id: str | None = None
+    ) -> str | None:
+        """A button click (on the message ``message_id``, when the platform says which);
+        returns a private note for the clicker."""
         parsed = parse_action(action_id)
         if parsed is not None:
             choice, approval_id = parsed
-            return await self.decide(approval_id, actor, choice, surface)
+            return await self.decide(approval_id, actor, choice, surface, card_id=message_id)
         kind, _, run_id = action_id.partition(":")
         if kind == "stop":
             if self.runner.stop(surface.thread_key, actor, run_id):
@@ -223,13 +226,25 @@ class Core:
         return "This button is no longer active."
 
     async def decide(
-        self, approval_id: str, actor: Author, choice: Choice, surface: Surface | None = None
+        self,
+        approval_id: str,
+        actor: Author,
+        choice: Choice,
+        surface: Surface | None = None,
+        *,
+        card_id: str | None = None,
     ) -> str:
         """Record a decision (once, if ``actor`` may make it), show it on the card, and resume
-        the run in the background. Returns what the clicker is told."""
+        the run in the background. Returns what the clicker is told.
+
+        ``card_id`` is the clicked message: the card, when its id was not recorded (a crash
+        between posting the card and storing its id)."""
         outcome = await self.approvals.decide(approval_id, actor, choice)
         request = outcome.request
         if outcome.changed and request is not None:
+            if request.card_id is None and card_id is not None:
+                request.card_id = card_id
+                await self.store.set_approval_card(request.id, card_id)
             key = ThreadKey(request.key)
             surface = surface if surface is not None and surface.thread_key == key else self.surface_for(key)
             if surface is not None:

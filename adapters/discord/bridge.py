@@ -141,7 +141,8 @@ class Bridge:
     async def _click(self, interaction: discord.Interaction[Any], action_id: str) -> None:
         surface = self.surface(_channel_id(interaction), interaction.guild_id)
         try:
-            note = await self.core.on_action(action_id, author_of(interaction.user), surface)
+            clicked = str(interaction.message.id) if interaction.message is not None else None
+            note = await self.core.on_action(action_id, author_of(interaction.user), surface, clicked)
         except Exception:
             log.exception("the click on %r in %s failed", action_id, surface.thread_key)
             note = CLICK_FAILED

@@ -82,6 +82,8 @@ class Click:
     channel: str
     root_ts: str
     action_id: str
+    message_ts: str | None = None
+    """The message whose button was clicked."""
 
 
 def thread_key(team: str, channel: str, thread_ts: str) -> ThreadKey:
@@ -171,7 +173,9 @@ def parse_click(body: Any) -> Click | None:
     action_id = clicked_action(actions[0])
     if not (_text(user) and _text(channel) and _text(root) and action_id):
         return None
-    return Click(user=user, channel=channel, root_ts=root, action_id=action_id)
+    clicked = message.get("ts") or container.get("message_ts")
+    return Click(user=user, channel=channel, root_ts=root, action_id=action_id,
+                 message_ts=clicked if _text(clicked) else None)
 
 
 def _dict(body: dict[str, Any], name: str) -> dict[str, Any]:

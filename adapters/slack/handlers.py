@@ -122,7 +122,9 @@ class SlackHandlers:
         )
         actor = Author(f"slack:{click.user}", name, roles)
         try:
-            note = await self.core.on_action(click.action_id, actor, self.surface(key))
+            note = await self.core.on_action(
+                click.action_id, actor, self.surface(key), click.message_ts
+            )
         except Exception:
             log.exception("the click on %r in %s failed", click.action_id, key)
             note = CLICK_FAILED

@@ -70,8 +70,11 @@ class World:
         await drive(self.clock, self.core.handle(inbound, self.surface))
 
     async def click(self, label: str, who: Author, card: int = -1, tool: str = "deploy") -> str | None:
-        button = next(b for b in self.cards(tool)[card].buttons if b.label == label)
-        note = await drive(self.clock, self.core.on_action(button.action_id, who, self.surface))
+        clicked = self.cards(tool)[card]
+        button = next(b for b in clicked.buttons if b.label == label)
+        note = await drive(
+            self.clock, self.core.on_action(button.action_id, who, self.surface, clicked.id)
+        )
         await drive(self.clock, self.core.wait_idle())
         return note
 
@@ -118,6 +121,18 @@ async def test_approve_runs_the_tool_and_the_run_goes_on(world: World) -> None:
     result = next(m for m in session.messages if isinstance(m, ToolResult))
     assert result.content == "deployed to prod" and not result.is_error
     assert session.state is RunState.IDLE
+
+
+async def test_a_card_whose_id_was_not_stored_is_updated_from_the_click(world: World) -> None:
+    world.model.steps = deploy_then("Deployed!")
+    await world.say("ship it")
+    async with world.core.store.transaction() as db:  # killed between posting it and storing its id
+        await db.execute("UPDATE approvals SET card_id = NULL")
+    await world.restart()
+    assert await world.click("Approve", ALICE) == "Approved."
+    [card] = world.cards()
+    assert "Approved** by Alice" in card.text and card.buttons == ()
+    assert world.ran == ["prod"] and world.surface.texts()[-1] == "Deployed!"
 
 
 async def test_deny_tells_the_model_who_denied(world: World) -> None:

@@ -148,6 +148,7 @@ def test_a_click_payload() -> None:
     click = parse_click(body)
     assert click is not None and (click.user, click.channel, click.root_ts, click.action_id) == (
         "U2", "C1", "10.1", "approve:1")
+    assert click.message_ts == "11.0"  # the clicked message itself
     assert parse_click({**body, "actions": []}) is None
     assert parse_click({**body, "type": "view_submission"}) is None
     assert parse_click({**body, "user": "U2"}) is None
