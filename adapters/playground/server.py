@@ -76,6 +76,8 @@ class PostAction(_Speaker):
     thread_id: str = Field(max_length=64, pattern=_ID)
     action_id: str = Field(min_length=1, max_length=255)
     client_id: str = Field(default="", max_length=64)
+    message_id: str | None = Field(default=None, max_length=64, pattern=_ID)
+    """The message whose button was clicked."""
 
 
 class _Connection:
@@ -251,7 +253,7 @@ class PlaygroundAdapter:
         except UnknownThread:
             raise _error(web.HTTPNotFound, "no such thread") from None
         surface = PlaygroundSurface(self.state, body.thread_id)
-        task = self._spawn(self._act(body.action_id, body.author(), surface))
+        task = self._spawn(self._act(body.action_id, body.author(), surface, body.message_id))
         try:
             note = await asyncio.wait_for(asyncio.shield(task), self._action_wait)
         except TimeoutError:
@@ -267,9 +269,11 @@ class PlaygroundAdapter:
             self.state.set_status(thread_id, None)
             self.hub.publish({"type": "error", "thread_id": thread_id, "text": FAILED})
 
-    async def _act(self, action_id: str, actor: Author, surface: PlaygroundSurface) -> str | None:
+    async def _act(
+        self, action_id: str, actor: Author, surface: PlaygroundSurface, message_id: str | None
+    ) -> str | None:
         try:
-            return await self.core.on_action(action_id, actor, surface)
+            return await self.core.on_action(action_id, actor, surface, message_id)
         except Exception:
             log.exception("the click on %r in %s failed", action_id, surface.thread_key)
             return "Something went wrong with that button; the server log has the details."

@@ -198,7 +198,7 @@ function upsertMessage(message) {
   }
   node.dataset.edits = String(message.edits);
   node.querySelector(".msg-body").innerHTML = renderMarkdown(message.text);
-  node.querySelector(".msg-buttons").replaceChildren(...message.buttons.map(buttonNode));
+  node.querySelector(".msg-buttons").replaceChildren(...message.buttons.map((b) => buttonNode(b, message.id)));
   els.empty.hidden = true;
 }
 
@@ -224,12 +224,12 @@ function messageNode(message) {
   return node;
 }
 
-function buttonNode(button) {
+function buttonNode(button, messageId) {
   const node = document.createElement("button");
   node.type = "button";
   node.className = `action ${button.style}`;
   node.textContent = button.label;
-  node.addEventListener("click", () => click(node, button.action_id));
+  node.addEventListener("click", () => click(node, button.action_id, messageId));
   return node;
 }
 
@@ -353,12 +353,12 @@ async function send(text) {
   return false;
 }
 
-async function click(node, actionId) {
+async function click(node, actionId, messageId) {
   node.disabled = true;
   try {
     const { status, data } = await postJson("/api/actions", {
       thread_id: view.threadId, action_id: actionId, user_id: me.id, user_name: me.name,
-      client_id: clientId,
+      client_id: clientId, message_id: messageId,
     });
     if (data.note) showNote(data.note, view.threadId);
     else if (status >= 400) toast(data.error || `The playground answered ${status}.`);

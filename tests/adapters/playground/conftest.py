@@ -90,11 +90,12 @@ class Playground:
         return body
 
     async def click(self, thread_id: str, action_id: str, *, user_id: str = "u1",
-                    user_name: str = "Ada", client_id: str = "tab-a") -> ClientResponse:
+                    user_name: str = "Ada", client_id: str = "tab-a",
+                    message_id: str | None = None) -> ClientResponse:
         return await self.client.post(
             "/api/actions",
             json={"thread_id": thread_id, "action_id": action_id, "user_id": user_id,
-                  "user_name": user_name, "client_id": client_id},
+                  "user_name": user_name, "client_id": client_id, "message_id": message_id},
         )
 
     async def thread(self, thread_id: str) -> dict[str, Any]:

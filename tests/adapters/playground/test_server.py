@@ -179,6 +179,21 @@ async def test_approve_decides_as_the_clicker_and_the_run_goes_on(playground: Pl
         assert (await next_event(ws, is_note_or("marker")))["type"] == "status"
 
 
+async def test_the_clicked_card_is_updated_even_when_its_id_was_not_stored(playground: Playground) -> None:
+    playground.model.steps = deploy_then("Deployed!")
+    thread_id = (await playground.say("ship it"))["thread_id"]
+    await playground.idle()
+    approve = await playground.button(thread_id, "Approve")
+    card = next(m for m in (await playground.thread(thread_id))["messages"] if m["buttons"])
+    async with playground.core.store.transaction() as db:  # as if killed before storing it
+        await db.execute("UPDATE approvals SET card_id = NULL")
+    response = await playground.click(thread_id, approve, message_id=card["id"])
+    assert (await response.json())["note"] == "Approved."
+    await playground.idle()
+    decided = next(m for m in (await playground.thread(thread_id))["messages"] if m["id"] == card["id"])
+    assert "Approved** by Ada" in decided["text"] and decided["buttons"] == []
+
+
 async def test_a_slow_click_sends_its_note_later_to_the_clicker_only(playground: Playground) -> None:
     clicker, other = await playground.socket("tab-a"), await playground.socket("tab-b")
     playground.model.steps = deploy_then("Deployed!")
