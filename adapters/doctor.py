@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-import os
 import random
 import tempfile
+import time
+from zoneinfo import ZoneInfo
 
+from adapters.platforms import Platforms
 from bot.clock import SystemClock
 from bot.config import Settings
 from bot.errors import ModelError
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelRequest, TextPiece
 from bot.llm.openai_model import build_openai_model
+from bot.mcp.servers import probe as probe_mcp_servers
+from bot.policy_words import access_lines, tool_lines
+from bot.scheduler.when import local_time
+from bot.tools.builtin import builtin_tools
+from bot.tools.commands import describe_sandbox
+from bot.tools.doctor import tool_checks
 
 
 def _line(ok: bool | None, text: str) -> None:
@@ -21,7 +29,7 @@ def _line(ok: bool | None, text: str) -> None:
 
 def _check_data_dir(settings: Settings) -> bool:
     try:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        settings.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=settings.data_dir):
             pass
     except OSError as exc:
@@ -29,6 +37,17 @@ def _check_data_dir(settings: Settings) -> bool:
         return False
     _line(True, f"data directory {settings.data_dir.resolve()} is writable")
     return True
+
+
+async def _check_store(settings: Settings) -> bool:
+    if settings.database_url is None:
+        _line(None, f"store: SQLite at {settings.database_path} (THREADLINE_DATABASE_URL is not set)")
+        return True
+    from bot.storage.postgres_check import check_database
+
+    ok, words = await check_database(settings.database_url.get_secret_value())
+    _line(ok, f"store: {words}")
+    return ok
 
 
 async def _check_model(settings: Settings) -> bool:
@@ -51,35 +70,69 @@ async def _check_model(settings: Settings) -> bool:
     return True
 
 
-async def _check_platform(name: str, settings: Settings) -> list[tuple[bool | None, str]]:
+async def _check_platform(
+    name: str, settings: Settings, platforms: Platforms
+) -> list[tuple[bool | None, str]]:
     """The platform's own checks (tokens, scopes, intents); its SDK is imported only here."""
     if name == "Slack":
         from adapters.slack.doctor import check_slack
 
-        return await check_slack(settings)
+        return await check_slack(settings, platforms.slack)
     from adapters.discord.doctor import check_discord
 
-    return await check_discord(settings)
+    return await check_discord(platforms.discord)
 
 
-async def run_doctor(settings: Settings) -> int:
+def _schedules_and_memory(settings: Settings) -> None:
+    """The zone scheduled times are read in (valid: the configuration loaded), and the limits."""
+    zone = ZoneInfo(settings.timezone)
+    every = settings.schedule_min_interval_s
+    _line(True, f"scheduled prompts: times in {settings.timezone} (now {local_time(time.time(), zone)}); "
+                f"at most {settings.schedules_per_thread} per thread and {settings.schedules_per_channel} "
+                f"per channel, a recurring one at most once every {every:g} s")
+    _line(True, f"memory: at most {settings.memories_per_channel:,} per channel; the model sees the "
+                f"{settings.memory_note_items} most recent (up to {settings.memory_note_chars:,} characters)")
+
+
+def _policy(settings: Settings) -> None:
+    """Who can talk to the bot, use each tool that changes something, and approve it."""
+    for text in [*access_lines(settings.access), *tool_lines(settings, builtin_tools(settings))]:
+        _line(None, f"policy: {text}")
+
+
+async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     _line(True, "configuration is valid")
     ok = _check_data_dir(settings)
+    ok = await _check_store(settings) and ok
     if settings.uses_demo_model:
         _line(None, "no OPENAI_API_KEY or OPENAI_BASE_URL: using the offline demo model")
     ok = await _check_model(settings) and ok
+    sandboxed, words = describe_sandbox(settings)
+    _line(sandboxed, words)
+    ok = ok and sandboxed is not False
     for name, configured in (
-        ("Slack", settings.slack_bot_token is not None),
-        ("Discord", settings.discord_token is not None),
+        ("Slack", platforms.slack.configured),
+        ("Discord", platforms.discord.configured),
     ):
         if not configured:
             _line(None, f"{name}: not configured")
             continue
-        for passed, text in await _check_platform(name, settings):
+        for passed, text in await _check_platform(name, settings, platforms):
             _line(passed, f"{name}: {text}")
             ok = ok and passed is not False
-    if settings.playground_enabled:
-        host = os.environ.get("THREADLINE_HTTP_HOST", settings.http_host)
-        _line(None, f"playground will be served on http://{host}:{settings.http_port}")
+    for passed, text in await probe_mcp_servers(settings, SystemClock()):
+        _line(passed, text)
+        ok = ok and passed is not False
+    for passed, text in await tool_checks(settings):  # fetch_url, web_search, custom tools, skills
+        _line(passed, text)
+        ok = ok and passed is not False
+    if settings.playground_enabled(platforms.configured):
+        from adapters.playground.doctor import check_playground
+
+        for passed, text in check_playground(settings):
+            _line(passed, text)
+            ok = ok and passed is not False
+    _schedules_and_memory(settings)
+    _policy(settings)
     print("all checks passed" if ok else "some checks failed", flush=True)
     return 0 if ok else 1

@@ -7,28 +7,48 @@ from typing import Protocol
 
 from aiohttp import web
 
+from adapters.platforms import Platforms
 from adapters.playground import PlaygroundAdapter
 from bot.clock import Clock
 from bot.config import Settings
 from bot.core import Core
 from bot.llm.model import Model
+from bot.mcp.servers import McpServers
 from bot.scheduler.timer import Timer
 
 log = logging.getLogger(__name__)
 
 
 class Adapter(Protocol):
+    name: str
+    """How ``/healthz`` and ``/readyz`` name it (``slack``, ``discord``, ``playground``)."""
+
     def install(self, app: web.Application) -> None: ...
 
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
 
+    async def problem(self) -> str | None:
+        """Why it cannot take messages now (disconnected, reconnecting); None when it can."""
+        ...
+
 
 class Runtime:
-    def __init__(self, settings: Settings, *, clock: Clock | None = None, model: Model | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        platforms: Platforms | None = None,
+        clock: Clock | None = None,
+        model: Model | None = None,
+    ):
         self.settings = settings
+        self.platforms = platforms if platforms is not None else Platforms.load()
+        self.started = False
         self.core = Core.create(settings, clock=clock, model=model)
+        self.mcp = McpServers(settings, self.core.clock)
+        self.mcp.install(self.core.tools)
         self.adapters: list[Adapter] = []
         self.timer = Timer(self.core.scheduler, self.core.clock)
         self._runner: web.AppRunner | None = None
@@ -37,12 +57,22 @@ class Runtime:
     async def start(self) -> None:
         """Start everything; on any failure, stop what was started (nothing is left running)."""
         adapters = self._platform_adapters()  # configuration errors surface here, before any I/O
-        if self.settings.playground_enabled:
-            adapters.append(PlaygroundAdapter(self.core, self.settings.data_dir))
+        if self.settings.playground_enabled(self.platforms.configured):
+            token = self.settings.playground_token
+            adapters.append(
+                PlaygroundAdapter(
+                    self.core,
+                    self.settings.data_dir,
+                    host=self.settings.http_host,
+                    token=(token.get_secret_value() or None) if token is not None else None,
+                )
+            )
         try:
             await self.core.start()
+            await self.mcp.start()  # each within its timeout; one that fails is retried later
             app = web.Application()
             app.router.add_get("/healthz", self._healthz)
+            app.router.add_get("/readyz", self._readyz)
             for adapter in adapters:
                 adapter.install(app)
                 self.adapters.append(adapter)
@@ -53,6 +83,7 @@ class Runtime:
             await site.start()
             await self.timer.start()
             await self.core.recover()
+            self.started = True
         except BaseException:
             await self.stop()
             raise
@@ -64,14 +95,15 @@ class Runtime:
     def _platform_adapters(self) -> list[Adapter]:
         """Each configured platform; their SDKs are imported only when used."""
         found: list[Adapter] = []
-        if self.settings.slack_bot_token is not None:
-            from adapters.slack import SlackAdapter
+        platforms = self.platforms
+        if platforms.slack.configured:
+            from adapters.slack.adapter import SlackAdapter
 
-            found.append(SlackAdapter(self.core, self.settings))
-        if self.settings.discord_token is not None:
-            from adapters.discord import DiscordAdapter
+            found.append(SlackAdapter(self.core, self.settings, platforms.slack))
+        if platforms.discord.configured:
+            from adapters.discord.adapter import DiscordAdapter
 
-            found.append(DiscordAdapter(self.core, self.settings))
+            found.append(DiscordAdapter(self.core, self.settings, platforms.discord))
         return found
 
     @property
@@ -79,6 +111,7 @@ class Runtime:
         return f"http://{self.settings.http_host}:{self.http_port}"
 
     async def stop(self) -> None:
+        self.started = False
         await self.timer.stop()
         for adapter in reversed(self.adapters):
             try:
@@ -89,9 +122,22 @@ class Runtime:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self.mcp.aclose()
         await self.core.aclose()
 
+    async def _platforms(self) -> dict[str, str]:
+        return {a.name: (await a.problem()) or "connected" for a in self.adapters}
+
     async def _healthz(self, request: web.Request) -> web.Response:
-        return web.json_response(
-            {"ok": True, "model": self.core.model_label, "adapters": [type(a).__name__ for a in self.adapters]}
-        )
+        """The process serves (200); ``ok`` says whether every platform is connected."""
+        found = await self._platforms()
+        ok = self.started and all(v == "connected" for v in found.values())
+        return web.json_response({"ok": ok, "model": self.core.model_label, "adapters": found})
+
+    async def _readyz(self, request: web.Request) -> web.Response:
+        """200 once started and while every platform is connected; 503 (saying why) otherwise."""
+        found = await self._platforms()
+        waiting = {k: v for k, v in found.items() if v != "connected"}
+        if not self.started:
+            waiting["threadline"] = "starting"
+        return web.json_response({"ready": not waiting, "waiting": waiting}, status=503 if waiting else 200)

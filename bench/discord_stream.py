@@ -29,7 +29,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from adapters.discord import DiscordAdapter
+from adapters.discord.adapter import DiscordAdapter
+from adapters.discord.config import DiscordSettings
 from adapters.discord.render import render
 from adapters.discord.surface import SPLIT_AT
 from bench.stats import percentile
@@ -113,13 +114,14 @@ async def run(args: argparse.Namespace) -> None:
     recorder = Recorder(fake)
     model = StreamingModel(clock, args.tokens, args.rate, args.think)
     with tempfile.TemporaryDirectory() as data:
-        settings = Settings(
-            _env_file=None, data_dir=Path(data), playground=False, discord_token=fake.token,
-            discord_api_base=fake.api_base, discord_gateway_url=fake.gateway_url,
+        settings = Settings(_env_file=None, data_dir=Path(data), playground=False)
+        discord_settings = DiscordSettings(
+            _env_file=None, discord_token=fake.token, discord_api_base=fake.api_base,
+            discord_gateway_url=fake.gateway_url,
         )
         core = Core.create(settings, clock=clock, model=model)
         await core.start()
-        adapter = DiscordAdapter(core, settings)
+        adapter = DiscordAdapter(core, settings, discord_settings)
         await adapter.start()
         try:
             await fake.wait_for(lambda: fake.gateway.live_sessions(), 30)
@@ -130,7 +132,7 @@ async def run(args: argparse.Namespace) -> None:
             expected = {t.id: split_message(render("".join(answer(args.tokens, i))), SPLIT_AT)
                         for i, t in enumerate(threads)}
             await fake.wait_for(lambda: all(world.shown(t) == e for t, e in expected.items()), 600)
-            await asyncio.wait_for(adapter.bridge.idle(), 60)
+            await asyncio.wait_for(adapter.listeners.idle(), 60)
         finally:
             await adapter.stop()
             await core.aclose()

@@ -17,7 +17,10 @@
    tokens streamed in small chunks through the presenter: CPU seconds of the bot's process per
    1,000 streamed tokens, and its peak RSS.
 
-    python bench/engine.py [--turns 100] [--threads 200]
+Both on SQLite (a file in a temporary directory), or with ``--store postgres`` on a database
+made for the run on the PostgreSQL server at ``--postgres`` (dropped at the end).
+
+    python bench/engine.py [--turns 100] [--threads 200] [--store sqlite|postgres]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import json
 import multiprocessing
 import random
 import resource
+import secrets
 import statistics
 import sys
 import tempfile
@@ -36,6 +40,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx2
 import openai
 from openai import AsyncStream
@@ -51,7 +56,7 @@ from bot.llm.messages import AssistantMessage, Message, ToolCall, ToolResult, Us
 from bot.llm.openai_model import OpenAIModel, build_openai_model
 from bot.llm.retry import Backoff
 from bot.present.surface import SurfaceLimits
-from bot.storage.sqlite import SqliteStore
+from bot.storage.choose import store_for
 from bot.tools import ToolContext, ToolRegistry, tool
 from bot.tools.builtin import builtin_tools
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
@@ -175,7 +180,7 @@ class ServerProcess:
 
 
 def _core(settings: Settings, model: Any, tools: list[Any]) -> Core:
-    store = SqliteStore(settings.database_path)
+    store = store_for(settings)
     return Core(settings, store, model, ToolRegistry([*builtin_tools(), *tools]), SystemClock())
 
 
@@ -195,13 +200,15 @@ def _line(name: str, values: list[float]) -> str:
 WARM_UP = 3
 
 
-async def round_trip(turns: int) -> tuple[list[float], list[float], int]:
+async def round_trip(turns: int, database_url: str | None) -> tuple[list[float], list[float], int]:
     """The engine in a tool loop: (overheads, server gaps, request body size)."""
     server = ServerProcess(GapReplies(turns))
     client = TimedClient()
     with tempfile.TemporaryDirectory() as tmp:
         async with server as base_url:
-            settings = Settings(data_dir=Path(tmp), openai_base_url=base_url, max_turns=turns + 5)
+            settings = Settings(
+                data_dir=Path(tmp), openai_base_url=base_url, max_turns=turns + 5, database_url=database_url
+            )
             clock = SystemClock()
             model = OpenAIModel(
                 settings.model, api_key="bench", base_url=base_url, clock=clock,
@@ -247,12 +254,13 @@ async def bare(turns: int) -> tuple[list[float], list[float]]:
     return http.overheads(), _server_gaps(server.timings)
 
 
-async def gap(turns: int) -> None:
-    overheads, gaps, size = await round_trip(turns)
+async def gap(turns: int, database_url: str | None) -> None:
+    overheads, gaps, size = await round_trip(turns, database_url)
     bare_overheads, bare_gaps = await bare(turns)
     print(
         f"engine round trip over {len(gaps) - WARM_UP} tool turns, history 200+ messages "
-        f"({size / 1024:.0f} KiB body), fake model server in another process:"
+        f"({size / 1024:.0f} KiB body), fake model server in another process, "
+        f"store {'PostgreSQL' if database_url else 'SQLite'}:"
     )
     print(_line("overhead (last bytes in -> next send)", overheads))
     print(_line("gap as the server sees it", gaps))
@@ -261,10 +269,10 @@ async def gap(turns: int) -> None:
     print(_line("gap as the server sees it", bare_gaps))
 
 
-async def load(threads: int) -> None:
+async def load(threads: int, database_url: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with ServerProcess(load_reply) as base_url:
-            settings = Settings(data_dir=Path(tmp), openai_base_url=base_url)
+            settings = Settings(data_dir=Path(tmp), openai_base_url=base_url, database_url=database_url)
             core = _core(settings, build_openai_model(settings, SystemClock(), rng=random.Random(0)), [])
             await core.start()
             surfaces = [RecordingSurface(core.clock, FAST, thread_key=f"bench:t{i}") for i in range(threads)]
@@ -284,18 +292,39 @@ async def load(threads: int) -> None:
     want = ("word " * 200).strip()
     exact = sum(s.visible_text().strip() == want for s in surfaces)
     edits = statistics.mean(s.count("edit") for s in surfaces)
-    print(f"{threads} threads at once, 200 tokens each ({tokens:,} tokens), fake server in another process:")
+    store = "PostgreSQL" if database_url else "SQLite"
+    print(f"{threads} threads at once, 200 tokens each ({tokens:,} tokens), fake server in another process, store {store}:")
     print(f"  wall {wall:.2f} s   CPU {cpu:.2f} s   = {cpu / tokens * 1000:.3f} CPU s per 1k tokens")
     print(f"  peak RSS {after.ru_maxrss / 1024:.0f} MiB   edits per thread {edits:.1f}   exact final text {exact}/{threads}")
+
+
+async def _admin(url: str, sql: str) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--threads", type=int, default=200)
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/postgres")
     args = parser.parse_args()
-    asyncio.run(gap(args.turns))
-    asyncio.run(load(args.threads))
+    if args.store == "sqlite":
+        asyncio.run(gap(args.turns, None))
+        asyncio.run(load(args.threads, None))
+        return
+    name = f"threadline_bench_{secrets.token_hex(4)}"
+    asyncio.run(_admin(args.postgres, f'CREATE DATABASE "{name}"'))
+    try:
+        url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
+        asyncio.run(gap(args.turns, url))
+        asyncio.run(load(args.threads, url))
+    finally:
+        asyncio.run(_admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 if __name__ == "__main__":

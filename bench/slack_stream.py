@@ -35,7 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from adapters.platforms import Platforms
 from adapters.runtime import Runtime
+from adapters.slack.config import SlackSettings
 from bench.stats import percentile
 from bot.config import Settings
 from bot.llm.messages import Usage, UserMessage
@@ -78,14 +80,15 @@ async def run(threads: int, channels: int, tokens: int, rate: float, scale: floa
         fake.add_channel(f"CBENCH{c:02d}", f"bench-{c}")
     await fake.start()
     model = PacedModel(tokens, rate * scale)
-    defaults = Settings.model_fields
+    defaults = SlackSettings.model_fields
     with tempfile.TemporaryDirectory() as data:
-        settings = Settings(
-            data_dir=Path(data), http_port=0, playground=False, workspace_tools=False, **fake.settings(),
+        settings = Settings(data_dir=Path(data), http_port=0, playground=False, workspace_tools=False)
+        slack = SlackSettings(
+            **fake.settings(),
             slack_edits_per_minute=defaults["slack_edits_per_minute"].default * scale,
             slack_min_edit_interval=defaults["slack_min_edit_interval"].default / scale,
         )
-        runtime = Runtime(settings, model=model)
+        runtime = Runtime(settings, platforms=Platforms(slack=slack), model=model)
         await runtime.start()
         try:
             roots = await mention_all(fake, threads, channels)
@@ -93,7 +96,7 @@ async def run(threads: int, channels: int, tokens: int, rate: float, scale: floa
         finally:
             await runtime.stop()
             await fake.stop()
-    report(fake, model, roots, threads, channels, tokens, rate, scale, settings)
+    report(fake, model, roots, threads, channels, tokens, rate, scale, slack)
 
 
 async def mention_all(fake: FakeSlack, threads: int, channels: int) -> dict[str, tuple[Message, float]]:
@@ -120,7 +123,7 @@ def done(fake: FakeSlack, model: PacedModel, entry: tuple[Message, float], tag: 
 
 
 def report(fake: FakeSlack, model: PacedModel, roots: dict[str, tuple[Message, float]], threads: int,
-           channels: int, tokens: int, rate: float, scale: float, settings: Settings) -> None:
+           channels: int, tokens: int, rate: float, scale: float, slack: SlackSettings) -> None:
     first_visible, lag, edits = [], [], []
     for tag, (root, mentioned) in roots.items():
         reply = reply_of(fake, root)
@@ -133,8 +136,8 @@ def report(fake: FakeSlack, model: PacedModel, roots: dict[str, tuple[Message, f
     print(f"{threads} threads in {channels} channels of one workspace; answers of {tokens} tokens "
           f"at {rate:g} tokens/s ({tokens / rate:.0f} s each)")
     print(f"time scaled x{scale:g}: fake windows / {scale:g}; adapter budget "
-          f"{settings.slack_edits_per_minute / scale:g} edits/min and "
-          f"{settings.slack_min_edit_interval * scale:g} s per message (x{scale:g}); figures in Slack seconds")
+          f"{slack.slack_edits_per_minute / scale:g} edits/min and "
+          f"{slack.slack_min_edit_interval * scale:g} s per message (x{scale:g}); figures in Slack seconds")
     methods = sorted(set(limits.allowed) | set(limits.rejected))
     print("calls (ok / 429 / violations): " + ", ".join(
         f"{m} {limits.allowed[m]}/{limits.rejected[m]}/{limits.violations[m]}" for m in methods))

@@ -1,15 +1,23 @@
 """Settings from the environment, ``.env`` and an optional ``threadline.toml``.
 
-Secrets keep their standard names (``OPENAI_API_KEY``, ``SLACK_BOT_TOKEN``…); everything else
-is ``THREADLINE_*``. The TOML file holds the same settings in lower case without the prefix
-(``model = "gpt-4o-mini"``), plus per-tool sections later issues add.
+Secrets keep their standard names (``OPENAI_API_KEY``…); everything else is ``THREADLINE_*``.
+The TOML file holds the same settings in lower case without the prefix (``model =
+"gpt-4o-mini"``), plus per-tool and per-channel sections. :class:`Settings` is what the core
+uses; each adapter has its own model on :class:`SettingsBase`, read from the same sources
+(``adapters/slack/config.py``, ``adapters/discord/config.py``).
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
+import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     AliasChoices,
@@ -20,6 +28,7 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
+from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -28,6 +37,7 @@ from pydantic_settings import (
 )
 
 from bot.errors import ConfigError
+from bot.tool_settings import CustomToolSettings, FetchUrlOptions, WebSearchOptions
 
 
 class ApproversSettings(BaseModel):
@@ -35,7 +45,9 @@ class ApproversSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     requester: bool = True
-    """The person whose message started the run."""
+    """The person whose message the call answers."""
+    admins: bool = False
+    """The people listed in ``[access] admins``."""
     users: list[str] = Field(default_factory=list)
     """Platform user ids, as Threadline names them (``slack:U123``, ``discord:42``)."""
     roles: list[str] = Field(default_factory=list)
@@ -43,12 +55,53 @@ class ApproversSettings(BaseModel):
     anyone: bool = False
 
 
-class ToolSettings(BaseModel):
+class PeopleSettings(BaseModel):
+    """Who, by user id and by role: an allow list (empty: everyone) and a deny list (wins)."""
+
     model_config = ConfigDict(extra="forbid")
+    users: list[str] = Field(default_factory=list)
+    """Platform user ids as Threadline names them (``slack:U123``, ``discord:42``)."""
+    roles: list[str] = Field(default_factory=list)
+    """Discord roles (``discord:role:123``) and Slack user groups (``slack:group:S123``)."""
+    deny_users: list[str] = Field(default_factory=list)
+    deny_roles: list[str] = Field(default_factory=list)
+
+
+class AccessSettings(PeopleSettings):
+    """Who may talk to the bot at all, and where (``[access]`` in ``threadline.toml``)."""
+
+    channels: list[str] = Field(default_factory=list)
+    """Thread-key prefixes where the bot answers (``slack:T1:C1``, ``discord:123``); empty: all."""
+    deny_channels: list[str] = Field(default_factory=list)
+    dms: Literal["open", "allowlist", "closed"] = "open"
+    """Direct messages: from anyone allowed above, only from people listed by id or role
+    (``users``, ``roles``, ``admins``), or not at all."""
+    admins: list[str] = Field(default_factory=list)
+    """User ids that approver settings can name with ``admins = true``; they may always talk."""
+
+
+class ToolSettings(PeopleSettings):
+    """Per tool: when it asks, who may decide, and who may have the bot use it at all (the
+    ``users``/``roles`` lists: people whose requests may call it; empty: everyone)."""
+
     approval: Literal["always", "ask", "never"] | None = None
     approvers: ApproversSettings | None = None
     offer_always: bool | None = None
-    """Show an "Always allow here" button (default: for tools whose approval is ``ask``)."""
+    """Show an "Always allow here" button (default: for ``ask`` tools that do not run programs)."""
+    network: bool | None = None
+    """Let a sandboxed command reach the network (default: no network)."""
+
+
+class FetchUrlSettings(ToolSettings, FetchUrlOptions):
+    """``[tools.fetch_url]``: its approval settings and what it may reach."""
+
+
+class WebSearchSettings(ToolSettings, WebSearchOptions):
+    """``[tools.web_search]``: its approval settings and its provider."""
+
+
+TOOL_SECTIONS: dict[str, type[ToolSettings]] = {"fetch_url": FetchUrlSettings, "web_search": WebSearchSettings}
+"""Tools whose ``[tools.NAME]`` section holds settings of their own."""
 
 
 class ChannelSettings(BaseModel):
@@ -57,13 +110,72 @@ class ChannelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
     approvers: ApproversSettings | None = None
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
+    mcp_servers: list[str] | None = None
+    """The MCP servers whose tools these threads are offered (default: every one)."""
 
 
-def _secret(name: str) -> Any:
+PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""``${NAME}`` in an MCP server's ``env`` and ``headers`` values: read from the environment."""
+MCP_SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,60}$")
+"""A server's name is the prefix of its tools' names (``tickets__lookup``, at most 64)."""
+
+
+class McpServerSettings(BaseModel):
+    """One MCP server (``[mcp_servers.NAME]``): a command the bot starts (stdio) or a URL
+    (streamable HTTP)."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    """Added to the minimal environment the command gets (never the bot's own secrets)."""
+    cwd: Path | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    """For starting the server and for each call."""
+    max_output_chars: int = Field(default=20_000, ge=100, le=1_000_000)
+    enabled: bool = True
+
+    def problem(self) -> str | None:
+        """What is wrong with the combination of fields, if anything."""
+        if (self.command is None) == (self.url is None):
+            return "give either command (a program the bot starts) or url (streamable HTTP)"
+        if self.url is not None:
+            if not self.url.startswith(("http://", "https://")):
+                return "url must start with http:// or https://"
+            if self.args or self.env or self.cwd is not None:
+                return "args, env and cwd go with command, not with url"
+        elif self.headers:
+            return "headers go with url, not with command"
+        return None
+
+    def resolved(self, values: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+        """``values`` with each ``${NAME}`` read from ``environ`` (a missing one: KeyError)."""
+        return {k: PLACEHOLDER.sub(lambda m: environ[m.group(1)], v) for k, v in values.items()}
+
+    def missing_variables(self, environ: Mapping[str, str]) -> list[str]:
+        found = (m.group(1) for v in (*self.env.values(), *self.headers.values()) for m in PLACEHOLDER.finditer(v))
+        return sorted({name for name in found if name not in environ})
+
+
+def secret(name: str) -> Any:
+    """A field read from the environment variable ``name`` (``name.lower()`` in the TOML file)."""
     return Field(default=None, validation_alias=AliasChoices(name, name.lower()))
 
 
-class Settings(BaseSettings):
+def url_setting(value: str | None) -> str | None:
+    """An optional URL setting: empty is unset; anything but http(s)/ws(s) is refused."""
+    if value is None or value == "":
+        return None
+    if not value.startswith(("http://", "https://", "ws://", "wss://")):
+        raise ValueError("must be a URL starting with http:// or https://")
+    return value.rstrip("/")
+
+
+class SettingsBase(BaseSettings):
+    """The sources every settings model reads: environment, ``.env``, ``threadline.toml``."""
+
     model_config = SettingsConfigDict(
         env_prefix="THREADLINE_",
         env_file=".env",
@@ -72,9 +184,35 @@ class Settings(BaseSettings):
         populate_by_name=True,
     )
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
+        if (path := config_path()).is_file():
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=path))
+        return tuple(sources)
+
+    def secrets(self) -> list[str]:
+        """The values of every secret this model holds (for the log's redaction)."""
+        found = (getattr(self, name) for name in type(self).model_fields)
+        return [v.get_secret_value() for v in found if isinstance(v, SecretStr) and v.get_secret_value()]
+
+
+def config_path() -> Path:
+    return Path(os.environ.get("THREADLINE_CONFIG", "threadline.toml"))
+
+
+class Settings(SettingsBase):
+
     # --- model ---
-    openai_api_key: SecretStr | None = _secret("OPENAI_API_KEY")
-    openai_base_url: str | None = _secret("OPENAI_BASE_URL")
+    openai_api_key: SecretStr | None = secret("OPENAI_API_KEY")
+    openai_base_url: str | None = secret("OPENAI_BASE_URL")
     model: str = "gpt-4o-mini"
     context_window: int = Field(default=128_000, ge=1_000)
     max_output_tokens: int | None = Field(default=None, ge=1)
@@ -107,10 +245,33 @@ class Settings(BaseSettings):
     approval_ttl_s: float = Field(default=1800.0, gt=0)
     workspace_tools: bool = True
     """Give each thread a workspace directory and the tools to use it (commands ask first)."""
+    sandbox: Literal["auto", "bwrap", "none"] = "auto"
+    """Where commands run: ``auto`` (in bubblewrap; no command tool when it cannot work),
+    ``bwrap`` (required: refuse to start without it), ``none`` (unsandboxed, on the host)."""
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     """Per tool (``threadline.toml``: ``[tools.run_command]``)."""
+    access: AccessSettings = Field(default_factory=AccessSettings)
+    """Who may talk to the bot, where, and in direct messages (``[access]``)."""
+    mcp_servers: dict[str, McpServerSettings] = Field(default_factory=dict)
+    """MCP servers whose tools the model is offered as ``<name>__<tool>``."""
     channels: dict[str, ChannelSettings] = Field(default_factory=dict)
     """Per channel or thread-key prefix (``[channels."slack:T1:C1"]``)."""
+    custom_tools: dict[str, CustomToolSettings] = Field(default_factory=dict)
+    """Programs and HTTP requests offered to the model as tools (``[custom_tools.NAME]``)."""
+    skills_dir: Path | None = None
+    """Where the skills are (``<name>/SKILL.md``); default: ``skills`` in the data directory."""
+
+    # --- scheduled prompts and memory ---
+    timezone: str = "UTC"
+    """Where times without a zone, and cron expressions, are read (an IANA name: Europe/Paris)."""
+    schedules_per_thread: int = Field(default=10, ge=1, le=1000)
+    schedules_per_channel: int = Field(default=50, ge=1, le=100_000)
+    schedule_min_interval_s: float = Field(default=60.0, ge=60.0)
+    """A recurring prompt runs at most this often."""
+    memories_per_channel: int = Field(default=10_000, ge=1, le=1_000_000)
+    memory_note_items: int = Field(default=10, ge=0, le=100)
+    """How many of the thread's most recent memories the model is shown before each call."""
+    memory_note_chars: int = Field(default=2_000, ge=0, le=20_000)
 
     # --- runtime ---
     data_dir: Path = Path(".threadline")
@@ -119,19 +280,9 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     playground: bool | None = None
     """Serve the local playground. Default: on when no platform token is set."""
-
-    # --- platforms ---
-    slack_bot_token: SecretStr | None = _secret("SLACK_BOT_TOKEN")
-    slack_app_token: SecretStr | None = _secret("SLACK_APP_TOKEN")
-    slack_signing_secret: SecretStr | None = _secret("SLACK_SIGNING_SECRET")
-    slack_api_url: str | None = _secret("SLACK_API_URL")
-    slack_edits_per_minute: float = Field(default=50.0, gt=0)
-    """``chat.update`` calls a minute for the whole workspace (Slack's Tier 3), shared by all streams."""
-    slack_min_edit_interval: float = Field(default=1.0, ge=0)
-    """Seconds between two edits of one Slack message."""
-    discord_token: SecretStr | None = _secret("DISCORD_TOKEN")
-    discord_api_base: str | None = _secret("DISCORD_API_BASE")
-    discord_gateway_url: str | None = _secret("DISCORD_GATEWAY_URL")
+    playground_token: SecretStr | None = None
+    database_url: SecretStr | None = None
+    """``postgresql://user:password@host:5432/dbname``: the PostgreSQL store (SQLite when unset)."""
 
     @field_validator("log_level")
     @classmethod
@@ -141,24 +292,94 @@ class Settings(BaseSettings):
             raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR")
         return value
 
-    @field_validator("openai_base_url", "slack_api_url", "discord_api_base", "discord_gateway_url")
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}: use an IANA name such as UTC or Europe/Paris") from None
+        return value
+
+    @field_validator("openai_base_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is None or value == "":
+        return url_setting(value)
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value():
             return None
-        if not value.startswith(("http://", "https://", "ws://", "wss://")):
-            raise ValueError("must be a URL starting with http:// or https://")
-        return value.rstrip("/")
+        if not value.get_secret_value().startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a URL starting with postgresql://")
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_servers(cls, servers: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
+        for name, server in servers.items():
+            if not MCP_SERVER_NAME.match(name) or "__" in name:
+                raise _invalid(f"[mcp_servers.{name}]: a server name is 1-60 letters, digits, _ or - (no '__')")
+            if (problem := server.problem()) is not None:
+                raise _invalid(f"[mcp_servers.{name}]: {problem}")
+            if server.enabled and (missing := server.missing_variables(os.environ)):
+                raise _invalid(f"[mcp_servers.{name}]: the environment variable {missing[0]} is not set")
+        return servers
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tool_sections(cls, tools: Any) -> Any:
+        """``[tools.fetch_url]`` and ``[tools.web_search]`` hold settings of their own."""
+        if not isinstance(tools, dict):
+            return tools
+        found = dict(tools)
+        for name, section in TOOL_SECTIONS.items():
+            if isinstance(value := tools.get(name), dict):
+                try:
+                    found[name] = section.model_validate(value)
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    where = ".".join(str(p) for p in first["loc"])
+                    raise _invalid(f"[tools.{name}] {where}: {first['msg']}") from None
+        search = found.get("web_search")
+        if isinstance(search, WebSearchSettings) and (problem := search.problem(os.environ)):
+            raise _invalid(f"[tools.web_search]: {problem}")
+        return found
+
+    @field_validator("custom_tools", mode="before")
+    @classmethod
+    def _custom_tools(cls, tools: Any) -> Any:
+        if not isinstance(tools, dict):
+            return tools
+        found: dict[str, Any] = {}
+        for name, value in tools.items():
+            try:
+                found[name] = CustomToolSettings.model_validate(value)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise _invalid(f"[custom_tools.{name}] {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+            if found[name].enabled and (problem := found[name].problem(name, os.environ)) is not None:
+                raise _invalid(f"[custom_tools.{name}]: {problem}")
+        return found
+
+    @field_validator("channels")
+    @classmethod
+    def _channel_servers(cls, channels: dict[str, ChannelSettings], info: Any) -> dict[str, ChannelSettings]:
+        known = set(info.data.get("mcp_servers") or ())
+        for prefix, channel in channels.items():
+            unknown = sorted(set(channel.mcp_servers or ()) - known)
+            if unknown:
+                raise _invalid(f'[channels."{prefix}"] mcp_servers: no server named {unknown[0]!r}')
+        return channels
 
     @property
     def uses_demo_model(self) -> bool:
         return self.openai_api_key is None and self.openai_base_url is None
 
-    @property
-    def playground_enabled(self) -> bool:
-        if self.playground is not None:
-            return self.playground
-        return self.slack_bot_token is None and self.discord_token is None
+    def playground_enabled(self, platforms: bool) -> bool:
+        """Whether to serve the playground, given whether any chat platform is configured."""
+        return self.playground if self.playground is not None else not platforms
 
     def channel(self, key: str) -> ChannelSettings | None:
         """The most specific channel section whose name starts ``key``."""
@@ -169,47 +390,83 @@ class Settings(BaseSettings):
     def database_path(self) -> Path:
         return self.data_dir / "threadline.sqlite3"
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml_path = Path(os.environ.get("THREADLINE_CONFIG", "threadline.toml"))
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, dotenv_settings]
-        if toml_path.is_file():
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_path))
-        return tuple(sources)
+    def secrets(self) -> list[str]:
+        """As :meth:`SettingsBase.secrets`, and the database URL's password on its own."""
+        found = super().secrets()
+        if self.database_url is not None:
+            password = urlsplit(self.database_url.get_secret_value()).password
+            found += [password] if password else []
+        return found
+
+    @property
+    def skills_path(self) -> Path:
+        return self.skills_dir if self.skills_dir is not None else self.data_dir / "skills"
+
+    @property
+    def fetch_url(self) -> FetchUrlSettings:
+        found = self.tools.get("fetch_url")
+        return found if isinstance(found, FetchUrlSettings) else FetchUrlSettings()
+
+    @property
+    def web_search(self) -> WebSearchSettings:
+        found = self.tools.get("web_search")
+        return found if isinstance(found, WebSearchSettings) else WebSearchSettings()
 
 
-_ENV_NAMES = {
-    "openai_api_key": "OPENAI_API_KEY",
-    "openai_base_url": "OPENAI_BASE_URL",
-    "slack_bot_token": "SLACK_BOT_TOKEN",
-    "slack_app_token": "SLACK_APP_TOKEN",
-    "slack_signing_secret": "SLACK_SIGNING_SECRET",
-    "slack_api_url": "SLACK_API_URL",
-    "discord_token": "DISCORD_TOKEN",
-    "discord_api_base": "DISCORD_API_BASE",
-    "discord_gateway_url": "DISCORD_GATEWAY_URL",
-}
+S = TypeVar("S", bound=SettingsBase)
 
 
-def setting_name(field: str) -> str:
+def _invalid(message: str) -> PydanticCustomError:
+    return PydanticCustomError("invalid", message)
+
+
+def setting_name(cls: type[SettingsBase], field: str) -> str:
     """The name an operator writes for a settings field."""
-    return _ENV_NAMES.get(field, f"THREADLINE_{field.upper()}")
+    info = cls.model_fields.get(field)
+    if info is None:  # reported under its environment name
+        return field if field.isupper() else f"THREADLINE_{field.upper()}"
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str):
+        return alias.choices[0]
+    return f"THREADLINE_{field.upper()}"
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Read the settings; invalid ones raise a :class:`ConfigError` naming the first culprit."""
+def load(cls: type[S], **overrides: Any) -> S:
+    """Read ``cls``'s settings; invalid ones raise a :class:`ConfigError` naming the first."""
     try:
-        return Settings(**overrides)
+        return cls(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "configuration"
-        raise ConfigError(setting_name(field), first["msg"]) from None
+        raise ConfigError(setting_name(cls, field), first["msg"]) from None
     except (ValueError, OSError) as exc:  # unreadable TOML, bad .env
-        raise ConfigError(os.environ.get("THREADLINE_CONFIG", "threadline.toml"), str(exc)) from None
+        raise ConfigError(str(config_path()), str(exc)) from None
+
+
+def check_config_file(*models: type[SettingsBase]) -> None:
+    """Refuse a ``threadline.toml`` with a top-level key no settings model knows (a misspelling
+    would otherwise be ignored), naming the closest known key."""
+    path = config_path()
+    if not path.is_file():
+        return
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(str(path), str(exc)) from None
+    known: set[str] = set()
+    for model in models:
+        for name, info in model.model_fields.items():
+            alias = info.validation_alias
+            known.add(name)
+            if isinstance(alias, AliasChoices):
+                known.update(a.lower() for a in alias.choices if isinstance(a, str))
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(str(path), f"unknown setting {key!r}{hint}")
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """The core's settings (see :func:`load`)."""
+    return load(Settings, **overrides)

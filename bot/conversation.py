@@ -34,3 +34,5 @@ class Inbound:
     event_id: str
     """Unique per platform delivery; redeliveries carry the same id."""
     files: tuple[Attachment, ...] = ()
+    dm: bool = False
+    """A direct message with the bot (``[access] dms`` applies)."""

@@ -1,54 +1,60 @@
-"""The composition root and the entry points adapters call: ``handle(inbound, surface)``,
-``on_action(action_id, actor, surface)`` (buttons), ``decide``, ``stop``, ``reset``, ``describe``.
+"""The composition root and the façade adapters call (:class:`bot.ports.CoreApi`):
+``handle(inbound, surface)``, ``on_action(action_id, actor, surface)`` (buttons), ``stop``,
+``reset``, ``describe``.
 
-Runs of one thread happen one at a time under its lock. A paused run (waiting for approval) is
-data: ``decide`` records the decision and resumes the run in a task the core owns, in this
-process or after a restart. What a restart cut off is mended by :mod:`bot.recovery`.
+Runs of one thread happen one at a time under its lock, in arrival order
+(:class:`~bot.supervisor.Supervisor`). A paused run (waiting for approval) is data; what a
+click or an expiry does with it is :mod:`bot.decisions`. What a restart cut off is mended by
+:mod:`bot.recovery`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Awaitable, Sequence
 
-from bot.approvals.models import Choice
-from bot.approvals.service import EXPIRE_JOB, ApprovalService
+from bot import actions
+from bot.access import refusal
+from bot.approvals.service import ApprovalService
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
+from bot.decisions import Decisions
+from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
-from bot.engine.prompt import DEFAULT_SYSTEM_PROMPT, open_calls
 from bot.engine.states import EngineConfig
 from bot.errors import SurfaceError
-from bot.llm.messages import UserMessage
+from bot.llm.messages import SystemMessage, UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
-from bot.present.approval_card import parse_action, update_card
+from bot.memory.service import Memories
 from bot.present.budget import BudgetRegistry
 from bot.present.surface import Surface
 from bot.recovery import Recovery
-from bot.runner import Runner
-from bot.scheduler.jobs import Job
+from bot.scheduler.prompts import PromptSchedules
 from bot.scheduler.service import Scheduler
-from bot.sessions.model import RunState, Session
+from bot.sessions.model import RunState
+from bot.storage.choose import store_for
 from bot.storage.protocol import Store
-from bot.storage.sqlite import SqliteStore
-from bot.threads import ThreadLocks
-from bot.tools.builtin import builtin_tools
+from bot.supervisor import Supervisor
+from bot.surfaces import ChannelOf, SurfaceFactory, Surfaces
+from bot.tasks import TaskSet
+from bot.threads import ThreadLocks, Turn
+from bot.tools.base import ToolError
+from bot.tools.builtin import memory as memory_tools
+from bot.tools.builtin import schedule as schedule_tools
+from bot.tools.builtin import tool_registry
+from bot.tools.builtin.memory import MemoryToolkit
+from bot.tools.builtin.schedule import ScheduleToolkit
 from bot.tools.registry import ToolRegistry
+from bot.tools.skills import TOOLKIT as SKILLS
+from bot.tools.skills import SkillsToolkit
 
 log = logging.getLogger(__name__)
 
-DELIVERY_RETENTION_S = 48 * 3600
-PURGE_JOB = "purge_deliveries"
 WAITING = "I'll read this once the approval above is decided."
-SurfaceFactory = Callable[[ThreadKey], Surface]
-ChannelOf = Callable[[ThreadKey], str]
-"""The channel a thread belongs to, as its adapter names it."""
 
 
 class Core:
@@ -60,38 +66,29 @@ class Core:
         self.model = model
         self.tools = tools
         self.clock = clock
+        self.tasks = TaskSet("the core")
+        self.surfaces = Surfaces()
         self.scheduler = Scheduler(store, clock)
-        self.approvals = ApprovalService(settings, store, clock, self.scheduler, self.channel_of)
-        self.engine = Engine(
-            model,
-            tools,
-            store,
-            clock,
-            EngineConfig(
-                system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
-                max_turns=settings.max_turns,
-                max_output_tokens=settings.max_output_tokens,
-                price_input_per_mtok=settings.price_input_per_mtok,
-                price_output_per_mtok=settings.price_output_per_mtok,
-                context_window=settings.context_window,
-                compact_at=settings.compact_at,
-                keep_recent_turns=settings.keep_recent_turns,
-                run_max_tokens=settings.run_max_tokens,
-                run_max_cost_usd=settings.run_max_cost_usd,
-                day_max_tokens=settings.day_max_tokens,
-                day_max_cost_usd=settings.day_max_cost_usd,
-            ),
-            gate=self.approvals,
+        self.deliveries = Deliveries(store, clock, self.scheduler)
+        self.approvals = ApprovalService(settings, store, clock, self.scheduler, self.surfaces.channel_of)
+        self.schedules = PromptSchedules(
+            settings, store, self.scheduler, clock, self.surfaces, self.scheduled_turn
         )
-        self.budgets = BudgetRegistry(clock)
-        self.runner = Runner(self.engine, store, clock, self.budgets)
-        self._locks = ThreadLocks()
-        self.recovery = Recovery(store, self.approvals, self.runner, clock, self._locks)
-        self._surfaces: dict[str, SurfaceFactory] = {}
-        self._channels: dict[str, ChannelOf] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self.scheduler.handle(PURGE_JOB, self._purge_job)
-        self.scheduler.handle(EXPIRE_JOB, self._expire_job)
+        self.memory = Memories(settings, store, clock, self.surfaces.channel_of)
+        tools.attach(ScheduleToolkit(self.schedules), own=schedule_tools.NAMES)
+        tools.attach(MemoryToolkit(self.memory), own=memory_tools.NAMES)
+        config = EngineConfig.from_settings(settings)
+        self.engine = Engine(model, tools, store, clock, config, gate=self.approvals, notes=self._notes)
+        self.supervisor = Supervisor(self.engine, store, store, clock, BudgetRegistry(clock))
+        self._locks: ThreadLocks[ThreadKey] = ThreadLocks()
+        self.decisions = Decisions(
+            self.approvals, store, store, self.supervisor, self._locks, clock, self.scheduler,
+            self.surfaces, self.tasks.spawn,
+        )  # fmt: skip
+        self.recovery = Recovery(store, self.decisions, self.supervisor, clock, self._locks)
+        self.decide = self.decisions.decide
+        """``decide(approval_id, actor, choice, surface=None, *, card_id=None)``: a decision
+        on an approval request, as a click makes it (see :class:`Decisions`)."""
 
     @classmethod
     def create(
@@ -106,9 +103,9 @@ class Core:
         clock = clock or SystemClock()
         return cls(
             settings,
-            store or SqliteStore(settings.database_path),
+            store or store_for(settings),
             model or build_openai_model(settings, clock, rng=random.Random()),
-            ToolRegistry(builtin_tools(settings)),
+            tool_registry(settings, clock),
             clock,
         )
 
@@ -120,8 +117,7 @@ class Core:
 
     async def start(self) -> None:
         await self.store.open()
-        purged = await self.store.purge_deliveries(self.clock.now() - DELIVERY_RETENTION_S)
-        await self.scheduler.schedule(Job(PURGE_JOB, PURGE_JOB, self.clock.now() + 3600, interval_s=3600))
+        purged = await self.deliveries.start()
         log.info("core ready (model: %s; %d old delivery ids purged)", self.model_label, purged)
 
     async def recover(self) -> int:
@@ -131,22 +127,31 @@ class Core:
         adapters are up (their surfaces registered). Returns how many threads it touched."""
         keys = await self.recovery.cut_off()
         for key in keys:
-            surface = self.surface_for(key)
+            surface = self.surfaces.surface_for(key)
             if surface is not None:
-                self._spawn(self.recovery.recover(key, surface))
+                self.tasks.spawn(self.recovery.recover(key, surface, self._locks.reserve(key)))
         if keys:
             log.warning("%d threads were cut off mid-run by a restart", len(keys))
-        return len(keys)
+        for key in await self.store.keys_in_state(RunState.AWAITING_APPROVAL):
+            surface = self.surfaces.surface_for(key)
+            if surface is not None:  # decided before the restart, never resumed: it goes on now
+                self.tasks.spawn(self.recovery.paused(key, surface))
+        arrived = await self.store.arrivals()
+        for key, message in arrived:  # accepted before the restart, not in their session yet
+            surface = self.surfaces.surface_for(key)
+            if surface is not None:
+                author = Author(message.author_id or "", message.author_name or "someone")
+                await self._place(key, message, author, surface, None, awaited=False)
+        if arrived:
+            log.warning("%d messages accepted before a restart are answered now", len(arrived))
+        return len(keys) + len(arrived)
 
     async def wait_idle(self) -> None:
         """Return once no resumed run or other background work of the core is going on."""
-        while self._tasks:
-            await asyncio.wait(set(self._tasks))
+        await self.tasks.idle()
 
     async def aclose(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.tasks.drain()
         await self.model.aclose()
         await self.store.close()
 
@@ -156,18 +161,10 @@ class Core:
         """How to reach threads whose key starts with ``prefix`` without an incoming event
         (an approval that expires, a resumed run), and, if the adapter knows it, the channel
         of such a thread (where "Always allow here" applies)."""
-        self._surfaces[prefix] = factory
-        if channel_of is not None:
-            self._channels[prefix] = channel_of
-
-    def channel_of(self, key: str) -> str:
-        """The thread's channel as its adapter names it; the thread itself when unknown."""
-        prefix = max((p for p in self._channels if key.startswith(p)), key=len, default=None)
-        return self._channels[prefix](ThreadKey(key)) if prefix is not None else key
+        self.surfaces.register(prefix, factory, channel_of)
 
     def surface_for(self, key: ThreadKey) -> Surface | None:
-        prefix = max((p for p in self._surfaces if key.startswith(p)), key=len, default=None)
-        return self._surfaces[prefix](key) if prefix is not None else None
+        return self.surfaces.surface_for(key)
 
     # --- messages ---
 
@@ -177,125 +174,127 @@ class Core:
         A message arriving during a run is shown to that run's next model call (``steer``) or
         waits for its own run (``queue``). Returns when the work it started has landed.
         """
-        if not await self.store.first_delivery(inbound.event_id, self.clock.now()):
-            log.info("ignoring a redelivery of %s", inbound.event_id)
-            return
+        work = await self.admit(inbound, surface)
+        if work is not None:
+            await work
+
+    async def admit(self, inbound: Inbound, surface: Surface) -> Awaitable[None] | None:
+        """Take the message's place in its thread: once this returns, a later message of the
+        thread comes after it. Returns the work that answers it, already started (await it to
+        know when it landed), or None (a redelivery, a message handed to the thread's running
+        run, or the core shutting down)."""
+        refused = refusal(self.settings.access, inbound.author, inbound.thread_key, dm=inbound.dm)
+        if refused is not None:
+            log.info("not answering %s from %s: %s", inbound.event_id, inbound.author.id, refused)
+            return None
         text, cut = _cap(inbound.text, self.settings.max_input_chars)
         author = inbound.author
-        message = UserMessage(text=text, author_id=author.id, author_name=author.display_name)
+        message = UserMessage(
+            text=text, author_id=author.id, author_name=author.display_name, event_id=inbound.event_id
+        )
+        if not await self.deliveries.accept(inbound.thread_key, message):
+            log.info("ignoring a redelivery of %s", inbound.event_id)
+            return None
         notice = _cut_notice(len(inbound.text), len(text)) if cut else None
+        return await self._place(inbound.thread_key, message, author, surface, notice, awaited=True)
+
+    async def _place(
+        self,
+        key: ThreadKey,
+        message: UserMessage,
+        author: Author,
+        surface: Surface,
+        notice: str | None,
+        *,
+        awaited: bool,
+    ) -> Awaitable[None] | None:
+        """An accepted message: handed to the thread's running run, or given its place in line
+        and the work that answers it."""
         steer = self.settings.during_run == "steer" and notice is None
-        if steer and await self.runner.steer(inbound.thread_key, message):
-            return
-        async with self._locks.hold(inbound.thread_key):
-            session = await self.store.load_session(inbound.thread_key, self.clock.now())
+        if steer and await self.supervisor.steer(key, message):
+            return None
+        turn = self._locks.reserve(key)
+        work = self.tasks.spawn(self._answer(key, turn, message, author, surface, notice), awaited=awaited)
+        if work is None:  # shutting down
+            turn.cancel()
+        else:  # a task cancelled before it began never enters its turn: give the place up
+            work.add_done_callback(lambda _: turn.cancel())
+        return work
+
+    async def scheduled_turn(
+        self, inbound: Inbound, surface: Surface, notice: str
+    ) -> Awaitable[None] | None:
+        """A prompt someone scheduled (:mod:`bot.scheduler.prompts`, which checked who may): a
+        new turn of its thread after any run going on there (never steered into it), with
+        ``notice`` shown first. Returns the work, started; None when its event id was answered
+        already, or the core is shutting down."""
+        if not await self.deliveries.first(inbound.event_id):
+            return None
+        key, author = inbound.thread_key, inbound.author
+        text, _ = _cap(inbound.text, self.settings.max_input_chars)
+        message = UserMessage(text=text, author_id=author.id, author_name=author.display_name)
+        turn = self._locks.reserve(key)
+        work = self.tasks.spawn(self._answer(key, turn, message, author, surface, notice))
+        if work is None:
+            turn.cancel()
+        else:
+            work.add_done_callback(lambda _: turn.cancel())
+        return work
+
+    async def _answer(
+        self,
+        key: ThreadKey,
+        turn: Turn[ThreadKey],
+        message: UserMessage,
+        author: Author,
+        surface: Surface,
+        notice: str | None,
+    ) -> None:
+        async with turn:
+            session = await self.store.load_session(key, self.clock.now())
             await self.recovery.repair(session, surface)
             session.inbox.append(message)
             if session.state is RunState.AWAITING_APPROVAL:
                 await self.store.save_state(session)
-                if await self._still_waiting(session, surface):
-                    await self.runner.say(session, surface, WAITING)
+                if (await self.decisions.batch(session, surface)).waiting:
+                    await self.supervisor.say(session, surface, WAITING)
                     return
-                await self.runner.drive(session, author, surface, resume=True, notice=notice)
+                await self.supervisor.drive(session, author, surface, resume=True, notice=notice)
                 return
             arrived, session.inbox = session.inbox, []
             await self.store.append_messages(session, arrived)
-            await self.runner.drive(session, author, surface, notice=notice)
+            await self.supervisor.drive(session, author, surface, notice=notice)
+
+    async def _notes(self, key: str) -> Sequence[SystemMessage]:
+        """Before each model call: the thread's schedules read again (what the tools offer) and
+        its memory note."""
+        await self.schedules.refresh(key)
+        return await self.memory.notes(key)
 
     async def stop(self, key: ThreadKey, actor: Author) -> bool:
         """Stop the thread's run; False when nothing runs."""
-        return self.runner.stop(key, actor)
+        return self.supervisor.stop(key, actor)
 
-    # --- buttons and decisions ---
+    # --- buttons ---
 
     async def on_action(
         self, action_id: str, actor: Author, surface: Surface, message_id: str | None = None
     ) -> str | None:
         """A button click (on the message ``message_id``, when the platform says which);
         returns a private note for the clicker."""
-        parsed = parse_action(action_id)
-        if parsed is not None:
-            choice, approval_id = parsed
-            return await self.decide(approval_id, actor, choice, surface, card_id=message_id)
-        kind, _, run_id = action_id.partition(":")
-        if kind == "stop":
-            if self.runner.stop(surface.thread_key, actor, run_id):
-                return None
-            return "That run has already ended."
-        log.info("click on unknown action %r by %s", action_id, actor.id)
-        return "This button is no longer active."
-
-    async def decide(
-        self,
-        approval_id: str,
-        actor: Author,
-        choice: Choice,
-        surface: Surface | None = None,
-        *,
-        card_id: str | None = None,
-    ) -> str:
-        """Record a decision (once, if ``actor`` may make it), show it on the card, and resume
-        the run in the background. Returns what the clicker is told.
-
-        ``card_id`` is the clicked message: the card, when its id was not recorded (a crash
-        between posting the card and storing its id)."""
-        outcome = await self.approvals.decide(approval_id, actor, choice)
-        request = outcome.request
-        if outcome.changed and request is not None:
-            if request.card_id is None and card_id is not None:
-                request.card_id = card_id
-                await self.store.set_approval_card(request.id, card_id)
-            key = ThreadKey(request.key)
-            surface = surface if surface is not None and surface.thread_key == key else self.surface_for(key)
-            if surface is not None:
-                await update_card(surface, self.clock, request)
-                self._spawn(self._resume(key, surface))
-        return outcome.note
-
-    async def _resume(self, key: ThreadKey, surface: Surface) -> None:
-        async with self._locks.hold(key):
-            session = await self.store.load_session(key, self.clock.now())
-            if session.state is not RunState.AWAITING_APPROVAL:
-                return
-            if await self._still_waiting(session, surface):
-                return
-            waiting = open_calls(session.messages)
-            found = await self.store.approvals_for(key, [c.id for c in waiting])
-            first = next(iter(found.values()), None)
-            author = Author(first.requester_id, first.requester_name) if first else Author("", "someone")
-            await self.runner.drive(session, author, surface, resume=True)
-
-    async def _still_waiting(self, session: Session, surface: Surface | None) -> bool:
-        """Whether a call of the paused run still waits for a decision (expiring overdue ones)."""
-        calls = open_calls(session.messages)
-        found = await self.store.approvals_for(session.key, [c.id for c in calls])
-        waiting = False
-        for request in found.values():
-            if not request.pending:
-                continue
-            if request.expires_at > self.clock.now():
-                waiting = True
-            elif (expired := await self.approvals.expire(request.id)) is not None and surface:
-                await update_card(surface, self.clock, expired)
-        return waiting
-
-    # --- jobs ---
-
-    async def _purge_job(self, job: Job) -> None:
-        purged = await self.store.purge_deliveries(self.clock.now() - DELIVERY_RETENTION_S)
-        log.info("purged %d old delivery ids", purged)
-
-    async def _expire_job(self, job: Job) -> None:
-        request = await self.approvals.expire(str(job.payload["approval_id"]))
-        if request is None:
-            return
-        key = ThreadKey(request.key)
-        surface = self.surface_for(key)
-        if surface is None:
-            log.info("approval %s expired; its thread %s is not reachable now", request.id, key)
-            return
-        await update_card(surface, self.clock, request)
-        self._spawn(self._resume(key, surface))
+        match actions.parse(action_id):
+            case actions.Decide(choice, approval_id):
+                return await self.decide(approval_id, actor, choice, surface, card_id=message_id)
+            case actions.StopRun(run_id):
+                if self.supervisor.stop(surface.thread_key, actor, run_id):
+                    return None
+                if message_id is not None:  # a button its run left behind: it goes now
+                    with contextlib.suppress(SurfaceError):
+                        await surface.drop_buttons(message_id)
+                return "That run has already ended."
+            case None:
+                log.info("click on unknown action %r by %s", action_id, actor.id)
+                return "This button is no longer active."
 
     # --- thread commands ---
 
@@ -307,10 +306,10 @@ class Core:
         """A short status of the thread for people: model, state, usage, todos."""
         session = await self.store.load_session(key, self.clock.now())
         if not session.messages:
-            return f"Model: {self.model_label}. No conversation in this thread yet."
+            return "\n".join([f"Model: {self.model_label}. No conversation in this thread yet.", *self.tools.status(session)])
         usage = session.usage
         done = sum(t.status == "completed" for t in session.todos)
-        state = "running" if self.runner.running(key) else session.state.value.replace("_", " ")
+        state = "running" if self.supervisor.running(key) else session.state.value.replace("_", " ")
         lines = [
             f"Model: {self.model_label}",
             f"State: {state}",
@@ -321,7 +320,24 @@ class Core:
             lines.append(f"Cost: ${session.cost_usd:.4f}")
         if session.todos:
             lines.append(f"Todos: {done} of {len(session.todos)} done")
+        lines.extend(self.tools.status(session))
         return "\n".join(lines)
+
+    async def load_skill(self, key: ThreadKey, name: str, actor: Author) -> str:
+        """Load the skill ``name`` into the thread (``/threadline skill NAME``), once the run
+        going on there, if any, has ended; what to tell the person."""
+        skills = self.tools.toolkit(SKILLS)
+        if not isinstance(skills, SkillsToolkit):
+            return "No skills are set up for this bot."
+        async with self._locks.hold(key):
+            session = await self.store.load_session(key, self.clock.now())
+            try:
+                note = await skills.load(session, name, actor.display_name)
+            except ToolError as exc:
+                return f"Not loaded: {exc}."
+            session.updated_at = self.clock.now()
+            await self.store.save_state(session)
+        return note
 
     async def reset(self, key: ThreadKey, surface: Surface) -> None:
         """Start a fresh session in the thread (after the running run, if any, ends)."""
@@ -330,24 +346,13 @@ class Core:
             if session.panel is not None and session.panel.pinned:
                 with contextlib.suppress(SurfaceError):
                     await surface.unpin(session.panel.message_id)
-            await self.recovery.expire_approvals(session, surface)  # also of a run waiting for one
+            await self.decisions.expire_open(session, surface, reset=True)  # also of a paused run
             session.todos, session.panel, session.inbox = (), None, []
+            session.toolkits = {}
             session.state = RunState.IDLE
             session.updated_at = self.clock.now()
             await self.store.replace_messages(session, [])
             log.info("session %s reset", key)
-
-    # --- plumbing ---
-
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._done)
-
-    def _done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background work failed", exc_info=task.exception())
 
 
 def _cap(text: str, limit: int) -> tuple[str, bool]:
@@ -358,4 +363,3 @@ def _cap(text: str, limit: int) -> tuple[str, bool]:
 
 def _cut_notice(original: int, kept: int) -> str:
     return f"Your message was {original:,} characters long; I read only the first {kept:,}."
-

@@ -13,7 +13,13 @@
     │   ├── SurfaceRateLimited 429 (retry_after in seconds)
     │   ├── MessageTooLong     the text is over the platform's limit
     │   └── EditRefused        this message can no longer be edited (too old, archived)
-    └── StoreError             the store is unusable (corrupt file, newer schema)
+    ├── StoreError             the store is unusable (corrupt file, newer schema)
+    │   └── LeaseLost          a write under a thread's lease after another worker took it over
+    ├── Refused                a request that cannot be done as asked (a schedule's time that
+    │                          cannot be read, a limit reached, an unknown id): says why
+    └── McpError               an MCP server failed or misbehaved (the message names it)
+        ├── McpUnavailable     it did not start, or it died, or its connection closed
+        └── McpTimeout         it did not answer in time
 
 Control signals (a run waiting for approval, a run stopped by a user) are results of the
 engine, not exceptions.
@@ -95,4 +101,25 @@ class EditRefused(SurfaceError):
 
 
 class StoreError(ThreadlineError):
+    pass
+
+
+class LeaseLost(StoreError):
+    """The thread's lease changed hands (or was released): a write with its token is refused."""
+
+
+class Refused(ThreadlineError):
+    """A request from the model or a person that cannot be done as asked; the message says why
+    and what would be accepted (a tool turns it into an error result, a command into its answer)."""
+
+
+class McpError(ThreadlineError):
+    """An MCP server answered with an error, or with something that is not MCP."""
+
+
+class McpUnavailable(McpError):
+    pass
+
+
+class McpTimeout(McpError):
     pass

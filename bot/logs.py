@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable
 
-from bot.config import Settings
+from bot.config import Settings, SettingsBase
+from bot.mcp.endpoint import secrets_of
+from bot.tool_settings import tool_secrets
 
 
 class RedactSecrets(logging.Filter):
@@ -25,23 +28,25 @@ class RedactSecrets(logging.Filter):
         return True
 
 
-def secret_values(settings: Settings) -> list[str]:
-    values = [
-        settings.openai_api_key,
-        settings.slack_bot_token,
-        settings.slack_app_token,
-        settings.slack_signing_secret,
-        settings.discord_token,
-    ]
-    return [v.get_secret_value() for v in values if v is not None]
+def secret_values(settings: Settings, *more: SettingsBase) -> list[str]:
+    """Every secret of ``settings`` and ``more`` (the adapters' settings), and every value an
+    MCP server or a tool (a custom HTTP tool, web search) reads from the environment."""
+    secrets = [v for s in (settings, *more) for v in s.secrets()]
+    for server in settings.mcp_servers.values():
+        secrets.extend(secrets_of(server, os.environ))
+    secrets.extend(tool_secrets(settings.custom_tools, settings.web_search, os.environ))
+    return secrets
 
 
-def configure_logging(settings: Settings) -> None:
+def configure_logging(settings: Settings, *more: SettingsBase) -> None:
+    """Log to stderr at the configured level, with every secret redacted."""
+    secrets = secret_values(settings, *more)
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
-    handler.addFilter(RedactSecrets(secret_values(settings)))
+    handler.addFilter(RedactSecrets(secrets))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level)
-    for noisy in ("aiohttp.access", "httpx2", "httpcore2", "openai", "apscheduler"):
+    # discord.gateway logs whole payloads (interaction tokens) at DEBUG
+    for noisy in ("aiohttp.access", "httpx2", "httpcore2", "openai", "apscheduler", "mcp", "discord.gateway"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

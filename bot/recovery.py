@@ -11,17 +11,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from bot.approvals.service import ApprovalService
 from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
+from bot.decisions import Decisions
 from bot.engine.prompt import open_calls
+from bot.errors import SurfaceError
 from bot.llm.messages import Message, ToolResult, UserMessage
-from bot.present.approval_card import update_card
 from bot.present.surface import Surface
-from bot.runner import Runner
 from bot.sessions.model import RunState, Session
-from bot.storage.protocol import Store
-from bot.threads import ThreadLocks
+from bot.sessions.store import SessionStore
+from bot.supervisor import Supervisor
+from bot.threads import ThreadLocks, Turn
 
 log = logging.getLogger(__name__)
 
@@ -37,15 +37,15 @@ CUT_OFF = (RunState.RUNNING, RunState.RESUMED)
 class Recovery:
     def __init__(
         self,
-        store: Store,
-        approvals: ApprovalService,
-        runner: Runner,
+        store: SessionStore,
+        decisions: Decisions,
+        supervisor: Supervisor,
         clock: Clock,
-        locks: ThreadLocks,
+        locks: ThreadLocks[ThreadKey],
     ) -> None:
         self._store = store
-        self._approvals = approvals
-        self._runner = runner
+        self._decisions = decisions
+        self._supervisor = supervisor
         self._clock = clock
         self._locks = locks
 
@@ -53,48 +53,74 @@ class Recovery:
         """The threads whose run a restart cut off, oldest first."""
         return [k for state in CUT_OFF for k in await self._store.keys_in_state(state)]
 
-    async def recover(self, key: ThreadKey, surface: Surface) -> None:
-        """Mend one thread cut off mid-run (its surface reaches it without an incoming event)."""
-        async with self._locks.hold(key):
+    async def recover(self, key: ThreadKey, surface: Surface, turn: Turn[ThreadKey] | None = None) -> None:
+        """Mend one thread cut off mid-run (its surface reaches it without an incoming event),
+        in its ``turn`` of the thread when one was reserved."""
+        async with turn if turn is not None else self._locks.hold(key):
             session = await self._store.load_session(key, self._clock.now())
             if session.state not in CUT_OFF:
                 return
             again = session.state is RunState.RESUMED
             await self.repair(session, surface)
+            if session.state is RunState.AWAITING_APPROVAL:
+                return  # the click resumes it
             session.state = RunState.IDLE
             await self._store.save_state(session)
             if session.inbox:
                 first = session.inbox[0]
                 arrived, session.inbox = session.inbox, []
                 await self._store.append_messages(session, arrived)
-                await self._runner.drive(session, _author_of(first), surface)
+                await self._supervisor.drive(session, _author_of(first), surface)
             elif not again and (asked := _unanswered(session.messages)) is not None:
-                await self._runner.drive(
+                await self._supervisor.drive(
                     session, _author_of(asked), surface, notice=RESUMING, state=RunState.RESUMED
                 )
             else:
-                await self._runner.say(session, surface, RESTARTED)
+                await self._supervisor.say(session, surface, RESTARTED)
+
+    async def paused(self, key: ThreadKey, surface: Surface) -> None:
+        """Mend one thread whose run a restart found paused: the Stop buttons its run left go,
+        and a run whose calls were all decided before the restart goes on."""
+        async with self._locks.hold(key):
+            session = await self._store.load_session(key, self._clock.now())
+            if session.state is not RunState.AWAITING_APPROVAL:
+                return
+            await self._drop_stop_buttons(session, surface)
+        await self._decisions.recover(key, surface)
 
     async def repair(self, session: Session, surface: Surface | None) -> None:
         """After a crash mid-run, give every open tool call an 'interrupted' result (and expire
         the approvals of those calls): nothing with side effects is re-run silently."""
         if session.state is RunState.AWAITING_APPROVAL:
             return
+        await self._drop_stop_buttons(session, surface)
         missing = open_calls(session.messages)
         if not missing:
             return
+        if (await self._decisions.batch(session, surface)).waiting:
+            # cut off while it paused (its card posted, the pause not yet stored): it still waits
+            # for the decision, and a call that waits has not run
+            session.state = RunState.AWAITING_APPROVAL
+            await self._store.save_state(session)
+            log.info("%s was cut off while pausing for an approval; it waits for it", session.key)
+            return
         log.warning("repairing %d interrupted tool calls in %s", len(missing), session.key)
-        await self.expire_approvals(session, surface)
+        await self._decisions.expire_open(session, surface)
         results = [ToolResult(call_id=c.id, name=c.name, content=INTERRUPTED, is_error=True) for c in missing]
         await self._store.append_messages(session, results)
 
-    async def expire_approvals(self, session: Session, surface: Surface | None) -> None:
-        """Expire the pending approvals of the session's open calls, and say so on their cards."""
-        calls = open_calls(session.messages)
-        found = await self._store.approvals_for(session.key, [c.id for c in calls])
-        for request in found.values():
-            if (expired := await self._approvals.expire(request.id)) is not None and surface:
-                await update_card(surface, self._clock, expired)
+
+    async def _drop_stop_buttons(self, session: Session, surface: Surface | None) -> None:
+        """The Stop buttons of a run a restart cut off go (best effort: a message may be gone)."""
+        if not session.stop_buttons or surface is None:
+            return
+        for message_id in session.stop_buttons:
+            try:
+                await surface.drop_buttons(message_id)
+            except SurfaceError:
+                log.info("could not remove the Stop button of %s in %s", message_id, session.key)
+        session.stop_buttons = []
+        await self._store.save_state(session)
 
 
 def _author_of(message: UserMessage) -> Author:

@@ -1,4 +1,5 @@
-"""The core never imports a platform SDK or an adapter; each vendor library has one home."""
+"""The core never imports a platform SDK or an adapter; adapters never import each other; each
+vendor library has one home."""
 
 from __future__ import annotations
 
@@ -6,11 +7,17 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN_IN_BOT = ("slack_bolt", "slack_sdk", "discord", "adapters", "aiohttp")
+FORBIDDEN_IN_BOT = ("slack_bolt", "slack_sdk", "discord", "adapters")
 HOMES = {
     "openai": ("bot/llm/openai_model.py",),
-    "aiosqlite": ("bot/storage/sqlite.py", "bot/storage/sqlite_extra.py"),
+    "aiosqlite": ("bot/storage/sqlite",),
+    "asyncpg": ("bot/storage/postgres",),
     "apscheduler": ("bot/scheduler/timer.py",),
+    "croniter": ("bot/scheduler/when.py",),
+    "mcp": ("bot/mcp/sdk/",),
+    "mcp_types": ("bot/mcp/sdk/",),
+    "httpx2": ("bot/llm/", "bot/mcp/sdk/"),
+    "aiohttp": ("bot/tools/http.py", "adapters/"),
     "slack_bolt": ("adapters/slack/",),
     "slack_sdk": ("adapters/slack/",),
     "discord": ("adapters/discord/",),
@@ -18,15 +25,23 @@ HOMES = {
 """Where each vendor library may be imported: a file, or a folder ending in ``/``."""
 
 
-def _imports(path: Path) -> set[str]:
+PLATFORM_ADAPTERS = ("slack", "discord", "playground")
+
+
+def _modules(path: Path) -> set[str]:
+    """Every module ``path`` imports, by its full dotted name."""
     tree = ast.parse(path.read_text(), filename=str(path))
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.update(alias.name.split(".")[0] for alias in node.names)
+            names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module.split(".")[0])
+            names.add(node.module)
     return names
+
+
+def _imports(path: Path) -> set[str]:
+    return {name.split(".")[0] for name in _modules(path)}
 
 
 def _sources(folder: str) -> list[Path]:
@@ -50,6 +65,17 @@ def test_each_vendor_library_has_one_home() -> None:
         }
         outside = {u for u in users if not u.startswith(homes)}
         assert not outside, f"{library} is imported outside {homes}: {outside}"
+
+
+def test_adapters_do_not_import_each_other() -> None:
+    offenders = {}
+    for adapter in PLATFORM_ADAPTERS:
+        others = tuple(f"adapters.{o}" for o in PLATFORM_ADAPTERS if o != adapter)
+        for path in _sources(f"adapters/{adapter}"):
+            found = sorted(m for m in _modules(path) if m.startswith(others))
+            if found:
+                offenders[str(path.relative_to(ROOT))] = found
+    assert offenders == {}
 
 
 def test_importing_bot_starts_nothing() -> None:

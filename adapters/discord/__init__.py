@@ -1,5 +1,5 @@
-"""Threadline on Discord: discord.py 2.7 over the gateway, answers in threads."""
+"""Threadline on Discord: discord.py 2.7 over the gateway, answers in threads.
 
-from adapters.discord.adapter import DiscordAdapter
-
-__all__ = ["DiscordAdapter"]
+Importing this package imports nothing of discord.py: ``adapter.py`` is the entry point,
+``config.py`` its settings (readable without the SDK).
+"""

@@ -15,12 +15,13 @@ import logging
 import discord
 from aiohttp import web
 
-from adapters.discord.bridge import Bridge
 from adapters.discord.client import ThreadlineClient
+from adapters.discord.config import DiscordSettings
 from adapters.discord.endpoints import point_at
+from adapters.discord.listeners import Listeners
 from bot.config import Settings
-from bot.core import Core
 from bot.errors import ConfigError
+from bot.ports import CoreApi
 
 log = logging.getLogger(__name__)
 
@@ -40,23 +41,22 @@ BAD_TOKEN = (
 )
 
 
-def _token(settings: Settings) -> str:
-    if settings.discord_token is None:
-        raise ConfigError("DISCORD_TOKEN", "is not set")
-    token = settings.discord_token.get_secret_value().strip()
-    if not token or any(c.isspace() for c in token):
-        raise ConfigError("DISCORD_TOKEN", "must be the bot token alone, without spaces")
-    if token.lower().startswith("bot "):
-        raise ConfigError("DISCORD_TOKEN", "give the token without the 'Bot ' prefix")
-    return token
-
-
 class DiscordAdapter:
-    def __init__(self, core: Core, settings: Settings, *, stop_grace: float = STOP_GRACE) -> None:
-        self._token = _token(settings)
+    name = "discord"
+
+    def __init__(
+        self,
+        core: CoreApi,
+        settings: Settings,
+        discord_settings: DiscordSettings,
+        *,
+        stop_grace: float = STOP_GRACE,
+    ) -> None:
+        self._token = discord_settings.token()
         self._settings = settings
+        self._discord = discord_settings
         self._stop_grace = stop_grace
-        self.bridge = Bridge(core, core.clock)
+        self.listeners = Listeners(core, core.clock)
         self._client: ThreadlineClient | None = None
         self._runner: asyncio.Task[None] | None = None
 
@@ -67,22 +67,31 @@ class DiscordAdapter:
     def client(self) -> ThreadlineClient | None:
         return self._client
 
+    async def problem(self) -> str | None:
+        client = self._client
+        if client is None or client.is_closed():
+            return "not connected"
+        if not client.is_ready():
+            return "connecting to the gateway"
+        return None
+
     async def start(self) -> None:
-        point_at(self._settings.discord_api_base, self._settings.discord_gateway_url)
+        point_at(self._discord.discord_api_base, self._discord.discord_gateway_url)
         self._client = await self._login(message_content=True)
-        self.bridge.core.register_surfaces(KEY_PREFIX, self.bridge.surface_for_key)
+        self.listeners.core.register_surfaces(KEY_PREFIX, self.listeners.surface_for_key)
         self._runner = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
-        await self.bridge.drain(self._stop_grace)
+        await self.listeners.tasks.drain(self._stop_grace)
         if self._client is not None:
             await self._client.close()
         if self._runner is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._runner
+        await _finish_dispatched_events()
 
     async def _login(self, *, message_content: bool) -> ThreadlineClient:
-        client = ThreadlineClient(self.bridge, self._settings.data_dir, message_content=message_content)
+        client = ThreadlineClient(self.listeners, self._settings.data_dir, message_content=message_content)
         try:
             await client.login(self._token)
         except discord.LoginFailure:
@@ -91,7 +100,7 @@ class DiscordAdapter:
         except BaseException:
             await client.close()
             raise
-        self.bridge.client = client
+        self.listeners.client = client
         return client
 
     async def _run(self) -> None:
@@ -99,7 +108,7 @@ class DiscordAdapter:
         pause = RETRY_FIRST
         while self._client is not None and not self._client.is_closed():
             client = self._client
-            started = self.bridge.clock.monotonic()
+            started = self.listeners.clock.monotonic()
             try:
                 await client.connect(reconnect=True)
                 return
@@ -116,9 +125,9 @@ class DiscordAdapter:
                 log.exception("the Discord connection failed; connecting again in %.0fs", pause)
                 if client.ws is not None:
                     await client.ws.close(code=4000)
-                if self.bridge.clock.monotonic() - started > RETRY_MAX:
+                if self.listeners.clock.monotonic() - started > RETRY_MAX:
                     pause = RETRY_FIRST
-                await self.bridge.clock.sleep(pause)
+                await self.listeners.clock.sleep(pause)
                 pause = min(RETRY_MAX, pause * 2)
 
     async def _connect_again(self) -> ThreadlineClient | None:
@@ -127,3 +136,19 @@ class DiscordAdapter:
         except (ConfigError, discord.HTTPException, OSError) as exc:
             log.error("could not log in to Discord again: %s", exc)
             return None
+
+
+async def _finish_dispatched_events() -> None:
+    """After the close: discord.py's wait for the ``ready`` event (it would dispatch on a closed
+    client) is cancelled, and the event handlers it scheduled run out (they only hand work to
+    listeners that no longer take any), so nothing is left behind when the loop ends."""
+    for task in asyncio.all_tasks():
+        coro = task.get_coro()
+        if getattr(coro, "__qualname__", "") == "ConnectionState._delay_ready":
+            task.cancel()
+    pending = [
+        t for t in asyncio.all_tasks()
+        if t.get_name().startswith("discord.py: ") and t is not asyncio.current_task()
+    ]
+    if pending:
+        await asyncio.wait(pending, timeout=STOP_GRACE)

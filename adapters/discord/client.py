@@ -1,4 +1,8 @@
-"""The discord.py client: intents, the persistent buttons and the slash commands, events in."""
+"""The discord.py client: intents, the persistent buttons and the slash commands, events in.
+
+Every gateway event parser is guarded (:mod:`adapters.discord.guard`) as soon as the client's
+state exists, so an event discord.py cannot read is skipped instead of ending the connection.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,9 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from adapters.discord.bridge import Bridge
 from adapters.discord.commands import command_group, sync_if_changed
-from adapters.discord.events import route_message
+from adapters.discord.guard import guard_parsers
+from adapters.discord.listeners import Listeners
 from adapters.discord.surface import NO_PINGS
 from adapters.discord.views import ActionButton
 
@@ -29,31 +33,38 @@ def intents(*, message_content: bool) -> discord.Intents:
 
 
 class ThreadlineClient(discord.Client):
-    def __init__(self, bridge: Bridge, data_dir: Path, *, message_content: bool) -> None:
+    def __init__(self, listeners: Listeners, data_dir: Path, *, message_content: bool) -> None:
         # Threadline has no voice: discord.py's warnings about missing voice libraries are noise
         discord.VoiceClient.warn_nacl = False
         discord.VoiceClient.warn_dave = False
         super().__init__(
             intents=intents(message_content=message_content),
             allowed_mentions=NO_PINGS,
-            http_trace=bridge.watch.trace_config(),
+            http_trace=listeners.watch.trace_config(),
             max_messages=None,
             chunk_guilds_at_startup=False,
             member_cache_flags=discord.MemberCacheFlags.none(),
         )
-        self.bridge = bridge
+        self.listeners = listeners
         self.data_dir = data_dir
         self.message_content = message_content
         self.tree: app_commands.CommandTree[Any] = app_commands.CommandTree(self)
+        guard_parsers(self._connection.parsers, listeners.skipped, listeners.catch_up.new_session)
 
     @property
-    def clicks(self) -> Bridge:
+    def clicks(self) -> Listeners:
         """Where :class:`ActionButton` hands its clicks."""
-        return self.bridge
+        return self.listeners
+
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        """Events for a closed client are dropped: discord.py's wait for the guilds of a session
+        may still end (and dispatch ``ready``) after the client was closed, when it has no loop."""
+        if not self.is_closed():
+            super().dispatch(event, *args, **kwargs)
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(ActionButton)
-        self.tree.add_command(command_group(self.bridge))
+        self.tree.add_command(command_group(self.listeners))
         if self.application_id is None:
             log.warning("Discord did not name the application; slash commands are not registered")
             return
@@ -65,10 +76,13 @@ class ThreadlineClient(discord.Client):
     async def on_ready(self) -> None:
         user = self.user
         log.info("connected to Discord as %s in %d server(s)", user, len(self.guilds))
-        self.bridge.ready.set()
+        self.listeners.on_ready()
+
+    async def on_guild_available(self, guild: discord.Guild) -> None:
+        self.listeners.on_guild_available(guild)
 
     async def on_resumed(self) -> None:
         log.info("Discord connection resumed")
 
     async def on_message(self, message: discord.Message) -> None:
-        self.bridge.spawn(route_message(self.bridge, message))
+        self.listeners.on_message(message)

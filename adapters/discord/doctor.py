@@ -10,9 +10,9 @@ import aiohttp
 import discord
 from discord.http import Route
 
+from adapters.discord.config import DiscordSettings
 from adapters.discord.endpoints import point_at, rest_base
 from adapters.discord.invite import INTENT_HELP
-from bot.config import Settings
 
 Check = tuple[bool | None, str]
 CONTENT = 1 << 18
@@ -23,7 +23,7 @@ REFUSED = (
 )
 
 
-async def check_discord(settings: Settings) -> list[Check]:
+async def check_discord(settings: DiscordSettings) -> list[Check]:
     if settings.discord_token is None:
         return [(None, "not configured (set DISCORD_TOKEN)")]
     point_at(settings.discord_api_base, settings.discord_gateway_url)

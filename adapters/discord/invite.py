@@ -10,8 +10,8 @@ import binascii
 import discord
 from discord.utils import oauth_url
 
+from adapters.discord.config import DiscordSettings
 from adapters.discord.endpoints import point_at
-from bot.config import Settings
 
 SCOPES = ("bot", "applications.commands")
 PERMISSIONS: tuple[tuple[str, str], ...] = (
@@ -59,7 +59,7 @@ def invite_text(client_id: int) -> str:
     )
 
 
-async def application_id(settings: Settings) -> int:
+async def application_id(settings: DiscordSettings) -> int:
     """The application's id, asked of Discord (for tokens that do not carry it)."""
     assert settings.discord_token is not None
     point_at(settings.discord_api_base, settings.discord_gateway_url)
@@ -72,7 +72,7 @@ async def application_id(settings: Settings) -> int:
     return int(app["id"])
 
 
-async def print_invite(settings: Settings) -> int:
+async def print_invite(settings: DiscordSettings) -> int:
     """Print the invite; 2 when no token is configured, 1 when Discord refuses it."""
     if settings.discord_token is None:
         print("threadline: set DISCORD_TOKEN to the bot's token first (Developer Portal → Bot).")

@@ -116,6 +116,12 @@ class DiscordSurface:
             messages=True,
         ), editing=True)
 
+    async def drop_buttons(self, message_id: str) -> None:
+        target = self._channel.get_partial_message(int(message_id))
+        await self._recovering(lambda: self._call(
+            "remove a message's buttons", lambda: target.edit(view=None), messages=True
+        ), editing=True)  # fmt: skip
+
     async def delete(self, message_id: str) -> None:
         target = self._channel.get_partial_message(int(message_id))
         with contextlib.suppress(EditRefused):  # already gone

@@ -1,18 +1,22 @@
 """The playground's HTTP side: the page, a small JSON API and a WebSocket of live changes.
 
-Routes (added by :meth:`PlaygroundAdapter.install`):
+Routes (added by :meth:`PlaygroundAdapter.install`); every one checks the ``Host`` header and
+a browser's ``Origin``, and the API needs the session cookie the page sets (see ``gate.py``):
 
-- ``GET /`` the page; ``GET /static/...`` its script and style sheet
+- ``GET /`` the page, which sets the session cookie (with a token configured: only when opened
+  as ``/?token=…``, then it redirects to ``/``); ``GET /static/...`` its script and style sheet
 - ``GET /api/info`` the bot's name and the model's label
 - ``GET /api/threads`` the threads, most recent first; ``GET /api/threads/{id}`` one thread
   (messages, pins, status)
-- ``POST /api/messages`` ``{thread_id?, text, event_id, user_id, user_name}``: writes the
+- ``POST /api/messages`` ``{thread_id?, text, event_id, user_name}``: writes the
   message in the thread (a new thread without ``thread_id``) and hands it to the core in the
   background; answers 202 with ``{thread_id, message_id}`` at once. A retried POST (same
   ``event_id``) writes nothing new, and the core ignores the redelivery.
-- ``POST /api/actions`` ``{thread_id, action_id, user_id, user_name, client_id}``: a button
-  click; the core's private note comes back in the answer, or — if the core takes longer than
+- ``POST /api/actions`` ``{thread_id, action_id, user_name, client_id}``: a button click, by
+  the session's user; the core's private note comes back in the answer, or — if the core takes longer than
   ``ACTION_WAIT`` seconds — later, over the clicker's own WebSockets only.
+
+The speaker's id comes from the session cookie; ``user_name`` is only the name shown.
 - ``GET /api/ws?client=<id>`` every change as JSON (``thread``, ``message``, ``deleted``,
   ``pins``, ``status``, ``error``); ``resync`` tells a page that fell behind to fetch again.
 """
@@ -23,21 +27,22 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
 from aiohttp import WSCloseCode, web
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from adapters.playground.gate import USER, Gate
 from adapters.playground.state import BOT_NAME, Event, PlaygroundState, UnknownThread
 from adapters.playground.surface import PREFIX, PlaygroundSurface, thread_key
 from bot.clock import Clock
 from bot.conversation import Author, Inbound, ThreadKey
+from bot.tasks import TaskSet
 
 if TYPE_CHECKING:
-    from bot.core import Core
+    from bot.ports import CoreApi
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +57,10 @@ _ID = r"^[A-Za-z0-9_-]+$"
 
 
 class _Speaker(BaseModel):
-    user_id: str = Field(min_length=1, max_length=64, pattern=_ID)
     user_name: str = Field(default="You", max_length=40)
 
-    def author(self) -> Author:
-        return Author(id=f"playground:{self.user_id}", display_name=self.user_name.strip() or "You")
+    def author(self, user_id: str) -> Author:
+        return Author(id=f"playground:{user_id}", display_name=self.user_name.strip() or "You")
 
 
 class PostMessage(_Speaker):
@@ -83,9 +87,10 @@ class PostAction(_Speaker):
 class _Connection:
     """One open WebSocket, fed in order through its own bounded queue."""
 
-    def __init__(self, ws: web.WebSocketResponse, client_id: str) -> None:
+    def __init__(self, ws: web.WebSocketResponse, client_id: str, user_id: str) -> None:
         self.ws = ws
         self.client_id = client_id
+        self.user_id = user_id
         self.queue: asyncio.Queue[Event] = asyncio.Queue(QUEUE_SIZE)
 
     def push(self, event: Event) -> None:
@@ -120,9 +125,9 @@ class Hub:
         for connection in list(self.connections):
             connection.push(event)
 
-    def send_to(self, client_id: str, event: Event) -> None:
+    def send_to(self, client_id: str, user_id: str, event: Event) -> None:
         for connection in list(self.connections):
-            if client_id and connection.client_id == client_id:
+            if client_id and (connection.client_id, connection.user_id) == (client_id, user_id):
                 connection.push(event)
 
     async def close(self) -> None:
@@ -130,35 +135,44 @@ class Hub:
 
 
 class PlaygroundAdapter:
+    name = "playground"
+
     def __init__(
         self,
-        core: Core,
+        core: CoreApi,
         data_dir: Path,
         *,
+        host: str = "127.0.0.1",
+        token: str | None = None,
         clock: Clock | None = None,
         stop_grace: float = 5.0,
         action_wait: float = ACTION_WAIT,
     ) -> None:
+        self.gate = Gate(data_dir, host, token, lambda: self._stopping)
         self.core = core
         self.state = PlaygroundState(data_dir / "playground.json", clock=clock)
         self.hub = Hub()
         self._stop_grace = stop_grace
         self._action_wait = action_wait
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self.tasks = TaskSet("the playground")
         self._stopping = False
         self._unsubscribe: Callable[[], None] | None = None
 
+    async def problem(self) -> str | None:
+        return "stopping" if self._stopping else None
+
     def install(self, app: web.Application) -> None:
-        app.router.add_get("/", self._index)
-        app.router.add_static("/static/", STATIC)
-        app.router.add_get("/api/info", self._info)
-        app.router.add_get("/api/threads", self._threads)
-        app.router.add_get("/api/threads/{thread_id}", self._thread)
-        app.router.add_post("/api/messages", self._post_message)
-        app.router.add_post("/api/actions", self._post_action)
-        app.router.add_get("/api/ws", self._websocket)
+        app.router.add_get("/", self.gate.page)
+        app.router.add_get("/static/{name}", self.gate.static)
+        app.router.add_get("/api/info", self.gate.api(self._info))
+        app.router.add_get("/api/threads", self.gate.api(self._threads))
+        app.router.add_get("/api/threads/{thread_id}", self.gate.api(self._thread))
+        app.router.add_post("/api/messages", self.gate.api(self._post_message))
+        app.router.add_post("/api/actions", self.gate.api(self._post_action))
+        app.router.add_get("/api/ws", self.gate.api(self._websocket))
 
     async def start(self) -> None:
+        await self.gate.open()
         await self.state.load()
         self._unsubscribe = self.state.subscribe(self.hub.publish)
         self.core.register_surfaces(PREFIX, self._surface_for)
@@ -169,10 +183,9 @@ class PlaygroundAdapter:
     async def wait_idle(self) -> None:
         """Return once no message or click is being handled (those arriving meanwhile included)."""
         while True:
-            if self._tasks:
-                await asyncio.wait(set(self._tasks))
+            await self.tasks.idle()
             await self.core.wait_idle()  # runs resumed by a click
-            if not self._tasks:
+            if not len(self.tasks):
                 return
 
     async def stop(self) -> None:
@@ -180,22 +193,17 @@ class PlaygroundAdapter:
         if self._stopping:
             return
         self._stopping = True
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self.tasks.drain(self._stop_grace)
         await self.hub.close()
         if self._unsubscribe is not None:
             self._unsubscribe()
         await self.state.close()
 
     # --- the page and reads -------------------------------------------------------------------
-    async def _index(self, request: web.Request) -> web.FileResponse:
-        return web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
-
     async def _info(self, request: web.Request) -> web.Response:
-        return web.json_response({"bot_name": BOT_NAME, "model_label": self.core.model_label})
+        return web.json_response(
+            {"bot_name": BOT_NAME, "model_label": self.core.model_label, "user_id": request[USER]}
+        )
 
     async def _threads(self, request: web.Request) -> web.Response:
         threads = [t.summary() for t in self.state.threads()]
@@ -220,7 +228,7 @@ class PlaygroundAdapter:
     # --- writes -------------------------------------------------------------------------------
     async def _post_message(self, request: web.Request) -> web.Response:
         body = await self._body(request, PostMessage)
-        author = body.author()
+        author = body.author(request[USER])
         known = self.state.by_event(body.event_id)
         if known is not None:
             thread_id, message_id = known
@@ -243,8 +251,16 @@ class PlaygroundAdapter:
             ).id
             await self.state.flush()  # an accepted message is on disk, as on a platform
         inbound = Inbound(thread_key(thread_id), author, body.text, body.event_id)
-        self._spawn(self._answer(inbound, thread_id))
+        self._spawn(self._answer(inbound, thread_id, await self._admit(inbound, thread_id)))
         return web.json_response({"thread_id": thread_id, "message_id": message_id}, status=202)
+
+    async def _admit(self, inbound: Inbound, thread_id: str) -> Awaitable[None] | None:
+        """The core keeps the message (with its delivery id) before the page hears 202."""
+        try:
+            return await self.core.admit(inbound, PlaygroundSurface(self.state, thread_id))
+        except Exception:
+            log.exception("accepting a playground message in %s failed", inbound.thread_key)
+            raise _error(web.HTTPServiceUnavailable, "the message could not be stored; try again") from None
 
     async def _post_action(self, request: web.Request) -> web.Response:
         body = await self._body(request, PostAction)
@@ -253,17 +269,19 @@ class PlaygroundAdapter:
         except UnknownThread:
             raise _error(web.HTTPNotFound, "no such thread") from None
         surface = PlaygroundSurface(self.state, body.thread_id)
-        task = self._spawn(self._act(body.action_id, body.author(), surface, body.message_id))
+        user_id = request[USER]
+        task = self._spawn(self._act(body.action_id, body.author(user_id), surface, body.message_id))
         try:
             note = await asyncio.wait_for(asyncio.shield(task), self._action_wait)
         except TimeoutError:
-            task.add_done_callback(lambda t: self._late_note(t, body.client_id, body.thread_id))
+            task.add_done_callback(lambda t: self._late_note(t, body.client_id, user_id, body.thread_id))
             return web.json_response({"note": None, "pending": True}, status=202)
         return web.json_response({"note": note})
 
-    async def _answer(self, inbound: Inbound, thread_id: str) -> None:
+    async def _answer(self, inbound: Inbound, thread_id: str, work: Awaitable[None] | None) -> None:
         try:
-            await self.core.handle(inbound, PlaygroundSurface(self.state, thread_id))
+            if work is not None:
+                await work
         except Exception:
             log.exception("answering a playground message in %s failed", inbound.thread_key)
             self.state.set_status(thread_id, None)
@@ -278,16 +296,17 @@ class PlaygroundAdapter:
             log.exception("the click on %r in %s failed", action_id, surface.thread_key)
             return "Something went wrong with that button; the server log has the details."
 
-    def _late_note(self, task: asyncio.Task[str | None], client_id: str, thread_id: str) -> None:
+    def _late_note(
+        self, task: asyncio.Task[str | None], client_id: str, user_id: str, thread_id: str
+    ) -> None:
         if not task.cancelled() and (note := task.result()):
-            self.hub.send_to(client_id, {"type": "note", "thread_id": thread_id, "text": note})
+            self.hub.send_to(client_id, user_id, {"type": "note", "thread_id": thread_id, "text": note})
 
     # --- live updates ---------------------------------------------------------------------------
     async def _websocket(self, request: web.Request) -> web.WebSocketResponse:
-        self._guard(request)
         ws = web.WebSocketResponse(heartbeat=25.0)
         await ws.prepare(request)
-        connection = _Connection(ws, request.query.get("client", "")[:64])
+        connection = _Connection(ws, request.query.get("client", "")[:64], request[USER])
         self.hub.connections.add(connection)
         pump = asyncio.create_task(connection.pump())
         try:
@@ -302,21 +321,12 @@ class PlaygroundAdapter:
 
     # --- plumbing -------------------------------------------------------------------------------
     def _spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task = self.tasks.spawn(coro)
+        if task is None:
+            raise _error(web.HTTPServiceUnavailable, "the playground is stopping")
         return task
 
-    def _guard(self, request: web.Request) -> None:
-        """Refuse other sites' pages (a browser always names the page's origin) and late requests."""
-        origin = request.headers.get("Origin")
-        if origin is not None and urlsplit(origin).netloc != request.host:
-            raise _error(web.HTTPForbidden, "cross-origin requests are not allowed")
-        if self._stopping:
-            raise _error(web.HTTPServiceUnavailable, "the playground is stopping")
-
     async def _body(self, request: web.Request, model: type[M]) -> M:
-        self._guard(request)
         if request.content_type != "application/json":
             raise _error(web.HTTPUnsupportedMediaType, "send JSON")
         try:

@@ -77,6 +77,14 @@ class PlaygroundSurface:
         except (UnknownThread, UnknownMessage) as exc:
             raise EditRefused(f"message {message_id} is gone") from exc
 
+    async def drop_buttons(self, message_id: str) -> None:
+        try:
+            thread = self._state.thread(self._thread_id)
+            shown = next(m for m in thread.messages if m.id == message_id)
+            self._state.edit(self._thread_id, message_id, shown.text, ())
+        except (UnknownThread, UnknownMessage, StopIteration) as exc:
+            raise EditRefused(f"message {message_id} is gone") from exc
+
     async def delete(self, message_id: str) -> None:
         try:
             self._state.delete(self._thread_id, message_id)

@@ -1,5 +1,5 @@
-"""The Slack adapter: Socket Mode or HTTP events in, threaded streamed replies out."""
+"""The Slack adapter: Socket Mode or HTTP events in, threaded streamed replies out.
 
-from adapters.slack.adapter import SlackAdapter
-
-__all__ = ["SlackAdapter"]
+Importing this package imports nothing of the Slack SDK: ``adapter.py`` is the entry point,
+``config.py`` its settings (readable without the SDK).
+"""

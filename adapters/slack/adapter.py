@@ -13,11 +13,8 @@ fast and Bolt starts no task of its own. ``stop`` disconnects, gives running ans
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
@@ -27,37 +24,39 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.api import Identity, SlackApi, auth_problem, build_client, error_code
-from adapters.slack.config import EVENTS_PATH, SlackConfig
-from adapters.slack.events import split_key
+from adapters.slack.config import EVENTS_PATH, SlackConfig, SlackSettings
 from adapters.slack.groups import UserGroups, configured_groups
-from adapters.slack.handlers import SlackHandlers
 from adapters.slack.http_mode import EventsEndpoint
+from adapters.slack.listeners import SlackListeners
 from adapters.slack.names import DisplayNames
+from adapters.slack.parse import split_key
 from adapters.slack.socket_mode import SocketLink
 from adapters.slack.surface import SlackSurface, slack_limits
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import ThreadKey
 from bot.errors import ConfigError
-
-if TYPE_CHECKING:
-    from bot.core import Core
+from bot.ports import CoreApi
+from bot.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 
 
 class SlackAdapter:
+    name = "slack"
+
     def __init__(
         self,
-        core: Core,
+        core: CoreApi,
         settings: Settings,
+        slack_settings: SlackSettings,
         *,
         clock: Clock | None = None,
         stop_grace: float = 5.0,
         ping_interval: float = 10.0,
     ) -> None:
         self.core = core
-        self.config = SlackConfig.from_settings(settings)
+        self.config = SlackConfig.from_settings(slack_settings)
         self._groups = configured_groups(settings)
         self._clock = clock or SystemClock()
         self._stop_grace = stop_grace
@@ -70,9 +69,9 @@ class SlackAdapter:
         )
         self._session: aiohttp.ClientSession | None = None
         self._socket: SocketLink | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = TaskSet("the Slack adapter")
         self._stopping = False
-        self.handlers: SlackHandlers | None = None
+        self.listeners: SlackListeners | None = None
         self.identity: Identity | None = None
 
     def install(self, app: web.Application) -> None:
@@ -99,11 +98,11 @@ class SlackAdapter:
         limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
         names = DisplayNames(api.user, self._clock)
         groups = UserGroups(api.group_members, self._groups, self._clock)
-        self.handlers = SlackHandlers(self.core, api, identity, names, groups, limits, self._spawn)
+        self.listeners = SlackListeners(self.core, api, identity, names, groups, limits, self.tasks)
         self.core.register_surfaces(
-            f"slack:{identity.team_id}:", self.handlers.surface, channel_of=_channel_of
+            f"slack:{identity.team_id}:", self.listeners.surface, channel_of=_channel_of
         )
-        bolt = _bolt_app(build_client(None, config.api_url, session), self.handlers, identity,
+        bolt = _bolt_app(build_client(None, config.api_url, session), self.listeners, identity,
                          config.bot_token.get_secret_value())
         if self._endpoint is not None:
             self._endpoint.dispatch = bolt.async_dispatch
@@ -119,16 +118,22 @@ class SlackAdapter:
             "Socket Mode" if self._endpoint is None else f"HTTP mode at POST {EVENTS_PATH}",
         )
 
+    async def problem(self) -> str | None:
+        if self.listeners is None:
+            return "not started"
+        if self._socket is not None and not await self._socket.connected():
+            return "the Socket Mode link is down (reconnecting)"
+        return None
+
     def surface(self, key: ThreadKey) -> SlackSurface:
         """The surface of one thread (for the bot's own posts outside a run)."""
-        if self.handlers is None:
+        if self.listeners is None:
             raise RuntimeError("the Slack adapter has not started")
-        return self.handlers.surface(key)
+        return self.listeners.surface(key)
 
     async def wait_idle(self) -> None:
         """Return once no message or click is being handled (those arriving meanwhile included)."""
-        while self._tasks:
-            await asyncio.wait(set(self._tasks))
+        await self.tasks.idle()
 
     async def stop(self) -> None:
         """Stop taking events, let running answers finish (up to ``stop_grace`` s), clean up."""
@@ -138,11 +143,7 @@ class SlackAdapter:
         if self._endpoint is not None:
             self._endpoint.dispatch = None
         await self._close_socket()
-        if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=self._stop_grace)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self.tasks.drain(self._stop_grace)
         await self._close()
 
     async def _close_socket(self) -> None:
@@ -156,22 +157,8 @@ class SlackAdapter:
         if session is not None:
             await session.close()
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        if self._stopping:
-            coro.close()
-            return
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(_done)
-        task.add_done_callback(self._tasks.discard)
 
-
-def _done(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        log.error("a Slack task failed", exc_info=exc)
-
-
-def _bolt_app(client: AsyncWebClient, handlers: SlackHandlers, identity: Identity, token: str) -> AsyncApp:
+def _bolt_app(client: AsyncWebClient, handlers: SlackListeners, identity: Identity, token: str) -> AsyncApp:
     """Bolt, told who the bot is (from our ``auth.test``) instead of asking Slack per process."""
 
     async def authorize(enterprise_id: str | None) -> AuthorizeResult:

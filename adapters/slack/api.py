@@ -148,6 +148,24 @@ class SlackApi:
             "chat.update", self.client.chat_update(channel=channel, ts=ts, **payload), editing=True
         )
 
+    async def drop_buttons(self, channel: str, thread_ts: str, ts: str) -> None:
+        """Read the message (``conversations.replies``) and update it without its buttons."""
+        response = await guarded(
+            "conversations.replies",
+            self.client.conversations_replies(
+                channel=channel, ts=thread_ts, latest=ts, oldest=ts, inclusive=True, limit=1
+            ),
+        )
+        found = response.get("messages") if response is not None else None
+        shown = next((m for m in found or () if isinstance(m, dict) and m.get("ts") == ts), None)
+        if shown is None:
+            return  # gone: nothing to press any more
+        blocks = [b for b in shown.get("blocks") or () if isinstance(b, dict) and b.get("type") != "actions"]
+        payload: dict[str, Any] = {"text": str(shown.get("text") or " ")}
+        if blocks:
+            payload["blocks"] = blocks
+        await self.update(channel, ts, payload)
+
     async def delete(self, channel: str, ts: str) -> None:
         await guarded(
             "chat.delete", self.client.chat_delete(channel=channel, ts=ts),

@@ -1,4 +1,5 @@
-"""The Slack settings the adapter needs, checked once when it is built.
+"""The Slack adapter's settings (read like every setting: environment, ``.env``,
+``threadline.toml``), checked once when the adapter is built.
 
 Socket Mode when ``SLACK_APP_TOKEN`` is set; otherwise HTTP mode, where Slack posts events and
 clicks to ``POST /slack/events`` and ``SLACK_SIGNING_SECRET`` is required. ``SLACK_API_URL``
@@ -10,13 +11,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pydantic import SecretStr
+from pydantic import Field, SecretStr, field_validator
 
-from bot.config import Settings
+from bot.config import SettingsBase, secret, url_setting
 from bot.errors import ConfigError
 
 SLACK_API = "https://slack.com/api/"
 EVENTS_PATH = "/slack/events"
+
+
+class SlackSettings(SettingsBase):
+    slack_bot_token: SecretStr | None = secret("SLACK_BOT_TOKEN")
+    slack_app_token: SecretStr | None = secret("SLACK_APP_TOKEN")
+    slack_signing_secret: SecretStr | None = secret("SLACK_SIGNING_SECRET")
+    slack_api_url: str | None = secret("SLACK_API_URL")
+    slack_edits_per_minute: float = Field(default=50.0, gt=0)
+    """``chat.update`` calls a minute for the whole workspace (Slack's Tier 3), shared by all streams."""
+    slack_min_edit_interval: float = Field(default=1.0, ge=0)
+    """Seconds between two edits of one Slack message."""
+
+    @field_validator("slack_api_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return url_setting(value)
+
+    @property
+    def configured(self) -> bool:
+        """A bot token is set: Threadline connects to Slack."""
+        return self.slack_bot_token is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +56,7 @@ class SlackConfig:
         return "socket" if self.app_token is not None else "http"
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> SlackConfig:
+    def from_settings(cls, settings: SlackSettings) -> SlackConfig:
         bot = _present(settings.slack_bot_token)
         app = _present(settings.slack_app_token)
         secret = _present(settings.slack_signing_secret)
@@ -45,6 +67,12 @@ class SlackConfig:
                 "SLACK_BOT_TOKEN",
                 "holds an app-level token (xapp-…); use the Bot User OAuth Token (xoxb-…) "
                 "and put the app-level token in SLACK_APP_TOKEN",
+            )
+        if not bot.get_secret_value().startswith("xoxb-"):
+            raise ConfigError(
+                "SLACK_BOT_TOKEN",
+                "must be the Bot User OAuth Token, which starts with xoxb- (OAuth & Permissions "
+                "→ Bot User OAuth Token); a user token (xoxp-) or another value will not work",
             )
         if app is not None and not app.get_secret_value().startswith("xapp-"):
             raise ConfigError(

@@ -7,7 +7,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.api import auth_problem, build_client, error_code
-from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig
+from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig, SlackSettings
 from adapters.slack.groups import configured_groups
 from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES, GROUP_SCOPE
 from bot.config import Settings
@@ -17,9 +17,9 @@ Line = tuple[bool | None, str]
 UNREACHABLE = (SlackClientError, aiohttp.ClientError, TimeoutError)
 
 
-async def check_slack(settings: Settings) -> list[Line]:
+async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list[Line]:
     try:
-        config = SlackConfig.from_settings(settings)
+        config = SlackConfig.from_settings(slack_settings)
     except ConfigError as exc:
         return [(False, str(exc))]
     where = "" if config.api_url == SLACK_API else f" at {config.api_url}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 
 from adapters.slack.lookups import KeptLookups
 from bot.clock import Clock
@@ -27,12 +27,14 @@ Members = Callable[[str], Awaitable[frozenset[str]]]
 
 
 def configured_groups(settings: Settings) -> frozenset[str]:
-    """The ids of the Slack user groups named as approvers, anywhere in the configuration."""
-    named: list[ApproversSettings | None] = [t.approvers for t in settings.tools.values()]
-    for channel in settings.channels.values():
-        named.append(channel.approvers)
-        named.extend(t.approvers for t in channel.tools.values())
-    roles: Iterable[str] = (role for a in named if a is not None for role in a.roles)
+    """The ids of the Slack user groups the configuration names anywhere: as approvers, in
+    ``[access]`` or in a tool's people lists."""
+    tools = [*settings.tools.values(), *(t for c in settings.channels.values() for t in c.tools.values())]
+    named: list[ApproversSettings | None] = [t.approvers for t in tools]
+    named.extend(c.approvers for c in settings.channels.values())
+    roles: list[str] = [role for a in named if a is not None for role in a.roles]
+    for people in (settings.access, *tools):
+        roles.extend([*people.roles, *people.deny_roles])
     return frozenset(r.removeprefix(PREFIX) for r in roles if r.startswith(PREFIX))
 
 

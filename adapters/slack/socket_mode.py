@@ -1,10 +1,12 @@
-"""Socket Mode: slack_sdk's aiohttp client, acknowledging each envelope before Bolt sees it.
+"""Socket Mode: slack_sdk's aiohttp client, acknowledging each envelope once Bolt has taken it.
 
 The WebSocket URL comes from ``apps.connections.open`` through the adapter's Web API client,
 so ``SLACK_API_URL`` redirects it too. The first URL is asked for in :meth:`SocketLink.open`, so
 a refused app token stops the start with a plain :class:`ConfigError`; after that the client
-reconnects by itself (a ``disconnect`` message, a closed or silent link). Acknowledging first
-means a payload Bolt cannot read is still acknowledged once, instead of being redelivered.
+reconnects by itself (a ``disconnect`` message, a closed or silent link). An envelope is
+acknowledged after Bolt's listener returned — a message is stored by then, so a crash right after
+the acknowledgement loses nothing — or after ``ACK_WITHIN`` seconds at the latest (the listener
+goes on), and also when Bolt cannot read the payload, so that it is not redelivered forever.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from adapters.slack.api import auth_problem, error_code
 from bot.errors import ConfigError
 
 log = logging.getLogger(__name__)
+ACK_WITHIN = 2.5
+"""Seconds an envelope waits for Bolt before it is acknowledged anyway (Slack wants 3)."""
 
 Dispatch = Callable[[AsyncBoltRequest], Awaitable[BoltResponse]]
 
@@ -40,6 +44,7 @@ class SocketLink:
         self._app_token = app_token
         self._web = web
         self._dispatch = dispatch
+        self._handling: set[asyncio.Future[BoltResponse]] = set()
         self._ping_interval = ping_interval
         self._client: SocketModeClient | None = None
 
@@ -56,18 +61,29 @@ class SocketLink:
         await client.connect()  # type: ignore[no-untyped-call]
 
     async def _on_request(self, client: AsyncBaseSocketModeClient, request: SocketModeRequest) -> None:
+        handled = asyncio.ensure_future(self._bolt(request))
+        self._handling.add(handled)
+        handled.add_done_callback(self._handled)
+        await asyncio.wait({handled}, timeout=ACK_WITHIN)
         try:
             await client.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))
         except (aiohttp.ClientError, ConnectionError):
             # the link is going away; unacknowledged, the envelope comes again on the next link
             log.info("could not acknowledge a Socket Mode %s envelope; Slack will resend it", request.type)
-            return
-        try:
-            await self._dispatch(
-                AsyncBoltRequest(mode="socket_mode", body=request.payload, headers=build_headers(request))
-            )
-        except Exception:  # a payload Bolt cannot read: acknowledged, reported, dropped
-            log.warning("could not handle a Socket Mode %s envelope", request.type, exc_info=True)
+
+    async def _bolt(self, request: SocketModeRequest) -> BoltResponse:
+        headers = build_headers(request)
+        return await self._dispatch(AsyncBoltRequest(mode="socket_mode", body=request.payload, headers=headers))
+
+    def _handled(self, task: asyncio.Future[BoltResponse]) -> None:
+        self._handling.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            # a payload Bolt cannot read: acknowledged, reported, dropped
+            log.warning("could not handle a Socket Mode envelope", exc_info=exc)
+
+    async def connected(self) -> bool:
+        client = self._client
+        return client is not None and bool(await client.is_connected())
 
     async def close(self) -> None:
         client, self._client = self._client, None
@@ -75,6 +91,9 @@ class SocketLink:
             return
         client.socket_mode_request_listeners.clear()  # what arrives now is resent to the next link
         await client.close()  # type: ignore[no-untyped-call]
+        for handling in list(self._handling):
+            handling.cancel()
+        await asyncio.gather(*self._handling, return_exceptions=True)
         for future in (client.message_processor, client.current_session_monitor, client.message_receiver):
             if future is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from adapters.slack.api import SlackApi
 from adapters.slack.blocks import message_payload
-from adapters.slack.events import split_key
+from adapters.slack.parse import split_key
 from adapters.slack.render import render
 from bot.conversation import ThreadKey
 from bot.errors import MessageTooLong
@@ -88,6 +88,9 @@ class SlackSurface:
     async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None:
         _check_length(text)
         await self._api.update(self.channel, message_id, message_payload(text, buttons))
+
+    async def drop_buttons(self, message_id: str) -> None:
+        await self._api.drop_buttons(self.channel, self.thread_ts, message_id)
 
     async def delete(self, message_id: str) -> None:
         await self._api.delete(self.channel, message_id)

@@ -80,6 +80,9 @@ class ApprovalRequest:
     created_at: float
     expires_at: float
     offer_always: bool = False
+    allow_subject: str | None = None
+    """What "Always allow" covers besides the tool, when finer than the whole tool: the
+    domain of a ``fetch_url`` call (see :attr:`rule_tool`)."""
     status: ApprovalStatus = ApprovalStatus.PENDING
     decided_by_id: str | None = None
     decided_by_name: str | None = None
@@ -89,3 +92,50 @@ class ApprovalRequest:
     @property
     def pending(self) -> bool:
         return self.status is ApprovalStatus.PENDING
+
+    @property
+    def rule_tool(self) -> str:
+        """What an "Always allow" rule made on this request names: the tool, or
+        ``tool:subject`` (``fetch_url:docs.python.org``)."""
+        return rule_tool(self.tool, self.allow_subject)
+
+
+def rule_tool(tool: str, subject: str | None) -> str:
+    """The ``tool`` of an allow rule covering ``tool`` calls about ``subject`` (all: None)."""
+    return f"{tool}:{subject}" if subject else tool
+
+
+@dataclass(frozen=True, slots=True)
+class AllowRule:
+    """"Always allow here": ``tool`` runs without a card in ``scope`` (a channel), for the people
+    it ``covers`` (the person whose request it was created on), until revoked. ``tool`` may be
+    narrower than a tool: ``fetch_url:docs.python.org`` covers that domain only."""
+
+    id: str
+    scope: str
+    tool: str
+    covers: frozenset[str]
+    created_by: str
+    created_by_name: str
+    created_at: float
+
+    def describe(self) -> str:
+        who = ", ".join(sorted(self.covers)) or "nobody"
+        return f"{self.tool} in {self.scope} for {who} (by {self.created_by_name})"
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    """One line of the approval audit trail."""
+
+    at: float
+    key: str
+    event: str
+    """``requested``, ``approved``, ``denied``, ``expired``, ``allowed by rule``,
+    ``rule created``, ``rule revoked``."""
+    tool: str
+    args_hash: str = ""
+    actor_id: str = ""
+    actor_name: str = ""
+    approval_id: str = ""
+    detail: str = ""

@@ -1,7 +1,8 @@
-"""Approvals as a service: the engine's gate, and the decision on a click or at expiry.
+"""Approvals as a service: the engine's gate, and recording a decision or an expiry once.
 
 A request is created when a call needs approval, persisted with the session, and decided
-exactly once by a conditional update in the store. Resuming the run is the core's job.
+exactly once by a conditional update in the store. What follows a decision (the card, the run
+resumed) is :mod:`bot.decisions`' job.
 """
 
 from __future__ import annotations
@@ -9,19 +10,30 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from bot.approvals.models import ApprovalRequest, ApprovalStatus, Approvers, Choice
+from pydantic import BaseModel
+
+from bot.access import may_use_tool
+from bot.approvals.models import (
+    AllowRule,
+    ApprovalRequest,
+    ApprovalStatus,
+    AuditEntry,
+    Choice,
+    rule_tool,
+)
 from bot.approvals.policy import arguments_hash, may_decide, needs_approval
+from bot.approvals.rules import ToolRules
+from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
-from bot.config import ApproversSettings, Settings, ToolSettings
+from bot.config import Settings
 from bot.conversation import Author
 from bot.engine.gate import Proceed, Refuse, Verdict, Wait
 from bot.llm.messages import ToolCall
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
-from bot.storage.protocol import Store
-from bot.tools.base import Approval, Tool, ToolContext
+from bot.tools.base import Approval, Tool, ToolContext, ToolError
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +63,7 @@ class ApprovalService:
     def __init__(
         self,
         settings: Settings,
-        store: Store,
+        store: ApprovalStore,
         clock: Clock,
         scheduler: Scheduler,
         scope_of: Callable[[str], str] = str,
@@ -60,45 +72,13 @@ class ApprovalService:
         """Where "Always allow here" applies for a thread: its channel when the adapter says
         which that is, else the thread itself."""
         self._settings = settings
+        self.rules = ToolRules(settings)
         self._store = store
         self._clock = clock
         self._scheduler = scheduler
 
-    # --- configuration ---
-
-    def _tool_settings(self, key: str, tool: str) -> list[ToolSettings]:
-        found = []
-        channel = self._settings.channel(key)
-        if channel is not None and tool in channel.tools:
-            found.append(channel.tools[tool])
-        if tool in self._settings.tools:
-            found.append(self._settings.tools[tool])
-        return found
-
     def mode(self, key: str, tool: Tool) -> Approval:
-        for item in self._tool_settings(key, tool.name):
-            if item.approval is not None:
-                return item.approval
-        return tool.approval
-
-    def approvers(self, key: str, tool: str) -> Approvers:
-        chosen: ApproversSettings | None = None
-        for item in self._tool_settings(key, tool):
-            if item.approvers is not None:
-                chosen = item.approvers
-                break
-        channel = self._settings.channel(key)
-        if chosen is None and channel is not None:
-            chosen = channel.approvers
-        if chosen is None:
-            return Approvers()
-        return Approvers(chosen.requester, frozenset(chosen.users), frozenset(chosen.roles), chosen.anyone)
-
-    def _offer_always(self, key: str, tool: Tool, mode: Approval) -> bool:
-        for item in self._tool_settings(key, tool.name):
-            if item.offer_always is not None:
-                return item.offer_always
-        return mode == "ask"
+        return self.rules.mode(key, tool)
 
     # --- the gate ---
 
@@ -106,17 +86,28 @@ class ApprovalService:
         return self.mode(ctx.thread_key, tool) == "never" and not tool.side_effects
 
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
+        if not may_use_tool(self._settings, ctx.thread_key, tool.name, ctx.requester):
+            who = ctx.requester.display_name if ctx.requester else "this person"
+            return Refuse(f"refused: {who} may not have me use {tool.name} here (an operator's setting); it was not run.")
         if self.free(ctx, tool):
             return Proceed()  # nothing to ask and nothing that could have been asked before
-        mode = self.mode(ctx.thread_key, tool)
         existing = (await self._store.approvals_for(ctx.thread_key, [call.id])).get(call.id)
         if existing is not None:
             return await self._verdict(existing, call)
-        allowed = mode == "ask" and await self._store.is_allowed(self._scope_of(ctx.thread_key), tool.name)
-        if not needs_approval(mode, allowed_here=allowed):
+        args = _arguments(tool, call)
+        mode = self.rules.mode(ctx.thread_key, tool, args)
+        subject = self.rules.subject(tool, args)
+        requester = ctx.requester or Author(id="", display_name="someone")
+        rule = await self._rule_for(ctx.thread_key, tool, mode, requester, subject)
+        if not needs_approval(mode, allowed_here=rule is not None):
+            if rule is not None:
+                await self._store.record_audit(AuditEntry(
+                    self._clock.now(), ctx.thread_key, "allowed by rule", tool.name,
+                    arguments_hash(call.arguments), requester.id, requester.display_name,
+                    detail=f"rule {rule.id} by {rule.created_by_name}",
+                ))  # fmt: skip
             return Proceed()
         now = self._clock.now()
-        requester = ctx.requester or Author(id="", display_name="someone")
         request = ApprovalRequest(
             id=secrets.token_urlsafe(16),
             key=ctx.thread_key,
@@ -126,10 +117,11 @@ class ApprovalService:
             args_hash=arguments_hash(call.arguments),
             requester_id=requester.id,
             requester_name=requester.display_name,
-            approvers=self.approvers(ctx.thread_key, tool.name),
+            approvers=self.rules.approvers(ctx.thread_key, tool.name),
             created_at=now,
             expires_at=now + self._settings.approval_ttl_s,
-            offer_always=self._offer_always(ctx.thread_key, tool, mode),
+            offer_always=self.rules.offer_always(ctx.thread_key, tool, mode),
+            allow_subject=subject,
         )
         await self._store.create_approval(request)
         await self._scheduler.schedule(
@@ -138,10 +130,17 @@ class ApprovalService:
         log.info("call %s of %s in %s waits for approval %s", call.id, tool.name, ctx.thread_key, request.id)
         return Wait(request, new=True)
 
+    async def _rule_for(
+        self, key: str, tool: Tool, mode: Approval, requester: Author, subject: str | None
+    ) -> AllowRule | None:
+        """The "Always allow here" rule that covers this person's call, where rules apply."""
+        if mode != "ask" or not requester.id or not self.rules.offer_always(key, tool, mode):
+            return None
+        return await self._store.allow_rule_for(self._scope_of(key), rule_tool(tool.name, subject), requester.id)
+
     async def _verdict(self, request: ApprovalRequest, call: ToolCall) -> Verdict:
         if request.pending and request.expires_at <= self._clock.now():
-            await self.expire(request.id)
-            request = await self._store.get_approval(request.id) or request
+            request = await self.expire(request) or await self._store.get_approval(request.id) or request
         if request.pending:
             return Wait(request, new=False)
         refused = result_for(request)
@@ -154,6 +153,8 @@ class ApprovalService:
     # --- decisions ---
 
     async def decide(self, approval_id: str, actor: Author, choice: Choice) -> Outcome:
+        """Check the policy and record ``actor``'s choice once: the request is read once, and
+        read again only when another click won the race."""
         request = await self._store.get_approval(approval_id)
         if request is None:
             return Outcome(False, "This approval request is unknown; nothing was changed.")
@@ -161,7 +162,7 @@ class ApprovalService:
             return Outcome(False, _already(request), request)
         now = self._clock.now()
         if request.expires_at <= now:
-            expired = await self.expire(approval_id)
+            expired = await self.expire(request)
             return Outcome(expired is not None, "This request has expired; nothing was run.", expired)
         if not may_decide(request.approvers, request.requester_id, actor):
             return Outcome(False, NOT_ALLOWED.format(who=request.approvers.describe()), request)
@@ -169,20 +170,38 @@ class ApprovalService:
         if not await self._store.decide_approval(approval_id, status, actor.id, actor.display_name, now):
             latest = await self._store.get_approval(approval_id)
             return Outcome(False, _already(latest) if latest else "Already decided.", latest)
-        if choice is Choice.ALWAYS:
-            await self._store.add_allow_rule(self._scope_of(request.key), request.tool, actor.id, now)
+        if choice is Choice.ALWAYS and request.offer_always:  # never from a forged click
+            rule = AllowRule(
+                secrets.token_hex(8), self._scope_of(request.key), request.rule_tool,
+                frozenset({request.requester_id}), actor.id, actor.display_name, now,
+            )  # fmt: skip
+            await self._store.add_allow_rule(rule)
         await self._scheduler.cancel(f"expire:{approval_id}")
-        decided = await self._store.get_approval(approval_id)
+        decided = replace(
+            request, status=status, decided_by_id=actor.id, decided_by_name=actor.display_name, decided_at=now
+        )
         log.info("approval %s %s by %s", approval_id, status.value, actor.id)
         words = {ApprovalStatus.APPROVED: "Approved", ApprovalStatus.DENIED: "Denied"}[status]
         return Outcome(True, f"{words}.", decided)
 
-    async def expire(self, approval_id: str) -> ApprovalRequest | None:
-        """Expire a pending request; the request when this call expired it, else None."""
-        if not await self._store.decide_approval(approval_id, ApprovalStatus.EXPIRED, None, None, self._clock.now()):
+    async def expire(self, request: ApprovalRequest) -> ApprovalRequest | None:
+        """Expire a pending request; the expired request when this call expired it, else None."""
+        now = self._clock.now()
+        if not await self._store.decide_approval(request.id, ApprovalStatus.EXPIRED, None, None, now):
             return None
-        log.info("approval %s expired", approval_id)
-        return await self._store.get_approval(approval_id)
+        log.info("approval %s expired", request.id)
+        return replace(request, status=ApprovalStatus.EXPIRED, decided_at=now)
+
+
+def _arguments(tool: Tool, call: ToolCall) -> BaseModel | None:
+    """The call's arguments, parsed, for a tool that decides per call (else None: the engine
+    has checked them already)."""
+    if tool.approval_for is None and tool.rule_subject is None:
+        return None
+    try:
+        return tool.parse(call.arguments)
+    except ToolError:
+        return None
 
 
 def _already(request: ApprovalRequest) -> str:

@@ -33,6 +33,12 @@ class ToolFinished:
     call_id: str
     name: str
     is_error: bool
+    summary: str = ""
+    """What it did, in a few words for people (exit code and output size, or the error)."""
+    preview: str = ""
+    """The first lines of its output."""
+    side_effects: bool = False
+    """A tool that can change something (its call may have had an approval card)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
 
 from bot.clock import Clock
+from bot.conversation import Author
+from bot.engine.activity import preview, summarise
 from bot.engine.collect import ResponseCollector
 from bot.engine.compact import CompactionFailed, TokenGauge, compacted
 from bot.engine.events import (
@@ -50,18 +55,59 @@ from bot.engine.states import (
     WrapUp,
 )
 from bot.errors import ContextOverflow, ModelError
-from bot.llm.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolResult, Usage
+from bot.llm.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
 from bot.llm.model import FinishPiece, Model, ModelRequest, TextPiece, ToolCallPiece, UsagePiece
-from bot.sessions.model import Session
-from bot.storage.protocol import Store
-from bot.tools.base import ToolContext, ToolError
+from bot.sessions.model import RunState, Session
+from bot.sessions.store import SessionStore
+from bot.tools.base import Tool, ToolContext, ToolError
 from bot.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
 MAX_TOOL_OUTPUT = 20_000
 STOPPED_RESULT = "stopped: the run was stopped before this call finished; its outcome is unknown."
-_HELD = ToolResult(call_id="", name="", content="")
+_HELD = object()
+_WAITING = object()
+CUT_RESULT = (
+    "error: your answer was cut off by the output token limit while writing this call, so its "
+    "arguments may be incomplete; it was not run. Make the call again, shorter if needed."
+)
+EMPTY_NOTE = (
+    "Your last answer was empty. Answer the people in the thread now, in words, or call a tool."
+)
+EMPTY_WORDS = (
+    "I couldn't come up with an answer this time: the model returned nothing, twice. "
+    "Please try rephrasing, or ask again in a moment."
+)
+TURN_LIMIT_WORDS = (
+    "I stopped after {turns} steps, the limit for one request, before I could finish. "
+    "Send a message to let me go on."
+)
+
+Notes = Callable[[str], Awaitable[Sequence[SystemMessage]]]
+"""What the model is told about a thread besides its transcript and todos (its memory), read
+before each model call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deps:
+    """What a run works with: the same for every run of the engine."""
+
+    model: Model
+    tools: ToolRegistry
+    store: SessionStore
+    clock: Clock
+    config: EngineConfig
+    gate: Gate
+    notes: Notes | None = None
 
 
 class Engine:
@@ -69,17 +115,14 @@ class Engine:
         self,
         model: Model,
         tools: ToolRegistry,
-        store: Store,
+        store: SessionStore,
         clock: Clock,
         config: EngineConfig,
         gate: Gate | None = None,
+        notes: Notes | None = None,
     ) -> None:
-        self._gate: Gate = gate or OpenGate()
-        self._model = model
-        self._tools = tools
-        self._store = store
-        self._clock = clock
-        self._config = config
+        self._deps = Deps(model, tools, store, clock, config, gate or OpenGate(), notes)
+        self._max_turns = config.max_turns
 
     async def run(
         self, session: Session, sink: EventSink, ctx: ToolContext, *, resume: bool = False
@@ -88,7 +131,7 @@ class Engine:
 
         With ``resume``, first run the calls left open by a paused run (their approvals decided).
         """
-        run = _Run(self, session, sink, ctx)
+        run = _Run(self._deps, session, sink, ctx)
         waiting = open_calls(session.messages) if resume else []
         state: State = RunTools(1, tuple(waiting)) if waiting else CallModel(1)
         try:
@@ -101,7 +144,7 @@ class Engine:
         sink = run.sink
         while True:
             match state:
-                case CallModel(turn) if turn > self._config.max_turns:
+                case CallModel(turn) if turn > self._max_turns:
                     state = WrapUp(turn)
                 case CallModel(turn):
                     state = await run.call_model(turn, with_tools=True)
@@ -123,8 +166,8 @@ class Engine:
 class _Run:
     """The working state of one run."""
 
-    def __init__(self, engine: Engine, session: Session, sink: EventSink, ctx: ToolContext) -> None:
-        self.engine = engine
+    def __init__(self, deps: Deps, session: Session, sink: EventSink, ctx: ToolContext) -> None:
+        self.deps = deps
         self.session = session
         self.sink = sink
         self.ctx = ctx
@@ -142,10 +185,17 @@ class _Run:
         so far: stored together once the batch is done (one transaction per round trip)."""
         self._wire_ids: set[str] | None = None
         """Provider call ids used in the transcript (``None``: not gathered yet)."""
+        self._nudged = False
+        """The model gave an empty answer once in this run and was asked again."""
+        self._cut: set[str] = set()
+        """Calls of an answer the output limit cut off: their arguments may be incomplete."""
+        self._notes: Sequence[SystemMessage] = ()
+        """What the model is told about the thread this call (:data:`Notes`)."""
 
     def _messages(self, wrap_up: bool) -> Sequence[Message]:
-        todos = self.session.todos
-        if not todos and not wrap_up:
+        todos, notes = self.session.todos, self._notes
+        nudge = self._nudged and not wrap_up
+        if not todos and not wrap_up and not nudge and not notes:
             return self.session.messages
         extra: list[Message] = []
         if todos:
@@ -153,25 +203,30 @@ class _Run:
                 self._note_for, self._note = todos, todo_note(todos)
             assert self._note is not None
             extra.append(self._note)
+        extra.extend(notes)
         if wrap_up:
             extra.append(SystemMessage(text=TURN_LIMIT_NOTE))
+        elif nudge:
+            extra.append(SystemMessage(text=EMPTY_NOTE))
         return [*self.session.messages, *extra]
 
     async def call_model(self, turn: int, *, with_tools: bool) -> State:
-        engine = self.engine
         self.turns = turn
         if self.session.inbox:  # messages that arrived meanwhile: the model reads them now
             arrived, self.session.inbox = self.session.inbox, []
             await self._persist(arrived)
-        config = engine._config
-        if (reached := limit_reached(config, self.usage, self.cost, self.session, engine._clock.now())):
+        config = self.deps.config
+        self._notes = await self.deps.notes(self.session.key) if self.deps.notes else ()
+        if reached := limit_reached(
+            config, self.usage, self.cost, self.session, self.deps.clock.now()
+        ):
             return Fail(reached)
         await self._compact_if_long()
         request = ModelRequest(
-            system=engine._config.system_prompt,
+            system=self._system(),
             messages=self._messages(wrap_up=not with_tools),
-            tools=engine._tools.specs() if with_tools else (),
-            max_tokens=engine._config.max_output_tokens,
+            tools=self.deps.tools.specs(self.session.key, self.session) if with_tools else (),
+            max_tokens=self.deps.config.max_output_tokens,
         )
         await self.sink(ModelCallStarted(turn))
         got = ResponseCollector()
@@ -191,12 +246,17 @@ class _Run:
         self._shown = ""
         await self._account(got.usage)
         if got.usage is not None:
-            self._gauge.observe(got.usage.prompt_tokens, got.usage.completion_tokens, len(request.messages))
+            self._gauge.observe(
+                got.usage.prompt_tokens, got.usage.completion_tokens, len(request.messages)
+            )
         message = got.message(self._used_wire_ids())
         if not with_tools and message.tool_calls:
             message = AssistantMessage(text=message.text)
         if not message.text and not message.tool_calls:
-            message = AssistantMessage(text="")
+            return await self._empty(turn, wrap_up=not with_tools)
+        self._answering()
+        if got.finish_reason == "length" and message.tool_calls:  # the arguments may be cut off
+            self._cut.update(c.id for c in message.tool_calls)
         if message.tool_calls and self._all_free(message.tool_calls):
             self._unsaved = [message]
         else:
@@ -204,6 +264,33 @@ class _Run:
         if message.tool_calls:
             return RunTools(turn, message.tool_calls)
         return Finish()
+
+    def _system(self) -> str:
+        """The system prompt, with what the thread's toolkits add (a loaded skill)."""
+        extra = self.deps.tools.instructions(self.session)
+        prompt = self.deps.config.system_prompt
+        return f"{prompt}\n\n{extra}" if extra else prompt
+
+    async def _empty(self, turn: int, *, wrap_up: bool) -> State:
+        """An answer with neither text nor calls: asked again once, then explained in words."""
+        if not wrap_up and not self._nudged:
+            self._nudged = True
+            log.info("empty answer in %s: asking once more", self.session.key)
+            return CallModel(turn)
+        words = (
+            TURN_LIMIT_WORDS.format(turns=self.deps.config.max_turns) if wrap_up else EMPTY_WORDS
+        )
+        await self.sink(TextDelta(words))
+        await self._persist([AssistantMessage(text=words)])
+        return Finish()
+
+    def _answering(self) -> None:
+        """Calls made now answer the latest person's message: they are theirs to approve."""
+        asked = next(
+            (m for m in reversed(self.session.messages) if isinstance(m, UserMessage)), None
+        )
+        if asked is not None and asked.author_id:
+            self.ctx.requester = Author(asked.author_id, asked.author_name or "someone")
 
     def _used_wire_ids(self) -> set[str]:
         if self._wire_ids is None:
@@ -218,11 +305,11 @@ class _Run:
     def _all_free(self, calls: Sequence[ToolCall]) -> bool:
         """No call can wait for a person or change anything outside the thread (an unknown
         tool only gives an error result)."""
-        tools, gate = self.engine._tools, self.engine._gate
-        return all((t := tools.get(c.name)) is None or gate.free(self.ctx, t) for c in calls)
+        tools, gate, key = self.deps.tools, self.deps.gate, self.session.key
+        return all((t := tools.get(c.name, key, self.session)) is None or gate.free(self.ctx, t) for c in calls)
 
     async def _stream(self, request: ModelRequest, got: ResponseCollector) -> None:
-        async for piece in self.engine._model.stream(request):
+        async for piece in self.deps.model.stream(request):
             match piece:
                 case TextPiece(text):
                     got.add_text(text)
@@ -240,13 +327,8 @@ class _Run:
         before = self.session.todos
         waiting = False
         for call in calls:
-            result = await self._gated(call, blocked=waiting)
-            if result is None:
+            if await self._gated(call, blocked=waiting) is _WAITING:
                 waiting = True
-            elif result is not _HELD and self._unsaved:
-                self._unsaved.append(result)
-            elif result is not _HELD:
-                await self._persist([result])
         await self._save_unsaved()
         if self.session.todos is not before:  # stored with the result of the call that changed them
             await self.sink(TodosChanged(self.session.todos))
@@ -257,20 +339,61 @@ class _Run:
             await self._persist(self._unsaved)
             self._unsaved = []  # kept until stored: a stop during the write stores it then
 
-    async def _gated(self, call: ToolCall, *, blocked: bool) -> ToolResult | None:
-        """The call's result; None when it waits for a person; ``_HELD`` when an earlier call
-        waits (it runs after that one, in order)."""
-        tool = self.engine._tools.get(call.name)
-        verdict = Proceed() if tool is None else await self.engine._gate.check(self.ctx, call, tool)
-        match verdict:
+    async def _gated(self, call: ToolCall, *, blocked: bool) -> object:
+        """Run, refuse or hold the call: its result is recorded, or ``_WAITING`` when it waits
+        for a person, or ``_HELD`` when an earlier call waits (it runs after that one, in order).
+        Calls whose arguments are invalid, over their limits or cut off never reach the gate."""
+        tool = self.deps.tools.get(call.name, self.session.key, self.session)  # offered in this thread
+        if tool is None:
+            known = ", ".join(self.deps.tools.names) or "none"
+            return await self._refused(
+                call, f"error: there is no tool named {call.name!r}. Available tools: {known}."
+            )
+        if call.id in self._cut:
+            return await self._refused(call, CUT_RESULT)
+        try:
+            args = tool.parse(call.arguments)
+        except ToolError as exc:
+            return await self._refused(call, f"error: {exc}")
+        match await self.deps.gate.check(self.ctx, call, tool):
             case Wait(request, new):
                 if new:
+                    await self._pausing()
                     await self.sink(ApprovalNeeded(request))
-                return None
+                return _WAITING
             case Refuse(text):
-                return ToolResult(call_id=call.id, name=call.name, content=text, is_error=True)
+                return await self._refused(call, text)
             case Proceed():
-                return _HELD if blocked else await self._run_one(call)
+                return _HELD if blocked else await self._run_one(call, tool, args)
+
+    async def _pausing(self) -> None:
+        """The run will pause for a person: stored before any card shows, so that a restart
+        between a card and the end of the run finds the run paused (a click then resumes it)
+        and never takes its approved calls for ones cut off while running. Nothing of the run
+        runs after this: later calls of the batch are held until the decisions."""
+        if self.session.state is not RunState.AWAITING_APPROVAL:
+            await self._save_unsaved()
+            self.session.state = RunState.AWAITING_APPROVAL
+            self.session.updated_at = self.deps.clock.now()
+            await self.deps.store.save_state(self.session)
+
+    async def _refused(self, call: ToolCall, text: str) -> ToolResult:
+        """A call that does not run: its error is recorded, then announced."""
+        result = await self._record(call, text)
+        await self.sink(ToolFinished(call.id, call.name, True))
+        return result
+
+    async def _record(self, call: ToolCall, content: str, *, is_error: bool = True) -> ToolResult:
+        """Store the call's result (with its batch, for calls without side effects)."""
+        if len(content) > MAX_TOOL_OUTPUT:
+            cut = len(content) - MAX_TOOL_OUTPUT
+            content = f"{content[:MAX_TOOL_OUTPUT]}\n[output cut: {cut} more characters]"
+        result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=is_error)
+        if self._unsaved:
+            self._unsaved.append(result)
+        else:
+            await self._persist([result])
+        return result
 
     async def stopped(self) -> None:
         """The run was cancelled: keep the partial text and answer the open calls."""
@@ -285,28 +408,20 @@ class _Run:
             ]
         )
 
-    async def _run_one(self, call: ToolCall) -> ToolResult:
+    async def _run_one(self, call: ToolCall, tool: Tool, args: BaseModel) -> ToolResult:
         await self.sink(ToolStarted(call.id, call.name, call.arguments))
-        content, is_error = await self._execute(call)
-        if len(content) > MAX_TOOL_OUTPUT:
-            cut = len(content) - MAX_TOOL_OUTPUT
-            content = f"{content[:MAX_TOOL_OUTPUT]}\n[output cut: {cut} more characters]"
-        await self.sink(ToolFinished(call.id, call.name, is_error))
-        return ToolResult(call_id=call.id, name=call.name, content=content, is_error=is_error)
-
-    async def _execute(self, call: ToolCall) -> tuple[str, bool]:
-        tool = self.engine._tools.get(call.name)
-        if tool is None:
-            known = ", ".join(self.engine._tools.names) or "none"
-            return f"error: there is no tool named {call.name!r}. Available tools: {known}.", True
         try:
-            args = tool.parse(call.arguments)
-            return await tool.invoke(self.ctx, args), False
+            content, is_error = await tool.invoke(self.ctx, args), False
         except ToolError as exc:
-            return f"error: {exc}", True
+            content, is_error = f"error: {exc}", True
         except Exception as exc:  # a tool's bug is a result the model sees, not a crashed run
             log.warning("tool %s raised", call.name, exc_info=True)
-            return f"error: {call.name} failed: {type(exc).__name__}: {exc}", True
+            content, is_error = f"error: {call.name} failed: {type(exc).__name__}: {exc}", True
+        result = await self._record(call, content, is_error=is_error)  # recorded, then announced
+        said = summarise(content, is_error=is_error)
+        shown = preview(content) if tool.side_effects else ""
+        await self.sink(ToolFinished(call.id, call.name, is_error, said, shown, tool.side_effects))
+        return result
 
     async def _failed(self, exc: ModelError, shown: str) -> State:
         if shown:  # keep what the thread already shows, without half-made calls
@@ -314,7 +429,7 @@ class _Run:
         return Fail(failure_text(exc, partial=bool(shown)))
 
     async def _compact_if_long(self) -> None:
-        config = self.engine._config
+        config = self.deps.config
         estimate = self._gauge.estimate(config.system_prompt, self.session.messages)
         if estimate > config.compact_at * config.context_window:
             log.info("%s holds about %d tokens: compacting", self.session.key, estimate)
@@ -322,15 +437,17 @@ class _Run:
 
     async def _compact(self) -> bool:
         """Replace older messages by a summary; False when that was not possible."""
-        config = self.engine._config
+        config = self.deps.config
         try:
-            shorter = await compacted(self.engine._model, self.session.messages, config.keep_recent_turns)
+            shorter = await compacted(
+                self.deps.model, self.session.messages, config.keep_recent_turns
+            )
         except CompactionFailed as exc:
             log.warning("compaction of %s failed: %s", self.session.key, exc)
             return False
         if shorter is None:
             return False
-        await self.engine._store.replace_messages(self.session, shorter)
+        await self.deps.store.replace_messages(self.session, shorter)
         self._gauge.reset()
         self._wire_ids = None
         return True
@@ -338,12 +455,12 @@ class _Run:
     async def _account(self, usage: Usage | None) -> None:
         if usage is None:
             return
-        config = self.engine._config
+        config = self.deps.config
         self.usage = self.usage + usage
-        self.cost += charge(self.session, usage, config.cost(usage), self.engine._clock.now())
+        self.cost += charge(self.session, usage, config.cost(usage), self.deps.clock.now())
 
     async def _persist(self, messages: Sequence[Message]) -> None:
         if not messages:
             return
-        self.session.updated_at = self.engine._clock.now()
-        await self.engine._store.append_messages(self.session, messages)
+        self.session.updated_at = self.deps.clock.now()
+        await self.deps.store.append_messages(self.session, messages)

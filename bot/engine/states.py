@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
 
+from bot.engine.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.llm.messages import ToolCall, Usage
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +26,14 @@ class EngineConfig:
     run_max_cost_usd: float | None = None
     day_max_tokens: int | None = None
     day_max_cost_usd: float | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EngineConfig:
+        """Each field from the setting of the same name; the built-in prompt unless one is set."""
+        values: dict[str, Any] = {
+            f.name: getattr(settings, f.name) for f in fields(cls) if f.name != "system_prompt"
+        }
+        return cls(system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT, **values)
 
     def cost(self, usage: Usage) -> float:
         if self.price_input_per_mtok is None or self.price_output_per_mtok is None:

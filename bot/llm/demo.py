@@ -4,18 +4,7 @@ It answers ``POST …/chat/completions`` with a real Server-Sent Events stream o
 ``chat.completion.chunk`` objects (a usage chunk, then ``data: [DONE]``), so the demo goes
 through the same client, parsing and error handling as a real model. Nothing leaves the process.
 
-The script is stateless: the step is the number of tool results after the last user message.
-
-0. a short sentence, then ``todo_write`` with three items (the first in progress);
-1. when the ``run_command`` tool is offered: a sentence, then a harmless ``run_command`` (it
-   needs a person's approval, so a new user sees an approval card);
-2. a sentence about the command's outcome, then ``todo_write`` marking the first completed and
-   the second in progress;
-3. ``todo_write`` marking every item completed;
-4. a final Markdown answer: heading, list, a small code block, a quote of the user's message,
-   and how to configure a real model.
-
-A request without a ``todo_write`` tool (the engine's wrap-up call) gets the final answer.
+What it says is :mod:`bot.llm.demo_script`'s.
 """
 
 from __future__ import annotations
@@ -24,135 +13,31 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+
+from bot.llm.demo_script import DEMO_COMMAND, DemoTurn, demo_turn
+
+__all__ = [
+    "DEMO_BASE_URL",
+    "DEMO_COMMAND",
+    "DEMO_LABEL",
+    "DEMO_MODEL",
+    "DemoTransport",
+    "DemoTurn",
+    "demo_chunks",
+    "demo_turn",
+]
 
 DEMO_MODEL = "threadline-demo"
 DEMO_LABEL = "demo model (offline)"
 DEMO_BASE_URL = "http://demo.invalid/v1"
 DEFAULT_CHUNK_DELAY_S = 0.03
 WORDS_PER_CHUNK = 3
-QUOTE_CHARS = 120
 CREATED = 1_700_000_000
 
-DEMO_COMMAND = "echo 'Hello from the Threadline workspace' && pwd"
-TODO_ITEMS = (
-    "Read the request",
-    "Sketch the answer",
-    "Write the reply",
-)
-_AUTHOR = re.compile(r"^\[([^\]\n]{1,80})\]: ")
 _WORDS = re.compile(r"\S+\s*|\s+")
-
-
-@dataclass(frozen=True, slots=True)
-class DemoTurn:
-    """What the demo model says on one call."""
-
-    text: str
-    todos: tuple[tuple[str, str], ...] | None = None
-    """``(content, status)`` pairs for a ``todo_write`` call, or no call."""
-    call_id: str = ""
-    command: str | None = None
-    """A ``run_command`` call instead of ``todo_write``."""
-
-    @property
-    def tool_call(self) -> tuple[str, str] | None:
-        """``(name, JSON arguments)`` of the call this turn makes, if any."""
-        if self.command is not None:
-            return "run_command", json.dumps({"command": self.command, "timeout_s": 10})
-        if self.todos is not None:
-            return "todo_write", json.dumps({"todos": [{"content": c, "status": s} for c, s in self.todos]})
-        return None
-
-
-def demo_turn(body: dict[str, Any]) -> DemoTurn:
-    """The scripted answer to a request body."""
-    messages = [m for m in body.get("messages") or () if isinstance(m, dict)]
-    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-    step = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "tool")
-    said = messages[last_user].get("content") if last_user >= 0 else ""
-    author, text = _split_author(said if isinstance(said, str) else "")
-    offered = _offered(body.get("tools"))
-    if "todo_write" not in offered:
-        return DemoTurn(_final_answer(author, text))
-    plan = ["plan", "command", "outline", "done"] if "run_command" in offered else ["plan", "outline", "done"]
-    if step >= len(plan):
-        return DemoTurn(_final_answer(author, text))
-    call_id = f"call_demo{step + 1}"
-    match plan[step]:
-        case "command":
-            return DemoTurn(
-                "Let me take a quick look at my workspace. Running a command needs your approval:",
-                call_id=call_id,
-                command=DEMO_COMMAND,
-            )
-        case "plan":
-            said_now, statuses = "Let me plan this out first.", ("in_progress", "pending", "pending")
-        case "outline":
-            said_now = _after_command(messages[-1]) if plan[step - 1] == "command" else (
-                "The request is clear; now the outline."
-            )
-            statuses = ("completed", "in_progress", "pending")
-        case _:
-            said_now, statuses = "Outline done; writing it up.", ("completed",) * 3
-    return DemoTurn(said_now, tuple(zip(TODO_ITEMS, statuses, strict=True)), call_id)
-
-
-def _after_command(result: dict[str, Any]) -> str:
-    content = str(result.get("content") or "")
-    if content.startswith(("denied", "expired")):
-        return "No command then, that's fine. The request is clear; now the outline."
-    return "The command ran in my own workspace directory. The request is clear; now the outline."
-
-
-def _split_author(content: str) -> tuple[str | None, str]:
-    match = _AUTHOR.match(content)
-    if match is None:
-        return None, content
-    return match.group(1), content[match.end() :]
-
-
-def _offered(tools: object) -> set[str]:
-    """Names of the tools the request offers."""
-    if not isinstance(tools, list):
-        return set()
-    names = set()
-    for tool in tools:
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            names.add(function["name"])
-    return names
-
-
-def _quote(text: str) -> str:
-    flat = " ".join(text.split())
-    if len(flat) > QUOTE_CHARS:
-        flat = flat[: QUOTE_CHARS - 1].rstrip() + "…"
-    return flat or "(an empty message)"
-
-
-def _final_answer(author: str | None, text: str) -> str:
-    greeting = f"Thanks, {author}!" if author else "Thanks!"
-    return (
-        "## Demo answer\n\n"
-        f"{greeting} You wrote:\n\n> {_quote(text)}\n\n"
-        "I'm the **offline demo model**, so I can't really think about it, but here is what a "
-        "run looks like:\n\n"
-        "- the reply streams in as it is written\n"
-        "- the plan lives in the pinned todo panel\n"
-        "- tool calls run between model calls\n\n"
-        "To use a real model, set `OPENAI_API_KEY` (OpenAI) or `OPENAI_BASE_URL` (any "
-        "OpenAI-compatible server) and restart:\n\n"
-        "```sh\n"
-        "export OPENAI_API_KEY=sk-...\n"
-        "# or, for a local server such as Ollama:\n"
-        "export OPENAI_BASE_URL=http://localhost:11434/v1\n"
-        "export THREADLINE_MODEL=llama3.1\n"
-        "```\n"
-    )
 
 
 def _pieces(text: str) -> list[str]:

@@ -34,6 +34,8 @@ class UserMessage(_Frozen):
     text: str
     author_id: str | None = None
     author_name: str | None = None
+    event_id: str | None = None
+    """The platform delivery it came in (its arrival is done once it is in the session)."""
 
 
 class AssistantMessage(_Frozen):

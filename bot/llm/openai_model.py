@@ -47,6 +47,7 @@ from bot.llm.model import (
     UsagePiece,
 )
 from bot.llm.retry import Backoff, retry_after_from_headers
+from bot.llm.unreachable import chain, unreachable_reason
 from bot.llm.wire import WireEncoder
 
 log = logging.getLogger(__name__)
@@ -238,6 +239,19 @@ class OpenAIModel:
         return f"the model server rejected the request (HTTP {status}): {said}"
 
     def _connection_error(self, exc: openai.APIConnectionError) -> ModelUnavailable:
+        """The real reason from the cause chain: the client reports a refused connection or a
+        failed name lookup as a timeout when it goes through its aiohttp transport."""
+        reason = unreachable_reason(exc, urlsplit(self._where).hostname or self._where)
+        if reason is not None:
+            return ModelUnavailable(
+                f"could not reach the model server at {self._where}: {self._scrub(reason)}"
+            )
+        if any(isinstance(link, httpx2.ConnectTimeout) for link in chain(exc)):
+            connect_s = min(self._timeout_s, CONNECT_TIMEOUT_S)
+            return ModelUnavailable(
+                f"the model server at {self._where} did not accept a connection within "
+                f"{connect_s:g}s"
+            )
         if isinstance(exc, openai.APITimeoutError):
             return ModelUnavailable(
                 f"the model server at {self._where} did not answer within {self._timeout_s:g}s"

@@ -20,6 +20,7 @@ request: building the body of a 200-message thread costs tens of microseconds, n
 from __future__ import annotations
 
 import json
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -73,14 +74,30 @@ def message_to_wire(message: Message, call_wire_ids: Mapping[str, str]) -> WireD
             }
         case AssistantMessage(text=text):
             return {"role": "assistant", "content": text}
-        case ToolResult(call_id=call_id, content=content):
+        case ToolResult(call_id=call_id, name=name, content=content):
             return {
                 "role": "tool",
                 "tool_call_id": call_wire_ids.get(call_id, call_id),
-                "content": content,
+                "content": as_data(name, content),
             }
         case Summary(text=text):
             return {"role": "system", "content": SUMMARY_PREFIX + text}
+
+
+def as_data(tool: str, content: str) -> str:
+    """A tool's output as the model reads it: marked as data, which nothing inside can end early
+    (the system prompt says that what is marked so is never an instruction)."""
+    inner = content.replace("</tool_output", "<\\/tool_output")
+    return f'<tool_output tool="{tool}">\n{inner}\n</tool_output>'
+
+
+_DATA = re.compile(r'^<tool_output tool="[^"]*">\n(.*)\n</tool_output>$', re.S)
+
+
+def from_data(content: str) -> str:
+    """What :func:`as_data` wrapped (the text itself when it is not wrapped)."""
+    match = _DATA.match(content)
+    return content if match is None else match.group(1).replace("<\\/tool_output", "</tool_output")
 
 
 def tool_to_wire(spec: ToolSpec) -> WireDict:

@@ -1,87 +1,135 @@
-"""The approval card: the exact tool call, who may decide, and then who decided and when."""
+"""The approval card: the exact tool call in full, who may decide, then who decided and when.
+
+Nothing that would run is hidden: the arguments are shown completely (up to the tool's own
+argument limit, which the engine enforces before a card exists). Arguments too long for one
+message come first, in as many messages as they need (code blocks never broken), and the card
+proper — the status line and the buttons — is the last message, the one edited when someone
+decides. Invisible and bidirectional control characters are shown escaped (``\\u202e``), so what
+the card shows is what runs.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
+import unicodedata
 from datetime import UTC, datetime
 
+from bot.actions import Decide, encode
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
 from bot.clock import Clock
+from bot.engine.events import ToolFinished
 from bot.errors import SurfaceError, SurfaceRateLimited
-from bot.present.surface import Button, Surface
+from bot.present.split import split_message
+from bot.present.surface import Button, Style, Surface
 
 log = logging.getLogger(__name__)
 POST_ATTEMPTS = 5
-
-MAX_SHOWN_ARGS = 1200
-
-
-def action_id(choice: Choice, approval_id: str) -> str:
-    return f"{choice.value}:{approval_id}"
+_SHOWN_AS_IS = frozenset("\n\t")
+_INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
 
 
-def parse_action(action: str) -> tuple[Choice, str] | None:
-    """``approve:<id>`` → (Choice.APPROVE, id); None for other actions."""
-    kind, _, approval_id = action.partition(":")
-    try:
-        return Choice(kind), approval_id
-    except ValueError:
-        return None
+def _button(choice: Choice, request: ApprovalRequest, label: str, style: Style = "default") -> Button:
+    return Button(encode(Decide(choice, request.id)), label, style)
 
 
 def buttons(request: ApprovalRequest) -> tuple[Button, ...]:
     if not request.pending:
         return ()
     shown = [
-        Button(action_id(Choice.APPROVE, request.id), "Approve", "primary"),
-        Button(action_id(Choice.DENY, request.id), "Deny", "danger"),
+        _button(Choice.APPROVE, request, "Approve", "primary"),
+        _button(Choice.DENY, request, "Deny", "danger"),
     ]
     if request.offer_always:
-        shown.append(Button(action_id(Choice.ALWAYS, request.id), "Always allow here"))
+        if request.allow_subject:  # a rule for one domain: "Always allow docs.python.org for Ann here"
+            who = request.requester_name[:20]
+            label = f"Always allow {request.allow_subject[:30]} for {who} here"
+        else:
+            label = f"Always allow for {request.requester_name[:40]} here"
+        shown.append(_button(Choice.ALWAYS, request, label))
     return tuple(shown)
 
 
-def _arguments(raw: str) -> str:
+def visible(text: str) -> str:
+    """``text`` with every invisible or direction-changing character written as ``\\uXXXX``."""
+    return "".join(
+        ch if ch in _SHOWN_AS_IS or unicodedata.category(ch) not in _INVISIBLE else f"\\u{ord(ch):04x}"
+        for ch in text
+    )
+
+
+def arguments_text(raw: str) -> str:
+    """The call's arguments as people read them: indented JSON, every character visible."""
     try:
         text = json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
     except ValueError:
         text = raw
-    text = text.replace("```", "`\u200b``")
-    if len(text) > MAX_SHOWN_ARGS:
-        cut = len(text) - MAX_SHOWN_ARGS
-        text = f"{text[:MAX_SHOWN_ARGS]}\n… ({cut:,} more characters not shown)"
-    return text
+    return visible(text).replace("```", "`\u200b``")
 
 
 def _when(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def card_text(request: ApprovalRequest) -> str:
-    head = {
+def _head(request: ApprovalRequest) -> str:
+    return {
         ApprovalStatus.PENDING: f"🔐 **Approval needed** to run `{request.tool}`",
         ApprovalStatus.APPROVED: f"✅ **Approved** by {request.decided_by_name}: `{request.tool}`",
         ApprovalStatus.DENIED: f"❌ **Denied** by {request.decided_by_name}: `{request.tool}`",
         ApprovalStatus.EXPIRED: f"⌛ **Expired**: nobody decided on `{request.tool}` in time",
     }[request.status]
-    lines = [head, f"```json\n{_arguments(request.arguments)}\n```"]
+
+
+def _footer(request: ApprovalRequest, note: str | None) -> str:
     if request.pending:
-        lines.append(
+        line = (
             f"Asked by {request.requester_name}. Who can decide: {request.approvers.describe()}. "
             f"Expires at {_when(request.expires_at)}."
         )
-    elif request.decided_at is not None:
-        lines.append(f"Asked by {request.requester_name}; decided at {_when(request.decided_at)}.")
-    lines.append(f"`sha256:{request.args_hash[:12]}`")
-    return "\n".join(lines)
+    elif request.status is ApprovalStatus.EXPIRED:
+        at = request.decided_at if request.decided_at is not None else request.expires_at
+        line = f"Asked by {request.requester_name}; expired at {_when(at)}. Nothing was run."
+    else:
+        at = request.decided_at if request.decided_at is not None else request.created_at
+        line = f"Asked by {request.requester_name}; decided at {_when(at)}."
+    return f"{line}\n{note}" if note else line
+
+
+def card_parts(request: ApprovalRequest, max_chars: int, note: str | None = None) -> list[str]:
+    """The card as messages of at most ``max_chars`` (before rendering): the whole call, then
+    the status; the last message is the one with the buttons."""
+    call = f"```json\n{arguments_text(request.arguments)}\n```"
+    head, footer = _head(request), _footer(request, note)
+    whole = f"{head}\n{call}\n{footer}"
+    if len(whole) <= max_chars:
+        return [whole]
+    budget = max(200, max_chars - 80)
+    parts = split_message(call, budget)
+    total = len(parts)
+    shown = [f"`{request.tool}`, the call in full ({i} of {total}):\n{p}" for i, p in enumerate(parts, 1)]
+    return [*shown, f"{head} (the call is shown in full above)\n{footer}"]
+
+
+def card_text(request: ApprovalRequest, note: str | None = None) -> str:
+    """The whole card in one text (what a platform without a length limit shows)."""
+    return card_parts(request, 1 << 30, note)[0]
 
 
 async def post_card(surface: Surface, clock: Clock, request: ApprovalRequest) -> str:
-    """Post the card; a rate limit is waited out (cards are never dropped)."""
+    """Post the card (in several messages when the call is long); returns the id of the one
+    with the buttons. A rate limit is waited out: cards are never dropped."""
+    parts = card_parts(request, _room(surface))
+    message_id = ""
+    for i, part in enumerate(parts, 1):
+        shown = buttons(request) if i == len(parts) else ()
+        message_id = await _posted(surface, clock, surface.render(part), shown)
+    return message_id
+
+
+async def _posted(surface: Surface, clock: Clock, text: str, shown: tuple[Button, ...]) -> str:
     for attempt in range(1, POST_ATTEMPTS + 1):
         try:
-            return await surface.post(surface.render(card_text(request)), buttons(request))
+            return await surface.post(text, shown)
         except SurfaceRateLimited as exc:
             if attempt == POST_ATTEMPTS:
                 raise
@@ -89,16 +137,33 @@ async def post_card(surface: Surface, clock: Clock, request: ApprovalRequest) ->
     raise AssertionError("unreachable")
 
 
-async def update_card(surface: Surface, clock: Clock, request: ApprovalRequest) -> None:
-    """Show the decision on the card and remove its buttons (best effort after a few tries)."""
+async def update_card(
+    surface: Surface, clock: Clock, request: ApprovalRequest, note: str | None = None
+) -> None:
+    """Show the decision on the card (its last message) and remove its buttons; best effort
+    after a few tries. ``note`` adds a line (what became of an approved call)."""
     if request.card_id is None:
         return
+    text = card_parts(request, _room(surface), note)[-1]
     for attempt in range(1, POST_ATTEMPTS + 1):
         try:
-            await surface.edit(request.card_id, surface.render(card_text(request)), buttons(request))
+            await surface.edit(request.card_id, surface.render(text), buttons(request))
             return
         except SurfaceRateLimited as exc:
             await clock.sleep(exc.retry_after)
         except SurfaceError:
             log.warning("could not update approval card %s (try %d)", request.card_id, attempt, exc_info=True)
             return
+
+
+def ran_note(done: ToolFinished) -> str:
+    """What an approved call did, for its card: the outcome and its first lines of output."""
+    mark = "✗ Failed" if done.is_error else "▶ Ran"
+    note = f"{mark}: {done.summary}" if done.summary else mark
+    shown = visible(done.preview).replace("```", "`\u200b``")
+    return f"{note}\n```\n{shown}\n```" if shown.strip() else note
+
+
+def _room(surface: Surface) -> int:
+    """Characters of Markdown one message may hold, with room for what rendering adds."""
+    return max(400, surface.limits.max_chars - surface.limits.max_chars // 10)

@@ -41,6 +41,8 @@ SILENT_TOOLS = frozenset({"todo_write"})
 """Tools whose work shows elsewhere (the todo panel) and need no footer."""
 OnCard = Callable[[ApprovalRequest, str], Awaitable[None]]
 """Told of each approval card posted: the request and the card's message id."""
+OnTool = Callable[[ToolFinished], Awaitable[None]]
+"""Told of each call of a tool with side effects that ran (to show what it did on its card)."""
 
 
 class Presenter:
@@ -51,13 +53,15 @@ class Presenter:
         budgets: BudgetRegistry,
         panel: PanelRef | None,
         persist_panel: PersistPanel,
-        on_posted: OnPosted,
+        on_posted: OnPosted | None = None,
         on_card: OnCard | None = None,
         stop_button: Button | None = None,
+        on_tool: OnTool | None = None,
     ) -> None:
         self._surface = surface
         self._clock = clock
         self._on_card = on_card
+        self._on_tool = on_tool
         budget = budgets.get(surface.limits)
         self._reply = ReplyStream(surface, clock, budget, on_posted)
         if stop_button is not None:
@@ -89,6 +93,8 @@ class Presenter:
             case ToolFinished(name=name) if name not in SILENT_TOOLS:
                 self._reply.set_footer(None)
                 self._status_while_silent(THINKING)
+                if event.side_effects and self._on_tool is not None:
+                    await self._on_tool(event)
             case TodosChanged(todos):
                 await self._panel.update(todos)
             case Notice(text):

@@ -54,7 +54,11 @@ class _Op:
 
 class ReplyStream:
     def __init__(
-        self, surface: Surface, clock: Clock, budget: EditBudget, on_posted: OnPosted
+        self,
+        surface: Surface,
+        clock: Clock,
+        budget: EditBudget,
+        on_posted: OnPosted | None = None,
     ) -> None:
         self._surface = surface
         self._clock = clock
@@ -248,7 +252,8 @@ class ReplyStream:
         if op.kind == "post":
             message_id = await self._surface.post(op.text, op.buttons)
             self._messages.append(_Message(message_id, op.text, now, op.seal, op.buttons))
-            await self._on_posted(message_id)
+            if self._on_posted is not None:
+                await self._on_posted(message_id)
         elif op.kind == "edit":
             msg = self._messages[op.index]
             msg.touched = now

@@ -14,13 +14,15 @@ from typing import Literal, Protocol
 
 from bot.conversation import ThreadKey
 
+Style = Literal["primary", "danger", "default"]
+
 
 @dataclass(frozen=True, slots=True)
 class Button:
     action_id: str
-    """Opaque to the platform; comes back with the click (``approve:<approval id>``)."""
+    """Opaque to the platform; comes back with the click (built by :mod:`bot.actions`)."""
     label: str
-    style: Literal["primary", "danger", "default"] = "default"
+    style: Style = "default"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +54,11 @@ class Surface(Protocol):
         ...
 
     async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None: ...
+
+    async def drop_buttons(self, message_id: str) -> None:
+        """Remove the buttons of a message the bot posted, leaving its text as it is (a Stop
+        button left behind by a run a restart cut off)."""
+        ...
 
     async def delete(self, message_id: str) -> None: ...
 

@@ -11,11 +11,13 @@ from collections.abc import Awaitable, Callable
 
 from bot.clock import Clock
 from bot.scheduler.jobs import Job
-from bot.storage.protocol import Store
+from bot.scheduler.store import JobStore
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Job], Awaitable[None]]
+Handler = Callable[[Job], Awaitable[float | None]]
+"""Runs a job. It may return when to run the job again (a job whose times are computed, such
+as a cron schedule's); None: a one-off job is done, a repeating one follows its interval."""
 MAX_ATTEMPTS = 8
 RETRY_BASE_S = 10.0
 RETRY_CAP_S = 3600.0
@@ -27,7 +29,7 @@ def retry_delay(attempts: int) -> float:
 
 
 class Scheduler:
-    def __init__(self, store: Store, clock: Clock) -> None:
+    def __init__(self, store: JobStore, clock: Clock) -> None:
         self._store = store
         self._clock = clock
         self._handlers: dict[str, Handler] = {}
@@ -42,8 +44,12 @@ class Scheduler:
 
     async def schedule(self, job: Job) -> None:
         await self._store.put_job(job)
+        self.notify(job.due_at)
+
+    def notify(self, due_at: float) -> None:
+        """Tell the timer of a job due at ``due_at`` that was stored some other way."""
         for listener in self._listeners:
-            listener(job.due_at)
+            listener(due_at)
 
     async def cancel(self, job_id: str) -> None:
         await self._store.delete_job(job_id)
@@ -64,7 +70,7 @@ class Scheduler:
         try:
             if handler is None:
                 raise LookupError(f"no handler for jobs of kind {job.kind!r}")
-            await handler(job)
+            again = await handler(job)
         except Exception as exc:
             job.attempts += 1
             job.last_error = f"{type(exc).__name__}: {exc}"[:500]
@@ -76,7 +82,10 @@ class Scheduler:
             job.due_at = now + retry_delay(job.attempts)
             await self._store.put_job(job)
             return
-        if job.interval_s is None:
+        if again is not None:
+            job.attempts, job.last_error, job.due_at = 0, None, again
+            await self._store.put_job(job)
+        elif job.interval_s is None:
             await self._store.delete_job(job.id)
         else:
             job.attempts, job.last_error = 0, None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,3 +55,8 @@ class Session:
     """The UTC day (``YYYY-MM-DD``) that ``day_tokens`` and ``day_cost_usd`` count."""
     day_tokens: int = 0
     day_cost_usd: float = 0.0
+    stop_buttons: list[str] = field(default_factory=list)
+    """Messages of the running run that show its Stop button (removed when the run ends)."""
+    toolkits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Each toolkit's state in this thread (a JSON object by toolkit name; see
+    :mod:`bot.tools.state`), saved with the session."""

@@ -6,9 +6,10 @@ The JSON schema of the arguments is derived once, from the signature and the doc
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_type_hints, overload
 
@@ -51,16 +52,27 @@ class Tool:
     side_effects: bool = False
     """It changes something outside the session: never re-run silently after a crash."""
     approval: Approval = "never"
+    executes: bool = False
+    """It runs programs: "Always allow here" is offered only where an operator enables it."""
+    schema: Mapping[str, Any] | None = field(default=None, compare=False)
+    """The JSON schema the model is shown, when it does not come from ``arguments`` (a tool
+    described by someone else, such as an MCP server); ``arguments`` then only checks that
+    the model sent an object (see :class:`AnyArguments`)."""
+    approval_for: Callable[[BaseModel], Approval | None] | None = field(default=None, compare=False)
+    """The approval one call needs, from its arguments (``fetch_url``: ``never`` for a domain
+    the operator listed); None: the tool's configured or default ``approval``. An ``approval``
+    set in the configuration wins over it."""
+    rule_subject: Callable[[BaseModel], str | None] | None = field(default=None, compare=False)
+    """What an "Always allow" rule made on one call covers, finer than the whole tool (a
+    domain for ``fetch_url``: the rule then covers ``fetch_url:<domain>``); None: the tool."""
 
     @property
-    def parameters(self) -> dict[str, Any]:
-        return _schema(self.arguments)
+    def parameters(self) -> Mapping[str, Any]:
+        return self.schema if self.schema is not None else _schema(self.arguments)
 
     def renamed(self, name: str) -> Tool:
         _check_name(name)
-        return Tool(
-            name, self.description, self.arguments, self.function, self.side_effects, self.approval
-        )
+        return dataclasses.replace(self, name=name)
 
     def parse(self, raw: str) -> BaseModel:
         """Validate the model's JSON arguments; raises ToolError with a message for the model."""
@@ -76,7 +88,14 @@ class Tool:
 
     async def invoke(self, ctx: ToolContext, args: BaseModel) -> str:
         values = {name: getattr(args, name) for name in type(args).model_fields}
+        values.update(args.model_extra or {})
         return await self.function(ctx, **values)
+
+
+class AnyArguments(BaseModel):
+    """Arguments checked by someone else: any JSON object (its members are passed on as they are)."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 _schema_cache: dict[type[BaseModel], dict[str, Any]] = {}
@@ -135,6 +154,7 @@ def tool(
     name: str | None = None,
     side_effects: bool = False,
     approval: Approval | None = None,
+    executes: bool = False,
 ) -> Tool: ...
 
 
@@ -146,6 +166,7 @@ def tool(
     name: str | None = None,
     side_effects: bool = False,
     approval: Approval | None = None,
+    executes: bool = False,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -156,6 +177,7 @@ def tool(
     name: str | None = None,
     side_effects: bool = False,
     approval: Approval | None = None,
+    executes: bool = False,
 ) -> Tool | Callable[[ToolFunction], Tool]:
     """Make a tool of ``async def f(ctx: ToolContext, arg: T, ...) -> str``.
 
@@ -183,8 +205,22 @@ def tool(
             f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
         mode: Approval = approval or ("ask" if side_effects else "never")
-        return Tool(tool_name, summary or tool_name, model, fn, side_effects, mode)
+        return Tool(tool_name, summary or tool_name, model, fn, side_effects, mode, executes)
 
     if function is not None:
         return wrap(function)
     return wrap
+
+
+def one_id_schema(name: str, description: str, ids: Sequence[str] | None) -> dict[str, Any]:
+    """The schema of a tool whose one argument ``name`` is an id; ``ids`` (when given) are the ones
+    that exist in the thread now, offered as its enum."""
+    field: dict[str, Any] = {"type": "string", "description": description}
+    if ids:
+        field["enum"] = list(ids)
+    return {
+        "type": "object",
+        "properties": {name: field},
+        "required": [name],
+        "additionalProperties": False,
+    }

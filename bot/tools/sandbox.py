@@ -1,35 +1,23 @@
-"""A thread's workspace directory: safe path resolution and a bounded process runner.
+"""A thread's workspace directory: safe path resolution and safe file access.
 
 Every path a model gives is resolved inside the workspace, following symlinks, and refused
-when it leaves it. Commands run through ``/bin/sh -c`` in their own process group, with the
-secrets removed from the environment; the whole group is killed on timeout, on cancellation
-and when the shell exits, and only the head and tail of their output are kept.
+when it leaves it. A file the tools open is checked again through its descriptor: a regular
+file with one link only (a hard link could name a file outside), on the workspace's own device,
+whose real path is inside the workspace.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import os
 import re
-import signal
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from bot.tools.base import ToolError
 
-KILL_GRACE_S = 1.0
-"""How long a process group has between SIGTERM and SIGKILL after a timeout."""
-DRAIN_GRACE_S = 1.0
-"""How long to keep reading output held open by a process that left the group."""
-OUTPUT_HEAD = 8 * 1024
-OUTPUT_TAIL = 8 * 1024
-
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_SECRET_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET")
-_SECRET_PREFIXES = ("SLACK_", "DISCORD_")
-_SECRET_NAMES = frozenset({"OPENAI_BASE_URL"})
 
 
 def directory_name(thread_key: str) -> str:
@@ -41,16 +29,28 @@ def directory_name(thread_key: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Workspace:
-    """One thread's directory; ``root`` is absolute and has no symlinks."""
+    """One thread's directory; ``root`` is absolute and has no symlinks.
+
+    ``owner`` (uid, gid) is who owns the directory and what the tools create in it, when that is
+    not the bot's own user (the sandbox's user when the bot runs as root).
+    """
 
     root: Path
+    device: int
+    owner: tuple[int, int] | None = None
 
     @classmethod
-    def for_thread(cls, base: Path, thread_key: str) -> Workspace:
+    def for_thread(
+        cls, base: Path, thread_key: str, owner: tuple[int, int] | None = None
+    ) -> Workspace:
         """The thread's workspace under ``base``, created on first use."""
         directory = base / directory_name(thread_key)
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return cls(directory.resolve(strict=True))
+        root = directory.resolve(strict=True)
+        info = root.stat()
+        if owner is not None and (info.st_uid, info.st_gid) != owner:
+            os.chown(root, *owner, follow_symlinks=False)
+        return cls(root, info.st_dev, owner)
 
     def resolve(self, path: str) -> Path:
         """The real path of ``path`` (which need not exist), refused if it leaves the workspace."""
@@ -76,6 +76,66 @@ class Workspace:
         relative = path.relative_to(self.root).as_posix()
         return relative if relative != "." else "."
 
+    def open_file(self, path: str, target: Path, *, write: bool = False) -> int:
+        """A descriptor of the regular file ``target`` (created when writing), after checking
+        what it really is; the caller closes it. Writing does not truncate: the caller does,
+        once the checks passed."""
+        if target == self.root:
+            raise ToolError(f"{path!r} is a directory; use list_files")
+        flags = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+        flags |= os.O_RDWR | os.O_CREAT if write else os.O_RDONLY
+        try:
+            parent = os.open(target.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise ToolError(f"{path!r} does not exist") from None
+        except OSError as exc:
+            raise ToolError(f"{path!r}: {exc.strerror}") from None
+        try:
+            if not _real_path(parent).is_relative_to(self.root):
+                raise ToolError(f"{path!r} is outside the workspace")
+            fd = os.open(target.name, flags, 0o644, dir_fd=parent)
+        except FileNotFoundError:
+            raise ToolError(f"{path!r} does not exist") from None
+        except OSError as exc:
+            raise ToolError(f"{path!r}: {exc.strerror}") from None
+        finally:
+            os.close(parent)
+        try:
+            self._check_descriptor(path, fd)
+            if write and self.owner is not None and os.fstat(fd).st_uid != self.owner[0]:
+                os.fchown(fd, *self.owner)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    def make_parents(self, target: Path) -> None:
+        """Create the missing directories above ``target`` (inside the workspace)."""
+        missing: list[Path] = []
+        here = target.parent
+        while here != self.root and not here.exists():
+            missing.append(here)
+            here = here.parent
+        for directory in reversed(missing):
+            directory.mkdir(mode=0o755, exist_ok=True)
+            if self.owner is not None:
+                os.chown(directory, *self.owner, follow_symlinks=False)
+        self._inside(self.relative(target.parent), target.parent)
+
+    def _check_descriptor(self, path: str, fd: int) -> None:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise ToolError(f"{path!r} is a directory; use list_files")
+        if not stat.S_ISREG(info.st_mode):
+            raise ToolError(f"{path!r} is not a regular file")
+        if info.st_nlink > 1:
+            raise ToolError(
+                f"{path!r} has {info.st_nlink} hard links; hard-linked files are refused "
+                "(a link can lead outside the workspace): copy it with run_command first"
+            )
+        if info.st_dev != self.device or not _real_path(fd).is_relative_to(self.root):
+            raise ToolError(f"{path!r} is outside the workspace")
+
     def _pure(self, path: str) -> PurePosixPath:
         if "\x00" in path:
             raise ToolError(f"{path!r}: a path cannot contain a NUL character")
@@ -94,144 +154,9 @@ class Workspace:
         return resolved
 
 
-def clean_environment(workspace: Path, source: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a command: ``source`` without secrets, HOME at the workspace."""
-    env = {
-        name: value
-        for name, value in (os.environ if source is None else source).items()
-        if not _is_secret(name) and name != "OLDPWD"
-    }
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env.setdefault("LANG", "C.UTF-8")
-    env.update(HOME=str(workspace), PWD=str(workspace), TERM="dumb", PAGER="cat")
-    return env
-
-
-def _is_secret(name: str) -> bool:
-    upper = name.upper()
-    return (
-        upper.endswith(_SECRET_SUFFIXES)
-        or upper.startswith(_SECRET_PREFIXES)
-        or "PASSWORD" in upper
-        or upper in _SECRET_NAMES
-    )
-
-
-class OutputCapture(asyncio.Protocol):
-    """Keeps the first ``head`` and the last ``tail`` bytes of a stream, counting the rest."""
-
-    def __init__(self, head: int = OUTPUT_HEAD, tail: int = OUTPUT_TAIL) -> None:
-        self._head_size = head
-        self._tail_size = tail
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-        self.closed = asyncio.Event()
-
-    def data_received(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self._head_size - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail += data[-self._tail_size :]
-            if len(self.tail) > self._tail_size:
-                del self.tail[: len(self.tail) - self._tail_size]
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed.set()
-
-    @property
-    def cut(self) -> int:
-        return self.total - len(self.head) - len(self.tail)
-
-    def text(self) -> str:
-        head = self.head.decode(errors="replace")
-        if not self.tail:
-            return head
-        tail = self.tail.decode(errors="replace")
-        if not self.cut:
-            return head + tail
-        return f"{head}\n[... {self.cut} bytes of output cut ...]\n{tail}"
-
-
-@dataclass(frozen=True, slots=True)
-class CommandResult:
-    exit_code: int | None
-    """The shell's exit status; negative when a signal ended it, None if it never ended."""
-    timed_out: bool
-    output: str
-    """stdout and stderr together, the middle cut when long."""
-    total_bytes: int
-    cut_bytes: int
-
-
-async def run_command(
-    command: str, cwd: Path, timeout_s: float, env: dict[str, str]
-) -> CommandResult:
-    """Run ``command`` with ``/bin/sh -c`` in ``cwd``; kill its process group when done.
-
-    If the calling task is cancelled, the group is killed before the cancellation propagates.
-    """
-    loop = asyncio.get_running_loop()
-    read_fd, write_fd = os.pipe()
+def _real_path(fd: int) -> Path:
+    """Where the kernel says an open file is (a deleted file is nowhere)."""
     try:
-        process = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command,
-            cwd=cwd,
-            env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=write_fd,
-            start_new_session=True,
-        )
-    except BaseException:
-        os.close(read_fd)
-        raise
-    finally:
-        os.close(write_fd)
-    capture = OutputCapture()
-    transport: asyncio.BaseTransport | None = None
-    timed_out = False
-    try:
-        transport, _ = await loop.connect_read_pipe(lambda: capture, os.fdopen(read_fd, "rb", 0))
-        try:
-            await asyncio.wait_for(process.wait(), timeout_s)
-        except TimeoutError:
-            timed_out = True
-            await _terminate(process)
-        _kill_group(process.pid, signal.SIGKILL)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(capture.closed.wait(), DRAIN_GRACE_S)
-    except BaseException:
-        _kill_group(process.pid, signal.SIGKILL)
-        await asyncio.shield(process.wait())
-        raise
-    finally:
-        if transport is not None:
-            transport.close()
-    return CommandResult(
-        exit_code=process.returncode,
-        timed_out=timed_out,
-        output=capture.text(),
-        total_bytes=capture.total,
-        cut_bytes=capture.cut,
-    )
-
-
-async def _terminate(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the group, then SIGKILL it if the shell outlives the grace period."""
-    _kill_group(process.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(process.wait(), KILL_GRACE_S)
-    except TimeoutError:
-        _kill_group(process.pid, signal.SIGKILL)
-        await process.wait()
-
-
-def _kill_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        return Path("/proc/self/fd") / str(fd)

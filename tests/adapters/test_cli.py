@@ -70,16 +70,28 @@ def test_doctor_passes_on_the_demo_model(tmp_path: Path) -> None:
     assert "all checks passed" in out.stdout
 
 
-def test_doctor_says_when_the_model_server_is_unreachable(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        # the discard port: nothing listens
+        ("http://127.0.0.1:9/v1", "could not reach the model server at http://127.0.0.1:9/v1: "
+         "the connection was refused"),
+        ("http://nonexistent.invalid/v1", "could not reach the model server at "
+         "http://nonexistent.invalid/v1: the name nonexistent.invalid could not be resolved"),
+    ],
+)  # fmt: skip
+def test_doctor_says_why_the_model_server_is_unreachable(tmp_path: Path, url: str, said: str) -> None:
     env = {
-        "OPENAI_BASE_URL": "http://127.0.0.1:9",  # discard port: nothing listens
+        "OPENAI_BASE_URL": url,
         "OPENAI_API_KEY": "sk-test-secret-value-123",
-        "THREADLINE_MODEL_MAX_RETRIES": "0",
+        "THREADLINE_MODEL_MAX_RETRIES": "1",
         "THREADLINE_DATA_DIR": str(tmp_path / "data"),
     }
     out = threadline("doctor", env=env, cwd=tmp_path)
     assert out.returncode == 1
-    assert "FAIL" in out.stdout and "model" in out.stdout
+    failed = [line for line in out.stdout.splitlines() if line.startswith("[FAIL]")]
+    assert len(failed) == 1 and "model" in failed[0] and said in failed[0], out.stdout
+    assert "did not answer" not in out.stdout
     assert "sk-test-secret-value-123" not in out.stdout + out.stderr
 
 
@@ -94,3 +106,57 @@ def test_toml_settings_are_read(tmp_path: Path) -> None:
     finally:
         os.chdir(cwd)
     assert settings.max_turns == 7 and settings.model == "my-model"
+
+
+def test_doctor_checks_the_playground_token_beyond_loopback(tmp_path: Path) -> None:
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data"), "THREADLINE_HTTP_HOST": "0.0.0.0"}
+    out = threadline("doctor", env=env, cwd=tmp_path)
+    assert out.returncode == 1
+    (failed,) = [line for line in out.stdout.splitlines() if line.startswith("[FAIL]")]
+    assert "playground on http://0.0.0.0:8765" in failed and "THREADLINE_PLAYGROUND_TOKEN" in failed
+
+    token = "doctor-token-0123456789"
+    out = threadline("doctor", env=env | {"THREADLINE_PLAYGROUND_TOKEN": token}, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout
+    assert "[ok  ] playground will be served on http://0.0.0.0:8765, to those who open it once" in out.stdout
+    assert token not in out.stdout + out.stderr
+
+
+def test_doctor_says_commands_run_in_the_sandbox(tmp_path: Path) -> None:
+    from tests.sandboxing import sandbox_runner
+
+    sandbox_runner()
+    out = threadline("doctor", env={"THREADLINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
+    assert "[ok  ] sandbox: commands run in bubblewrap" in out.stdout, out.stdout
+
+
+def test_doctor_says_what_to_do_without_bubblewrap(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data"), "PATH": str(tmp_path / "bin")}
+    out = threadline("doctor", env=env, cwd=tmp_path)
+    assert out.returncode == 1
+    line = next(line for line in out.stdout.splitlines() if "sandbox:" in line)
+    assert line.startswith("[FAIL] sandbox: bubblewrap is not installed")
+    assert "run_command is not offered" in line and "apt-get install bubblewrap" in line
+    assert "THREADLINE_SANDBOX=none" in line
+
+
+def test_a_required_sandbox_that_cannot_work_stops_the_program(tmp_path: Path) -> None:
+    (tmp_path / "bin").mkdir()
+    env = {"THREADLINE_SANDBOX": "bwrap", "PATH": str(tmp_path / "bin"), "THREADLINE_DATA_DIR": str(tmp_path / "data")}
+    out = threadline("run", env=env, cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.startswith("threadline: invalid configuration: THREADLINE_SANDBOX: ")
+    assert "bubblewrap is not installed" in out.stderr and "Traceback" not in out.stderr
+    assert "apt-get install bubblewrap" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_misspelled_key_in_threadline_toml_is_named_with_the_likely_one(tmp_path: Path) -> None:
+    (tmp_path / "threadline.toml").write_text('modle = "gpt-4o"\n[access]\ndms = "closed"\n')
+    out = threadline("doctor", env={"THREADLINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
+    assert out.returncode == 2
+    assert "unknown setting 'modle' (did you mean 'model'?)" in out.stderr
+    (tmp_path / "threadline.toml").write_text('model = "gpt-4o"\nslack_edits_per_minute = 20\n')
+    out = threadline("doctor", env={"THREADLINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
+    assert "unknown setting" not in out.stderr and "configuration is valid" in out.stdout

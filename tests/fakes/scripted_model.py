@@ -55,11 +55,15 @@ class ScriptedModel:
     default: Step | None = None
     respond: Callable[[ModelRequest], Step] | None = None
     """Answers every call not covered by ``steps``, from the request."""
+    max_calls: int = 500
+    """More calls than this fail the test instead of letting a broken loop run on forever."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
         self.requests.append(
             ModelRequest(request.system, list(request.messages), list(request.tools), request.max_tokens)
         )
+        if len(self.requests) > self.max_calls:
+            raise AssertionError(f"the model was called more than {self.max_calls} times")
         if self.steps:
             current = self.steps.pop(0)
         elif self.respond is not None:

@@ -36,6 +36,8 @@ class FakeMessage:
     buttons: tuple[Button, ...] = ()
     deleted: bool = False
     edits: int = 0
+    first_buttons: tuple[Button, ...] = ()
+    """The buttons it was posted with (a click on a page not yet updated uses these)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +150,7 @@ class RecordingSurface:
     async def post(self, text: str, buttons: Sequence[Button] = ()) -> str:
         await self._enter("post", None, text)
         message_id = f"m{next(self._ids)}"
-        self.messages[message_id] = FakeMessage(message_id, text, tuple(buttons))
+        self.messages[message_id] = FakeMessage(message_id, text, tuple(buttons), first_buttons=tuple(buttons))
         self._log("post", message_id, text)
         return message_id
 
@@ -162,6 +164,13 @@ class RecordingSurface:
         message.text, message.buttons = text, tuple(buttons)
         message.edits += 1
         self._log("edit", message_id, text)
+
+    async def drop_buttons(self, message_id: str) -> None:
+        message = self._message(message_id)
+        await self._enter("edit", message_id, message.text)
+        message.buttons = ()
+        message.edits += 1
+        self._log("edit", message_id, message.text)
 
     async def delete(self, message_id: str) -> None:
         message = self._message(message_id)

@@ -15,19 +15,8 @@ function randomId(bytes) {
   return Array.from(a, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-function remembered(key, make) {
-  let value = localStorage.getItem(key);
-  if (!value) {
-    value = make();
-    localStorage.setItem(key, value);
-  }
-  return value;
-}
-
-const me = {
-  id: remembered("threadline.user", () => randomId(8)),
-  name: localStorage.getItem("threadline.name") || "You",
-};
+// Who you are comes from the session cookie the page set; you only choose the name shown.
+const me = { name: localStorage.getItem("threadline.name") || "You" };
 const clientId = randomId(8); // this tab: private notes come back to it only
 const view = {
   botName: "Threadline",
@@ -45,6 +34,7 @@ const PIN_ICON = '<svg viewBox="0 0 16 16" width="13" height="13" aria-hidden="t
 // --- fetching ----------------------------------------------------------------------------
 async function getJson(url) {
   const response = await fetch(url, { cache: "no-store" });
+  if (response.status === 401) toast("Your playground session has ended: reload the page.");
   if (!response.ok) throw Object.assign(new Error(`${url}: ${response.status}`), { status: response.status });
   return response.json();
 }
@@ -333,7 +323,7 @@ function dayOrTime(seconds) {
 // --- writing and clicking ----------------------------------------------------------------------
 async function send(text) {
   const body = {
-    thread_id: view.threadId, text, event_id: randomId(16), user_id: me.id, user_name: me.name,
+    thread_id: view.threadId, text, event_id: randomId(16), user_name: me.name,
   };
   for (let attempt = 0; attempt < 4; attempt += 1) {
     try {
@@ -357,7 +347,7 @@ async function click(node, actionId, messageId) {
   node.disabled = true;
   try {
     const { status, data } = await postJson("/api/actions", {
-      thread_id: view.threadId, action_id: actionId, user_id: me.id, user_name: me.name,
+      thread_id: view.threadId, action_id: actionId, user_name: me.name,
       client_id: clientId, message_id: messageId,
     });
     if (data.note) showNote(data.note, view.threadId);

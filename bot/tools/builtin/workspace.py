@@ -1,45 +1,44 @@
 """Workspace tools: each thread gets its own directory to run commands and edit files in.
 
 The file tools only reach inside the thread's workspace and need no approval by default;
-``run_command`` can do anything its user may, so a person approves it.
+``run_command`` runs through a :class:`CommandRunner` (the sandbox, normally), and a person
+approves it. Without a runner there is no ``run_command``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fnmatch
-import os
-import re
+import dataclasses
 import signal
-import stat
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 from pydantic import Field
 
-from bot.tools import sandbox
-from bot.tools.base import Tool, ToolContext, ToolError, tool
-from bot.tools.sandbox import CommandResult, Workspace
+from bot.tools.base import Tool, ToolContext, tool
+from bot.tools.builtin import files
+from bot.tools.commands import CommandRunner
+from bot.tools.process import CommandResult
+from bot.tools.sandbox import Workspace
 
 MAX_TIMEOUT_S = 600
-MAX_READ_BYTES = 20 * 1024 * 1024
-"""Larger files are refused by read_file and edit_file, and skipped by grep."""
-MAX_OUTPUT_CHARS = 16_000
-MAX_LINE_CHARS = 2_000
 MAX_WRITE_CHARS = 1_000_000
-MAX_LIST_ENTRIES = 500
 MAX_GREP_RESULTS = 1_000
-SNIFF_BYTES = 8192
-SKIP_DIRS = frozenset({".git"})
-"""Listed, never descended into."""
 
 
-def workspace_tools(root: Path) -> list[Tool]:
-    """The workspace tools, each thread working in its own directory under ``root``."""
+def workspace_tools(
+    root: Path,
+    runner: CommandRunner | None,
+    network: Callable[[str], bool] = lambda key: False,
+) -> list[Tool]:
+    """The workspace tools, each thread working in its own directory under ``root``;
+    ``run_command`` when there is a ``runner``, with the network where ``network(thread key)``
+    allows it."""
+    owner = runner.owner if runner is not None else None
 
     def workspace(ctx: ToolContext) -> Workspace:
-        return Workspace.for_thread(root, ctx.thread_key)
+        return Workspace.for_thread(root, ctx.thread_key, owner)
 
     async def run_command(
         ctx: ToolContext,
@@ -54,10 +53,10 @@ def workspace_tools(root: Path) -> list[Tool]:
             command: The shell command line.
             timeout_s: Seconds before the command and its children are killed (1-600).
         """
+        assert runner is not None  # not offered without one
         ws = workspace(ctx)
-        env = sandbox.clean_environment(ws.root)
-        result = await sandbox.run_command(command, ws.root, timeout_s, env)
-        return _describe(result, timeout_s)
+        result = await runner.run(command, ws, timeout_s, network=network(ctx.thread_key))
+        return describe_result(result, timeout_s)
 
     async def read_file(
         ctx: ToolContext,
@@ -73,7 +72,7 @@ def workspace_tools(root: Path) -> list[Tool]:
             offset: How many lines to skip from the start.
             limit: How many lines to return at most.
         """
-        return await asyncio.to_thread(_read, workspace(ctx), path, offset, limit)
+        return await asyncio.to_thread(files.read, workspace(ctx), path, offset, limit)
 
     async def write_file(
         ctx: ToolContext,
@@ -86,7 +85,7 @@ def workspace_tools(root: Path) -> list[Tool]:
             path: Path relative to the workspace.
             content: The whole new content of the file.
         """
-        return await asyncio.to_thread(_write, workspace(ctx), path, content)
+        return await asyncio.to_thread(files.write, workspace(ctx), path, content)
 
     async def edit_file(
         ctx: ToolContext,
@@ -104,7 +103,7 @@ def workspace_tools(root: Path) -> list[Tool]:
             new: The replacement text.
             count: How many occurrences to replace at most.
         """
-        return await asyncio.to_thread(_edit, workspace(ctx), path, old, new, count)
+        return await asyncio.to_thread(files.edit, workspace(ctx), path, old, new, count)
 
     async def list_files(ctx: ToolContext, path: str = ".", pattern: str = "*") -> str:
         """List files and directories under a workspace path, recursively (up to 500).
@@ -113,7 +112,7 @@ def workspace_tools(root: Path) -> list[Tool]:
             path: Directory relative to the workspace.
             pattern: Glob matched against each name, e.g. "*.py".
         """
-        return await asyncio.to_thread(_list, workspace(ctx), path, pattern)
+        return await asyncio.to_thread(files.listing, workspace(ctx), path, pattern)
 
     async def grep(
         ctx: ToolContext,
@@ -129,10 +128,16 @@ def workspace_tools(root: Path) -> list[Tool]:
             path: File or directory relative to the workspace.
             max_results: How many matching lines to return at most.
         """
-        return await asyncio.to_thread(_grep, workspace(ctx), path, pattern, max_results)
+        return await asyncio.to_thread(files.grep, workspace(ctx), path, pattern, max_results)
 
+    command_tools: list[Tool] = []
+    if runner is not None:
+        command = tool(run_command, side_effects=True, approval="ask", executes=True)
+        if runner.note:
+            command = dataclasses.replace(command, description=f"{command.description}\n{runner.note}")
+        command_tools.append(command)
     return [
-        tool(run_command, side_effects=True, approval="ask"),
+        *command_tools,
         tool(read_file),
         tool(write_file, side_effects=True, approval="never"),
         tool(edit_file, side_effects=True, approval="never"),
@@ -141,178 +146,19 @@ def workspace_tools(root: Path) -> list[Tool]:
     ]
 
 
-def _describe(result: CommandResult, timeout_s: int) -> str:
+def describe_result(result: CommandResult, timeout_s: float) -> str:
+    """A command's output and how it ended, as the model reads it."""
     output = result.output.rstrip("\n") or "(no output)"
     if result.timed_out:
-        status = f"timed out after {timeout_s} s: the command and its processes were killed"
+        status = f"timed out after {timeout_s:g} s: the command and its processes were killed"
     elif result.exit_code is not None and result.exit_code < 0:
         status = f"killed by signal {-result.exit_code} ({signal.strsignal(-result.exit_code)})"
+    elif result.exit_code is not None and 128 < result.exit_code < 128 + signal.NSIG:
+        number = result.exit_code - 128
+        status = (
+            f"exit code {result.exit_code}, as when signal {number} "
+            f"({signal.strsignal(number)}) ends a process"
+        )
     else:
         status = f"exit code {result.exit_code}"
     return f"{output}\n[{status}]"
-
-
-def _open_text(path: str, target: Path) -> bytes:
-    """The bytes of a text file; a ToolError for what is missing, binary or too large."""
-    try:
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise ToolError(f"{path!r} does not exist") from None
-    except OSError as exc:
-        raise ToolError(f"{path!r}: {exc.strerror}") from None
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise ToolError(f"{path!r} is a directory; use list_files")
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolError(f"{path!r} is not a regular file")
-        if info.st_size > MAX_READ_BYTES:
-            raise ToolError(
-                f"{path!r} is too large ({info.st_size} bytes, limit {MAX_READ_BYTES}); "
-                "use grep, or run_command with head/tail"
-            )
-        with os.fdopen(fd, "rb", closefd=False) as file:
-            data = file.read(MAX_READ_BYTES + 1)
-    finally:
-        os.close(fd)
-    if b"\x00" in data[:SNIFF_BYTES]:
-        raise ToolError(f"{path!r} is a binary file ({len(data)} bytes)")
-    return data
-
-
-def _lines(text: str) -> list[str]:
-    """The lines of ``text`` as an editor counts them (only \\n ends a line)."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    return [line.removesuffix("\r") for line in lines]
-
-
-def _read(ws: Workspace, path: str, offset: int, limit: int) -> str:
-    lines = _lines(_open_text(path, ws.resolve(path)).decode(errors="replace"))
-    if not lines:
-        return f"{path} is empty."
-    if offset >= len(lines):
-        return f"{path} has only {len(lines)} lines."
-    out: list[str] = []
-    size = 0
-    end = min(len(lines), offset + limit)
-    for number in range(offset, end):
-        line = lines[number]
-        if len(line) > MAX_LINE_CHARS:
-            line = f"{line[:MAX_LINE_CHARS]} [... line cut at {MAX_LINE_CHARS} characters]"
-        size += len(line) + 8
-        if size > MAX_OUTPUT_CHARS and out:
-            end = number
-            break
-        out.append(f"{number + 1:>6}\t{line}")
-    if end < len(lines):
-        out.append(f"[{len(lines) - end} more lines; continue with offset={end}]")
-    return "\n".join(out)
-
-
-def _write(ws: Workspace, path: str, content: str) -> str:
-    target = ws.resolve_for_write(path)
-    data = content.encode()
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _write_bytes(target, data)
-    except OSError as exc:
-        raise ToolError(f"{path!r}: {exc.strerror}") from None
-    return f"Wrote {len(data)} bytes to {ws.relative(target)}."
-
-
-def _write_bytes(target: Path, data: bytes) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
-    with os.fdopen(os.open(target, flags, 0o644), "wb") as file:
-        file.write(data)
-
-
-def _edit(ws: Workspace, path: str, old: str, new: str, count: int) -> str:
-    target = ws.resolve_for_write(path)
-    try:
-        text = _open_text(path, target).decode()
-    except UnicodeDecodeError:
-        raise ToolError(f"{path!r} is not UTF-8 text; use write_file to replace it") from None
-    found = text.count(old)
-    if found == 0:
-        raise ToolError(f"`old` was not found in {path!r}; read the file and copy the text exactly")
-    if found > count:
-        raise ToolError(
-            f"`old` was found {found} times in {path!r} (count={count}); include more "
-            f"surrounding text to make it unique, or set count={found} to replace them all"
-        )
-    try:
-        _write_bytes(target, text.replace(old, new, count).encode())
-    except OSError as exc:
-        raise ToolError(f"{path!r}: {exc.strerror}") from None
-    return f"Replaced {found} occurrence{'s' if found > 1 else ''} in {ws.relative(target)}."
-
-
-def _start(ws: Workspace, path: str) -> Path:
-    start = ws.resolve(path)
-    if not start.exists():
-        raise ToolError(f"{path!r} does not exist")
-    return start
-
-
-def _walk(start: Path) -> Iterator[Path]:
-    """Every path under ``start`` (or ``start`` itself if a file), without following symlinks."""
-    if not start.is_dir():
-        yield start
-        return
-    for here, dirs, files in os.walk(start):
-        dirs.sort()
-        for name in sorted(dirs + files):
-            yield Path(here, name)
-        dirs[:] = [d for d in dirs if d not in SKIP_DIRS]
-
-
-def _entry(ws: Workspace, item: Path) -> str:
-    name = ws.relative(item) if item != ws.root else "."
-    if item.is_symlink():
-        return f"{name} -> {os.readlink(item)}"
-    if item.is_dir():
-        return f"{name}/"
-    return f"{name} ({item.lstat().st_size} bytes)"
-
-
-def _list(ws: Workspace, path: str, pattern: str) -> str:
-    entries: list[str] = []
-    for item in _walk(_start(ws, path)):
-        if not fnmatch.fnmatch(item.name, pattern):
-            continue
-        if len(entries) == MAX_LIST_ENTRIES:
-            entries.append(f"[listing stopped at {MAX_LIST_ENTRIES} entries; narrow it down]")
-            break
-        entries.append(_entry(ws, item))
-    return "\n".join(entries) or f"Nothing under {path!r} matches {pattern!r}."
-
-
-def _grep(ws: Workspace, path: str, pattern: str, max_results: int) -> str:
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
-    results: list[str] = []
-    size = 0
-    skipped = 0
-    for item in _walk(_start(ws, path)):
-        if item.is_symlink() or not item.is_file():
-            continue
-        name = ws.relative(item)
-        try:
-            text = _open_text(name, item).decode(errors="replace")
-        except ToolError:
-            skipped += 1
-            continue
-        for number, line in enumerate(_lines(text), 1):
-            if not regex.search(line):
-                continue
-            if len(results) == max_results or size > MAX_OUTPUT_CHARS:
-                results.append(f"[stopped after {len(results)} matches; narrow the search]")
-                return "\n".join(results)
-            results.append(f"{name}:{number}: {line[:300]}")
-            size += len(results[-1]) + 1
-    note = f"\n[{skipped} binary, unreadable or oversized files skipped]" if skipped else ""
-    return ("\n".join(results) or f"No matches for {pattern!r} in {path!r}.") + note

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from adapters.discord import DiscordAdapter
+from adapters.discord.adapter import DiscordAdapter
+from adapters.discord.config import DiscordSettings
 from bot.config import Settings
 from bot.core import Core
 from bot.llm.messages import Usage
@@ -114,6 +115,7 @@ class Discord:
     bob: User
     model: Any
     settings: Settings
+    discord: DiscordSettings
     core: Core | None = None
     adapter: DiscordAdapter | None = None
     adapters: list[DiscordAdapter] = field(default_factory=list)
@@ -132,7 +134,7 @@ class Discord:
             self.settings = self.settings.model_copy(update=settings)
         self.core = Core.create(self.settings, clock=self.clock, model=model or self.model)
         await self.core.start()
-        self.adapter = DiscordAdapter(self.core, self.settings)
+        self.adapter = DiscordAdapter(self.core, self.settings, self.discord)
         self.adapters.append(self.adapter)
         await self.adapter.start()
         # Identified: what the fake sends from now on reaches the client after GUILD_CREATE
@@ -151,8 +153,10 @@ class Discord:
             self.core = None
 
     async def idle(self) -> None:
-        assert self.adapter is not None
-        await asyncio.wait_for(self.adapter.bridge.idle(), WITHIN)
+        """Wait until no message, click or command is handled, nor a run resumed by a click."""
+        assert self.adapter is not None and self.core is not None
+        await asyncio.wait_for(self.adapter.listeners.idle(), WITHIN)
+        await asyncio.wait_for(self.core.wait_idle(), WITHIN)
 
     async def wait_for(self, predicate: Callable[[], object], within: float = WITHIN) -> None:
         await self.fake.wait_for(predicate, within)
@@ -190,12 +194,18 @@ async def fake(clock: FastClock) -> AsyncIterator[FakeDiscord]:
         await fake.close()
 
 
-def make_settings(fake: FakeDiscord, data_dir: Path, **values: Any) -> Settings:
-    return Settings(
-        _env_file=None,
-        data_dir=data_dir, http_port=0, playground=False, discord_token=fake.token,
-        discord_api_base=fake.api_base, discord_gateway_url=fake.gateway_url, **values,
-    )
+def discord_values(fake: FakeDiscord) -> dict[str, Any]:
+    """The Discord settings of an app that talks to ``fake``."""
+    return {"discord_token": fake.token, "discord_api_base": fake.api_base,
+            "discord_gateway_url": fake.gateway_url}
+
+
+def discord_settings(fake: FakeDiscord) -> DiscordSettings:
+    return DiscordSettings(_env_file=None, **discord_values(fake))
+
+
+def make_settings(data_dir: Path, **values: Any) -> Settings:
+    return Settings(_env_file=None, data_dir=data_dir, http_port=0, playground=False, **values)
 
 
 @pytest.fixture
@@ -213,7 +223,8 @@ async def discord_world(
         ada=world.add_user("Ada", guild=guild, nick="Ada L."),
         bob=world.add_user("Bob", guild=guild),
         model=ScriptedModel([], respond=echo),
-        settings=make_settings(fake, tmp_path / "data"),
+        settings=make_settings(tmp_path / "data"),
+        discord=discord_settings(fake),
     )
     try:
         yield world_

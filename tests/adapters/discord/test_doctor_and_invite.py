@@ -13,7 +13,7 @@ from pydantic import SecretStr
 from adapters.cli import main
 from adapters.discord.doctor import REFUSED, check_discord
 from adapters.discord.invite import INTENT_HELP, client_id_from_token
-from tests.adapters.discord.conftest import ENV, make_settings
+from tests.adapters.discord.conftest import ENV, discord_settings
 from tests.fakes.discord import FakeDiscord, FastClock, bot_token
 
 PERMISSIONS = (1 << 10) | (1 << 11) | (1 << 16) | (1 << 35) | (1 << 38) | (1 << 51)
@@ -32,7 +32,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]
 
 
 async def test_doctor_names_the_bot_and_finds_the_intent(fake: FakeDiscord, tmp_path: Path) -> None:
-    checks = await check_discord(make_settings(fake, tmp_path))
+    checks = await check_discord(discord_settings(fake))
     assert checks[0] == (True, f"token accepted: the bot is Threadline (id {fake.world.bot.id})")
     assert (True, "the Message Content intent is enabled") in checks
     assert any(ok and "gateway" in text for ok, text in checks)
@@ -46,9 +46,9 @@ async def test_doctor_says_how_to_switch_the_intent_on(clock: FastClock, tmp_pat
     await fake.start()
     try:
         assert (True, "the Message Content intent is enabled") in await check_discord(
-            make_settings(fake, tmp_path))
+            discord_settings(fake))
         fake.world.app_flags = 0
-        checks = await check_discord(make_settings(fake, tmp_path))
+        checks = await check_discord(discord_settings(fake))
     finally:
         await fake.close()
     failed = [text for ok, text in checks if ok is False]
@@ -59,7 +59,7 @@ async def test_doctor_says_how_to_switch_the_intent_on(clock: FastClock, tmp_pat
 
 async def test_doctor_explains_a_refused_token(fake: FakeDiscord, tmp_path: Path) -> None:
     wrong = bot_token(42)
-    settings = make_settings(fake, tmp_path).model_copy(update={"discord_token": SecretStr(wrong)})
+    settings = discord_settings(fake).model_copy(update={"discord_token": SecretStr(wrong)})
     checks = await check_discord(settings)
     assert checks == [(False, REFUSED)]
     assert wrong not in REFUSED
@@ -69,7 +69,7 @@ async def test_doctor_says_when_discord_cannot_be_reached(fake: FakeDiscord, tmp
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    settings = make_settings(fake, tmp_path).model_copy(
+    settings = discord_settings(fake).model_copy(
         update={"discord_api_base": f"http://127.0.0.1:{port}/api"})
     checks = await check_discord(settings)
     assert len(checks) == 1 and checks[0][0] is False
@@ -107,7 +107,7 @@ async def test_discord_invite_asks_discord_when_the_token_does_not_say(
     fake = FakeDiscord(clock, token="opaque-token.without.id")
     await fake.start()
     try:
-        settings = make_settings(fake, Path("."))
+        settings = discord_settings(fake)
         assert await print_invite(settings) == 0
     finally:
         await fake.close()

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from adapters.runtime import Runtime
-from tests.adapters.discord.conftest import ENV, echo, make_settings
+from tests.adapters.discord.conftest import ENV, discord_values, echo
+from tests.fakes.config import configure
 from tests.fakes.discord import FakeDiscord, FastClock
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.slack.server import MENTION, FakeSlack
@@ -26,8 +27,11 @@ async def test_slack_and_discord_share_one_core(
     ada = fake.world.add_user("Ada", guild=guild)
     slack = FakeSlack()
     await slack.start()
-    settings = make_settings(fake, tmp_path / "data", **slack.settings(), **SLACK_FAST)
-    runtime = Runtime(settings, clock=clock, model=ScriptedModel([], respond=echo))
+    settings, platforms = configure(
+        _env_file=None, data_dir=tmp_path / "data", http_port=0, playground=False,
+        **discord_values(fake), **slack.settings(), **SLACK_FAST,
+    )  # fmt: skip
+    runtime = Runtime(settings, platforms=platforms, clock=clock, model=ScriptedModel([], respond=echo))
     try:
         await runtime.start()
         assert [type(a).__name__ for a in runtime.adapters] == ["SlackAdapter", "DiscordAdapter"]

@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import ClientResponse, ClientWebSocketResponse, web
 from aiohttp.test_utils import TestClient, TestServer
 
+from adapters.platforms import Platforms
 from adapters.playground import PlaygroundAdapter
+from adapters.playground.access import COOKIE
 from adapters.playground.surface import thread_key
 from adapters.runtime import Runtime
 from bot.clock import ManualClock, SystemClock
@@ -77,13 +80,35 @@ class Playground:
     clock: ManualClock
     ran: list[str] = field(default_factory=list)
     """Targets the ``deploy`` tool ran for."""
+    sessions: dict[str, str] = field(default_factory=dict)
+    """Session cookies by person: each person is a browser of their own."""
+    token: str | None = None
+
+    async def cookie(self, who: str) -> dict[str, str]:
+        """``who``'s session cookie, made by opening the page in a browser of their own (with
+        the token, when one is set)."""
+        if who not in self.sessions:
+            url = self.client.make_url("/" if self.token is None else f"/?token={self.token}")
+            async with (
+                aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar()) as browser,
+                browser.get(url, allow_redirects=False) as page,
+            ):
+                assert page.status == (200 if self.token is None else 303)
+                self.sessions[who] = page.cookies[COOKIE].value
+        return {COOKIE: self.sessions[who]}
+
+    async def user_id(self, who: str = "u1") -> str:
+        """The id the playground gives ``who``'s session."""
+        info = await self.client.get("/api/info", cookies=await self.cookie(who))
+        assert info.status == 200
+        return str((await info.json())["user_id"])
 
     async def say(self, text: str, *, thread_id: str | None = None, event_id: str = "event-0001",
                   user_id: str = "u1", user_name: str = "Ada") -> dict[str, Any]:
         response = await self.client.post(
             "/api/messages",
-            json={"thread_id": thread_id, "text": text, "event_id": event_id,
-                  "user_id": user_id, "user_name": user_name},
+            json={"thread_id": thread_id, "text": text, "event_id": event_id, "user_name": user_name},
+            cookies=await self.cookie(user_id),
         )
         assert response.status == 202, await response.text()
         body: dict[str, Any] = await response.json()
@@ -94,8 +119,9 @@ class Playground:
                     message_id: str | None = None) -> ClientResponse:
         return await self.client.post(
             "/api/actions",
-            json={"thread_id": thread_id, "action_id": action_id, "user_id": user_id,
-                  "user_name": user_name, "client_id": client_id, "message_id": message_id},
+            json={"thread_id": thread_id, "action_id": action_id, "user_name": user_name,
+                  "client_id": client_id, "message_id": message_id},
+            cookies=await self.cookie(user_id),
         )
 
     async def thread(self, thread_id: str) -> dict[str, Any]:
@@ -115,8 +141,10 @@ class Playground:
         """What the core stored for the thread."""
         return await self.core.store.load_session(thread_key(thread_id), self.clock.now())
 
-    async def socket(self, client_id: str = "tab-a") -> ClientWebSocketResponse:
-        return await self.client.ws_connect(f"/api/ws?client={client_id}")
+    async def socket(self, client_id: str = "tab-a", user_id: str = "u1") -> ClientWebSocketResponse:
+        return await self.client.ws_connect(
+            f"/api/ws?client={client_id}", headers={"Cookie": f"{COOKIE}={self.sessions[user_id]}"}
+        )
 
     async def idle(self) -> None:
         """Move the clock until no message or click is being handled any more."""
@@ -138,7 +166,9 @@ async def next_event(
 
 
 @asynccontextmanager
-async def open_playground(tmp_path: Path, *, stop_grace: float = 5.0) -> AsyncIterator[Playground]:
+async def open_playground(
+    tmp_path: Path, *, stop_grace: float = 5.0, host: str = "127.0.0.1", token: str | None = None
+) -> AsyncIterator[Playground]:
     """The adapter on the real core, on a test server; stopped and closed on the way out."""
     clock = ManualClock(start=1_000_000.0)
     model = GatedModel([], respond=echo)
@@ -158,13 +188,18 @@ async def open_playground(tmp_path: Path, *, stop_grace: float = 5.0) -> AsyncIt
     tools = ToolRegistry([*builtin_tools(), deploy])
     core = Core(settings, SqliteStore(settings.database_path), model, tools, clock)
     await core.start()
-    adapter = PlaygroundAdapter(core, tmp_path, stop_grace=stop_grace, action_wait=0.2)
+    adapter = PlaygroundAdapter(
+        core, tmp_path, host=host, token=token, stop_grace=stop_grace, action_wait=0.2
+    )
     app = web.Application()
     adapter.install(app)
     try:
         await adapter.start()
         async with TestClient(TestServer(app)) as client:
-            yield Playground(adapter, client, core, model, clock, ran)
+            playground = Playground(adapter, client, core, model, clock, ran, token=token)
+            # the test client is u1's browser: it opened the page, and keeps its cookie
+            client.session.cookie_jar.update_cookies(await playground.cookie("u1"))
+            yield playground
             await drive(clock, adapter.stop(), limit=IDLE_LIMIT)
     finally:
         await adapter.stop()
@@ -184,6 +219,15 @@ PLATFORM_ENV = (
 
 
 @asynccontextmanager
+async def browser(url: str) -> AsyncIterator[aiohttp.ClientSession]:
+    """An HTTP client that keeps cookies, as a browser does, after opening the page at ``url``."""
+    async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as http:
+        async with http.get(f"{url}/") as page:
+            assert page.status == 200, await page.text()
+        yield http
+
+
+@asynccontextmanager
 async def demo_runtime(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, chunk_delay_s: float | None = None
 ) -> AsyncIterator[Runtime]:
@@ -196,7 +240,7 @@ async def demo_runtime(
     model = build_openai_model(
         settings, SystemClock(), rng=random.Random(0), demo_chunk_delay_s=chunk_delay_s
     )
-    runtime = Runtime(settings, model=model)
+    runtime = Runtime(settings, platforms=Platforms(), model=model)
     await runtime.start()
     try:
         yield runtime

@@ -18,7 +18,6 @@ import pytest
 
 from adapters.playground import PlaygroundAdapter
 from adapters.playground.server import STATIC
-from adapters.playground.surface import thread_key
 from tests.adapters.playground.conftest import demo_runtime
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -98,8 +97,7 @@ async def send(page: Any, text: str) -> None:
 async def answered(page: Any, adapter: PlaygroundAdapter, thread_id: str) -> str:
     """Wait for the run to end and the page to show the reply exactly as the thread holds it."""
     await asyncio.wait_for(adapter.wait_idle(), WAIT_MS / 1000)
-    replies = await adapter.core.store.posted(thread_key(thread_id), "reply")
-    reply = next(m for m in adapter.state.thread(thread_id).messages if m.id == replies[-1])
+    reply = [m for m in adapter.state.thread(thread_id).messages if m.bot and not m.buttons][-1]
     await page.wait_for_function(
         """([id, edits]) => {
              const node = document.querySelector(`.msg[data-id="${id}"]`);
@@ -124,6 +122,40 @@ async def approve(page: Any, nth: int) -> None:
     await expect(card.locator("button.action")).to_have_count(0, timeout=WAIT_MS)
 
 
+UNCOVERED = """() => {
+  const pins = document.getElementById("pins").getBoundingClientRect();
+  const scroller = document.getElementById("scroller");
+  const seen = scroller.getBoundingClientRect();
+  const problems = [];
+  for (const head of document.querySelectorAll(".msg .msg-head")) {
+    const box = head.getBoundingClientRect();
+    if (box.bottom <= seen.top || box.top >= seen.bottom) continue;  // scrolled out of view
+    if (box.top < pins.bottom && box.bottom > pins.top) problems.push(`overlaps: ${head.innerText}`);
+    const x = box.left + Math.min(20, box.width / 2);
+    const y = Math.max(box.top, seen.top) + 1;
+    const top = document.elementFromPoint(x, y);
+    if (!head.contains(top) && box.top >= seen.top) problems.push(`covered: ${head.innerText}`);
+  }
+  return problems;
+}"""
+
+
+async def pins_cover_nothing(page: Any) -> None:
+    """With the plan pinned, no visible message's name line is under it: scrolled to the top
+    (the first message) and to the end."""
+    from playwright.async_api import expect
+
+    await expect(page.locator("#pins")).to_be_visible(timeout=WAIT_MS)
+    for where in ("0", "scroller.scrollHeight"):
+        await page.evaluate(f"() => {{ const scroller = document.getElementById('scroller'); scroller.scrollTop = {where}; }}")
+        assert await page.evaluate(UNCOVERED) == [], where
+    first = page.locator(".msg .msg-head").first
+    await page.evaluate("() => { document.getElementById('scroller').scrollTop = 0; }")
+    pins, head = await page.locator("#pins").bounding_box(), await first.bounding_box()
+    assert pins is not None and head is not None
+    assert pins["y"] + pins["height"] <= head["y"], (pins, head)
+
+
 def thread_of(page: Any) -> str:
     url: str = page.url
     assert "#/t/" in url
@@ -144,7 +176,10 @@ async def test_a_whole_conversation(page: Any, served: tuple[str, PlaygroundAdap
     thread_id = thread_of(page)
     await expect(page.locator(".msg.bot").first).to_be_visible(timeout=WAIT_MS)
 
-    # The demo asks to run a command: a real approval card; Approve resumes the run.
+    # The demo asks to run a command: a real approval card (the plan pinned above the thread,
+    # covering no message's name); Approve resumes the run.
+    await expect(page.locator(".msg.bot", has_text="Approval needed")).to_be_visible(timeout=WAIT_MS)
+    await pins_cover_nothing(page)
     await approve(page, 1)
     first_reply = await answered(page, adapter, thread_id)
     shown = await page.evaluate("window.__seen")

@@ -13,7 +13,7 @@ import pytest
 from adapters.playground import PlaygroundAdapter
 from adapters.playground.surface import PlaygroundSurface, thread_key
 from adapters.runtime import Runtime
-from tests.adapters.playground.conftest import demo_runtime, next_event
+from tests.adapters.playground.conftest import browser, demo_runtime, next_event
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def playground_of(runtime: Runtime) -> PlaygroundAdapter:
 async def say(http: aiohttp.ClientSession, url: str, text: str, thread_id: str | None = None,
               event_id: str | None = None) -> dict[str, Any]:
     body = {"thread_id": thread_id, "text": text, "event_id": event_id or uuid.uuid4().hex,
-            "user_id": "u1", "user_name": "Ada"}
+            "user_name": "Ada"}
     async with http.post(f"{url}/api/messages", json=body) as response:
         assert response.status == 202, await response.text()
         answer: dict[str, Any] = await response.json()
@@ -38,7 +38,7 @@ async def say(http: aiohttp.ClientSession, url: str, text: str, thread_id: str |
 
 async def test_a_message_gets_a_streamed_reply_from_the_demo_model(runtime: Runtime) -> None:
     adapter = playground_of(runtime)
-    async with aiohttp.ClientSession() as http:
+    async with browser(runtime.url) as http:
         async with http.get(f"{runtime.url}/api/info") as response:
             assert (await response.json())["model_label"] == runtime.core.model_label
         ws = await http.ws_connect(f"{runtime.url}/api/ws?client=tab-a")
@@ -52,14 +52,13 @@ async def test_a_message_gets_a_streamed_reply_from_the_demo_model(runtime: Runt
         assert bot and all(m.author_name == "Threadline" for m in bot)
         assert any(m.edits > 0 for m in bot), "the reply was not streamed by editing"
         assert adapter.state.status(thread_id) is None
-        summaries = await runtime.core.store.list_threads(prefix="playground:")
-        assert [s.key for s in summaries] == [f"playground:{thread_id}"]
+        assert await runtime.core.store.has_session(thread_key(thread_id))
         await ws.close()
 
 
 async def test_a_retried_post_is_answered_once(runtime: Runtime) -> None:
     adapter = playground_of(runtime)
-    async with aiohttp.ClientSession() as http:
+    async with browser(runtime.url) as http:
         first = await say(http, runtime.url, "Once, please", event_id="evt-twice-0001")
         second = await say(http, runtime.url, "Once, please", event_id="evt-twice-0001")
         assert second == first
@@ -72,12 +71,12 @@ async def test_a_retried_post_is_answered_once(runtime: Runtime) -> None:
 
 async def test_a_click_reaches_the_core_and_only_the_clicker_gets_the_note(runtime: Runtime) -> None:
     adapter = playground_of(runtime)
-    async with aiohttp.ClientSession() as http:
+    async with browser(runtime.url) as http:
         clicker = await http.ws_connect(f"{runtime.url}/api/ws?client=tab-a")
         other = await http.ws_connect(f"{runtime.url}/api/ws?client=tab-b")
         thread_id = (await say(http, runtime.url, "Hi"))["thread_id"]
         await asyncio.wait_for(adapter.wait_idle(), 30)
-        click = {"thread_id": thread_id, "action_id": "approve:does-not-exist", "user_id": "u2",
+        click = {"thread_id": thread_id, "action_id": "approve:does-not-exist",
                  "user_name": "Grace", "client_id": "tab-a"}
         async with http.post(f"{runtime.url}/api/actions", json=click) as response:
             assert response.status == 200

@@ -48,8 +48,9 @@ async def test_a_message_starts_a_thread_and_reaches_the_core_translated(playgro
 
     shown = await playground.thread(thread_id)
     first, reply = shown["messages"]
+    author_id = f"playground:{await playground.user_id('u-42')}"  # from the session, not the page
     assert (first["author_id"], first["author_name"], first["bot"], first["text"]) == (
-        "playground:u-42", "Ada", False, "Plan the launch",
+        author_id, "Ada", False, "Plan the launch",
     )
     assert first["id"] == posted["message_id"]
     assert reply["author_name"] == "Threadline" and reply["bot"]
@@ -62,11 +63,10 @@ async def test_a_message_starts_a_thread_and_reaches_the_core_translated(playgro
     assert [t["id"] for t in listed["threads"]] == [thread_id]
 
     # what the core was given: the thread key, the author and the event id
-    stored = await playground.core.store.list_threads(prefix="playground:")
-    assert [s.key for s in stored] == [f"playground:{thread_id}"]
+    assert await playground.core.store.has_session(thread_key(thread_id))
     session = await playground.session(thread_id)
     assert session.messages[0] == UserMessage(
-        text="Plan the launch", author_id="playground:u-42", author_name="Ada"
+        text="Plan the launch", author_id=author_id, author_name="Ada", event_id="evt-00000001"
     )
     assert isinstance(session.messages[1], AssistantMessage)
     assert not await playground.core.store.first_delivery("evt-00000001", playground.clock.now())
@@ -172,7 +172,7 @@ async def test_approve_decides_as_the_clicker_and_the_run_goes_on(playground: Pl
     result = next(m for m in session.messages if isinstance(m, ToolResult))
     assert result.content == "deployed to prod"
     [decided] = (await playground.core.store.approvals_for(thread_key(thread_id), [result.call_id])).values()
-    assert (decided.decided_by_id, decided.decided_by_name) == ("playground:u1", "Ada")
+    assert (decided.decided_by_id, decided.decided_by_name) == (f"playground:{await playground.user_id()}", "Ada")
 
     await PlaygroundSurface(playground.adapter.state, thread_id).set_status("marker")
     for ws in (clicker, other):
@@ -226,15 +226,15 @@ async def test_a_core_failure_is_shown_and_clears_the_status(playground: Playgro
 
 async def test_bad_requests_are_refused_with_a_reason(playground: Playground) -> None:
     client = playground.client
-    good = {"text": "hi", "event_id": "evt-00000009", "user_id": "u1"}
+    good = {"text": "hi", "event_id": "evt-00000009"}
     cases = [
         (client.post("/api/messages", json=good | {"text": "  \n "}), 400),
         (client.post("/api/messages", json=good | {"event_id": "short"}), 400),
-        (client.post("/api/messages", json=good | {"user_id": "a b"}), 400),
+        (client.post("/api/messages", json=good | {"user_name": "x" * 41}), 400),
         (client.post("/api/messages", json=good | {"thread_id": "nope"}), 404),
         (client.post("/api/messages", data=json.dumps(good), headers={"Content-Type": "text/plain"}), 415),
         (client.post("/api/messages", json=good, headers={"Origin": "http://evil.example"}), 403),
-        (client.post("/api/actions", json={"thread_id": "nope", "action_id": "a", "user_id": "u1"}), 404),
+        (client.post("/api/actions", json={"thread_id": "nope", "action_id": "a"}), 404),
         (client.get("/api/threads/nope"), 404),
         (client.get("/api/ws", headers={"Origin": "http://evil.example"}), 403),
     ]
@@ -252,7 +252,9 @@ async def test_the_page_and_its_files_are_served(playground: Playground) -> None
     for name in ("app.js", "markdown.js", "style.css"):
         assert (await playground.client.get(f"/static/{name}")).status == 200
     info = await (await playground.client.get("/api/info")).json()
-    assert info == {"bot_name": "Threadline", "model_label": "scripted model"}
+    assert info == {"bot_name": "Threadline", "model_label": "scripted model", "user_id": await playground.user_id()}
+    assert (await playground.client.get("/static/index.html")).status == 404
+    assert (await playground.client.get("/static/..%2Fserver.py")).status == 404
 
 
 async def test_stop_lets_a_running_answer_finish_and_saves_it(tmp_path: Path) -> None:
@@ -263,9 +265,7 @@ async def test_stop_lets_a_running_answer_finish_and_saves_it(tmp_path: Path) ->
         thread_id = (await playground.say("wait for it", event_id="evt-stopping"))["thread_id"]
         await next_event(ws, lambda e: e["type"] == "status" and e["text"] == "thinking…")
         stopping = asyncio.create_task(adapter.stop())
-        refused = await client.post(
-            "/api/messages", json={"text": "too late", "event_id": "evt-too-late", "user_id": "u1"}
-        )
+        refused = await client.post("/api/messages", json={"text": "too late", "event_id": "evt-too-late"})
         assert refused.status == 503
         gate.set()
         await drive(playground.clock, stopping, limit=IDLE_LIMIT)

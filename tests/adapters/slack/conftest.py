@@ -17,11 +17,13 @@ from typing import Any, Literal
 
 import pytest
 
+from adapters.platforms import Platforms
 from adapters.runtime import Runtime
-from adapters.slack import SlackAdapter
+from adapters.slack.adapter import SlackAdapter
 from bot.config import Settings
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelPiece, ModelRequest, TextPiece
+from tests.fakes.config import configure
 from tests.fakes.scripted_model import ScriptedModel, Step, text
 from tests.fakes.slack import FakeSlack, Message
 
@@ -75,6 +77,7 @@ class World:
     tmp_path: Path
     model: Any
     settings: Settings
+    platforms: Platforms
     runtime: Runtime | None = None
 
     @property
@@ -83,7 +86,7 @@ class World:
         return next(a for a in self.runtime.adapters if isinstance(a, SlackAdapter))
 
     async def start(self) -> None:
-        self.runtime = Runtime(self.settings, model=self.model)
+        self.runtime = Runtime(self.settings, platforms=self.platforms, model=self.model)
         await self.runtime.start()
         if self.fake.deliverer.mode == "http":
             self.fake.http_target = f"{self.runtime.url}/slack/events"
@@ -124,8 +127,10 @@ async def slack_world(
     fake = fake or FakeSlack(mode=mode)
     await fake.start()
     values = {**FAST, **settings}
-    config = Settings(data_dir=tmp_path / "data", http_port=0, playground=False, **fake.settings(), **values)
-    world = World(fake, tmp_path, model or ScriptedModel([], respond=echo), config)
+    config, platforms = configure(
+        data_dir=tmp_path / "data", http_port=0, playground=False, **fake.settings(), **values
+    )
+    world = World(fake, tmp_path, model or ScriptedModel([], respond=echo), config, platforms)
     try:
         await world.start()
         yield world

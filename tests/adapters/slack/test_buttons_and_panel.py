@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from adapters.slack.events import thread_key
+from adapters.slack.parse import thread_key
 from bot.present.surface import Button
 from tests.adapters.slack.conftest import World, slack_world
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
@@ -195,3 +195,18 @@ async def test_without_the_usergroups_scope_nobody_decides_by_group(
         assert "isn't yours to decide" in world.fake.ephemerals("UGRACE")[0]
         assert not any(m.shown == "Done." for m in world.fake.replies("CGENERAL", root.ts))
         assert "usergroups:read" in caplog.text
+
+
+async def test_a_leftover_stop_button_is_removed_and_the_text_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with slack_world(tmp_path, monkeypatch) as world:
+        root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} hello")
+        [reply] = await world.answered(root)
+        key = thread_key(world.adapter.identity.team_id, "CGENERAL", root.ts)  # type: ignore[union-attr]
+        surface = world.adapter.surface(key)
+        await surface.edit(reply.ts, "a half answer", (Button("stop:gone", "Stop", "danger"),))
+        assert world.fake.workspace.find("CGENERAL", reply.ts).buttons  # type: ignore[union-attr]
+        await surface.drop_buttons(reply.ts)
+        kept = world.fake.workspace.find("CGENERAL", reply.ts)
+        assert kept is not None and kept.buttons == [] and kept.shown == "a half answer"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from adapters.slack.parse import thread_key
 from bot.llm.messages import UserMessage
 from tests.adapters.slack.conftest import HeldModel, World, echo, slack_world
 from tests.fakes.scripted_model import ScriptedModel, text
@@ -160,6 +161,20 @@ async def test_events_are_acknowledged_at_once_while_the_core_is_busy(
         await world.idle()
         said = [t for who, t in speakers(world)[-1] if who == "Grace"]
         assert said == [f"and {i}?" for i in range(5)]  # every message reached the model, in order
+
+
+async def test_a_message_is_stored_before_slack_is_acknowledged_even_when_slack_is_slow(
+    world: World,
+) -> None:
+    world.fake.api.slow["users.info"] = 3.0  # the name lookup would outlast Slack's 3 s
+    root = await world.fake.say("UNEW", "CGENERAL", f"{MENTION} remember me")
+    assert all(d.acked_in_time for d in world.fake.deliveries)
+    key = thread_key(world.adapter.identity.team_id, "CGENERAL", root.ts)  # type: ignore[union-attr]
+    store = world.adapter.core.store  # type: ignore[attr-defined]
+    arrived = [m.text for k, m in await store.arrivals() if k == key]
+    kept = [m.text for m in (await store.load_session(key, 0.0)).messages if isinstance(m, UserMessage)]
+    assert arrived + kept == ["remember me"]  # a crash right after the ack loses nothing
+    await world.answered(root)
 
 
 async def test_malformed_events_are_acknowledged_and_change_nothing(world: World) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from adapters.slack import SlackAdapter
-from bot.config import Settings
+from adapters.slack.adapter import SlackAdapter
 from bot.errors import ConfigError
 from tests.adapters.slack.conftest import HeldModel, World, echo, slack_world
+from tests.fakes.config import configure
 from tests.fakes.scripted_model import ScriptedModel
 from tests.fakes.slack import BOT_TOKEN, MENTION, SIGNING_SECRET
 from tests.fakes.slack import payloads as slack_payloads
@@ -120,7 +120,7 @@ async def test_a_bot_message_event_from_another_bot_over_http_is_ignored(world: 
 
 
 def test_http_mode_needs_the_signing_secret(tmp_path: Path) -> None:
-    settings = Settings(data_dir=tmp_path, slack_bot_token=BOT_TOKEN)
+    settings, platforms = configure(data_dir=tmp_path, slack_bot_token=BOT_TOKEN)
     with pytest.raises(ConfigError) as error:
-        SlackAdapter(None, settings)  # type: ignore[arg-type]
+        SlackAdapter(None, settings, platforms.slack)  # type: ignore[arg-type]
     assert error.value.setting == "SLACK_SIGNING_SECRET"

@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
+from adapters.platforms import Platforms
 from adapters.runtime import Runtime
-from adapters.slack import SlackAdapter
+from adapters.slack.adapter import SlackAdapter
 from adapters.slack.doctor import check_slack
 from adapters.slack.scopes import BOT_EVENTS, BOT_SCOPES, GROUP_SCOPE
 from bot.config import Settings
 from bot.errors import ConfigError
 from tests.adapters.slack.conftest import PLATFORM_ENV, slack_world
+from tests.fakes.config import configure
 from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, MENTION, SIGNING_SECRET, FakeSlack
 from tests.fakes.slack.server import ALL_SCOPES
 
@@ -38,8 +42,13 @@ async def fake() -> AsyncIterator[FakeSlack]:
     await fake.stop()
 
 
-def settings(tmp_path: Path, **values: Any) -> Settings:
-    return Settings(data_dir=tmp_path / "data", http_port=0, playground=False, **values)
+def settings(tmp_path: Path, **values: Any) -> tuple[Settings, Platforms]:
+    return configure(data_dir=tmp_path / "data", http_port=0, playground=False, **values)
+
+
+async def doctor(tmp_path: Path, **values: Any) -> list[tuple[bool | None, str]]:
+    core, platforms = settings(tmp_path, **values)
+    return await check_slack(core, platforms.slack)
 
 
 @pytest.mark.parametrize(
@@ -50,11 +59,14 @@ def settings(tmp_path: Path, **values: Any) -> Settings:
         ({"slack_bot_token": APP_TOKEN, "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
         ({"slack_bot_token": BOT_TOKEN, "slack_app_token": BOT_TOKEN}, "SLACK_APP_TOKEN"),
         ({"slack_bot_token": "", "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
+        ({"slack_bot_token": "xoxp-1-user-token", "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
+        ({"slack_bot_token": "1111-2222-no-prefix", "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
     ],
 )
 def test_invalid_combinations_name_the_setting(tmp_path: Path, values: dict[str, Any], culprit: str) -> None:
     with pytest.raises(ConfigError) as error:
-        SlackAdapter(None, settings(tmp_path, **values))  # type: ignore[arg-type]
+        core, platforms = settings(tmp_path, **values)
+        SlackAdapter(None, core, platforms.slack)  # type: ignore[arg-type]
     assert error.value.setting == culprit
     assert all(secret not in str(error.value) for secret in (BOT_TOKEN, APP_TOKEN))
 
@@ -69,7 +81,8 @@ def test_invalid_combinations_name_the_setting(tmp_path: Path, values: dict[str,
 async def test_a_refused_token_stops_the_start_in_plain_words(
     tmp_path: Path, fake: FakeSlack, values: dict[str, Any], culprit: str
 ) -> None:
-    runtime = Runtime(settings(tmp_path, slack_api_url=fake.api_url, **values))
+    core, platforms = settings(tmp_path, slack_api_url=fake.api_url, **values)
+    runtime = Runtime(core, platforms=platforms)
     with pytest.raises(ConfigError) as error:
         await runtime.start()
     await runtime.stop()
@@ -77,7 +90,7 @@ async def test_a_refused_token_stops_the_start_in_plain_words(
 
 
 async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
-    lines = await check_slack(settings(tmp_path, **fake.settings()))
+    lines = await doctor(tmp_path, **fake.settings())
     assert [ok for ok, _ in lines if ok is not None] == [True, True, True]
     text = "\n".join(t for _, t in lines)
     assert "@threadline in workspace Fake Workspace (T0FAKE)" in text
@@ -86,7 +99,7 @@ async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
 
 
 async def test_doctor_with_a_wrong_bot_token(tmp_path: Path, fake: FakeSlack) -> None:
-    lines = await check_slack(settings(tmp_path, **{**fake.settings(), "slack_bot_token": "xoxb-wrong"}))
+    lines = await doctor(tmp_path, **{**fake.settings(), "slack_bot_token": "xoxb-wrong"})
     assert lines[-1][0] is False and "SLACK_BOT_TOKEN" in lines[-1][1] and "invalid_auth" in lines[-1][1]
 
 
@@ -95,7 +108,7 @@ async def test_doctor_lists_missing_scopes_and_a_wrong_app_token(tmp_path: Path)
     await fake.start()
     try:
         values = {**fake.settings(), "slack_app_token": "xapp-1-wrong"}
-        lines = await check_slack(settings(tmp_path, **values))
+        lines = await doctor(tmp_path, **values)
     finally:
         await fake.stop()
     failures = [t for ok, t in lines if ok is False]
@@ -107,9 +120,9 @@ async def test_doctor_asks_for_usergroups_read_only_when_groups_decide(tmp_path:
     fake = FakeSlack(scopes=ALL_SCOPES - {GROUP_SCOPE})
     await fake.start()
     try:
-        plain = await check_slack(settings(tmp_path, **fake.settings()))
+        plain = await doctor(tmp_path, **fake.settings())
         by_group = {"tools": {"deploy": {"approvers": {"roles": ["slack:group:SOPS"]}}}}
-        grouped = await check_slack(settings(tmp_path, **fake.settings(), **by_group))
+        grouped = await doctor(tmp_path, **fake.settings(), **by_group)
     finally:
         await fake.stop()
     assert all(ok is not False for ok, _ in plain)
@@ -118,12 +131,12 @@ async def test_doctor_asks_for_usergroups_read_only_when_groups_decide(tmp_path:
 
 async def test_doctor_in_http_mode_and_when_slack_is_unreachable(tmp_path: Path, fake: FakeSlack) -> None:
     http = {"slack_bot_token": BOT_TOKEN, "slack_signing_secret": SIGNING_SECRET, "slack_api_url": fake.api_url}
-    lines = await check_slack(settings(tmp_path, **http))
+    lines = await doctor(tmp_path, **http)
     assert lines[-1][0] is None and "/slack/events" in lines[-1][1]
     await fake.stop()
-    lines = await check_slack(settings(tmp_path, **http))
+    lines = await doctor(tmp_path, **http)
     assert lines[-1][0] is False and "could not reach" in lines[-1][1]
-    assert (await check_slack(settings(tmp_path, slack_bot_token=BOT_TOKEN)))[0][0] is False
+    assert (await doctor(tmp_path, slack_bot_token=BOT_TOKEN))[0][0] is False
 
 
 @pytest.mark.parametrize("mode", ["socket", "http"])
@@ -135,7 +148,7 @@ async def test_secrets_never_reach_the_logs(
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} hello")
         await world.answered(root)
         await world.fake.deliver_event({"type": "app_mention"}, forge=mode == "http")
-        await check_slack(world.settings)
+        await check_slack(world.settings, world.platforms.slack)
     assert "Sending a request" in caplog.text  # the SDK's debug logging was on
     for secret in (BOT_TOKEN, APP_TOKEN, SIGNING_SECRET):
         assert secret not in caplog.text
@@ -156,3 +169,32 @@ def test_the_manifests_ask_for_exactly_what_the_bot_uses(name: str, socket: str)
     assert f"socket_mode_enabled: {socket}" in manifest
     assert re.search(r"interactivity:\n\s+is_enabled: true", manifest)
     assert ("request_url: https://" in manifest) == (name == "http")
+
+
+async def test_healthz_and_readyz_say_whether_slack_is_connected(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with slack_world(tmp_path, monkeypatch) as world, aiohttp.ClientSession() as http:
+        assert world.runtime is not None
+        url = world.runtime.url
+        async with http.get(f"{url}/healthz") as resp:
+            assert resp.status == 200
+            assert (await resp.json())["adapters"] == {"slack": "connected"}
+        async with http.get(f"{url}/readyz") as resp:
+            assert resp.status == 200 and (await resp.json()) == {"ready": True, "waiting": {}}
+        world.fake.api.tokens.app = "xapp-revoked"  # the link cannot come back
+        await world.fake.socket.drop()
+
+        async def down() -> bool:
+            async with http.get(f"{url}/readyz") as resp:
+                return resp.status == 503
+        for _ in range(500):  # a condition, polled: the client notices the drop by itself
+            if await down():
+                break
+            await asyncio.sleep(0.01)
+        async with http.get(f"{url}/readyz") as resp:
+            assert resp.status == 503
+            assert "Socket Mode link is down" in (await resp.json())["waiting"]["slack"]
+        async with http.get(f"{url}/healthz") as resp:
+            body = await resp.json()
+            assert resp.status == 200 and body["ok"] is False

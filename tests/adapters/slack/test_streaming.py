@@ -56,7 +56,7 @@ async def test_a_429_on_posting_is_waited_out(tmp_path: Path, monkeypatch: pytes
 async def test_the_sdk_does_not_retry_a_429_behind_the_presenters_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from adapters.slack.events import thread_key
+    from adapters.slack.parse import thread_key
     from bot.errors import SurfaceRateLimited
 
     async with slack_world(tmp_path, monkeypatch) as world:
@@ -121,7 +121,7 @@ async def test_the_thread_status_shows_while_thinking_and_is_cleared(
 async def test_where_slack_refuses_the_status_nothing_is_shown_and_it_is_not_asked_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from adapters.slack.events import thread_key
+    from adapters.slack.parse import thread_key
 
     fake = FakeSlack()
     fake.add_channel("CNOSTATUS", "no-status", status_allowed=False)

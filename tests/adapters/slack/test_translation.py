@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 
 from adapters.slack.blocks import clicked_action, fallback, message_payload
-from adapters.slack.events import parse_click, parse_message, split_key, thread_key
 from adapters.slack.groups import UserGroups, configured_groups
-from adapters.slack.incoming import plain_text
 from adapters.slack.names import DisplayNames
+from adapters.slack.parse import parse_click, parse_message, plain_text, split_key, thread_key
 from adapters.slack.render import ZWSP, render
 from bot.clock import ManualClock
 from bot.config import Settings

@@ -23,6 +23,7 @@ from bot.engine.prompt import open_calls
 from bot.engine.states import EngineConfig
 from bot.errors import ModelServerError, ModelStreamBroken
 from bot.llm.messages import AssistantMessage, SystemMessage, ToolResult, Usage, UserMessage
+from bot.llm.model import FinishPiece
 from bot.sessions.model import Session, Todo
 from bot.storage.sqlite import SqliteStore
 from bot.tools import Tool, ToolContext, ToolRegistry, tool
@@ -155,7 +156,9 @@ async def test_repeated_provider_ids_get_unique_ids(store: SqliteStore) -> None:
 async def test_turn_limit_ends_with_a_final_answer_without_tools(store: SqliteStore) -> None:
     loop_step = step(call("todo_write", {"todos": []}))
     # keeps calling tools while it has any; answers in text once the engine offers none
-    model = ScriptedModel([], respond=lambda r: loop_step if r.tools else text("here is what I have"))
+    model = ScriptedModel(
+        [], respond=lambda r: loop_step if r.tools else text("here is what I have"), max_calls=10
+    )
     h = Harness(store, model, max_turns=3)
     await h.ask("loop forever")
     assert len(model.requests) == 4
@@ -308,3 +311,78 @@ async def test_stopping_inside_a_batch_keeps_the_call_and_answers_every_open_one
     assert open_calls(saved.messages) == []
     assert [t.content for t in saved.todos] == ["look"]
     assert await _on_disk(tmp_path) == [UserMessage, AssistantMessage, ToolResult, ToolResult]
+
+
+async def test_an_empty_answer_is_asked_again_once_then_explained(store: SqliteStore) -> None:
+    empty = [FinishPiece("stop")]
+    h = harness(store, [empty, text("Here you go.")])
+    await h.ask("hi")
+    assert "empty" in h.model.requests[1].messages[-1].text  # type: ignore[union-attr]
+    assert (await h.stored()).messages[-1].text == "Here you go."  # type: ignore[union-attr]
+
+    h = harness(store, [empty, empty])
+    await h.ask("hi again")
+    shown = "".join(e.text for e in h.events if isinstance(e, TextDelta))
+    assert "returned nothing" in shown
+    assert (await h.stored()).messages[-1].text == shown  # type: ignore[union-attr]
+    assert len(h.model.requests) == 2
+
+
+async def test_a_turn_limit_with_no_words_at_the_end_still_says_something(store: SqliteStore) -> None:
+    loop_step = step(call("todo_write", {"todos": []}))
+    model = ScriptedModel([], respond=lambda r: loop_step, max_calls=10)  # tools even when offered none
+    h = Harness(store, model, max_turns=2)
+    await h.ask("loop forever")
+    assert len(model.requests) == 3
+    shown = "".join(e.text for e in h.events if isinstance(e, TextDelta))
+    assert "limit" in shown and "2 steps" in shown
+    saved = await h.stored()
+    assert saved.messages[-1].text == shown  # type: ignore[union-attr]
+    assert not open_calls(saved.messages)
+
+
+async def test_calls_cut_off_by_the_output_limit_never_run(store: SqliteStore) -> None:
+    ran: list[str] = []
+
+    @tool
+    async def note(ctx: ToolContext, words: str) -> str:
+        """Note something.
+
+        Args:
+            words: What.
+        """
+        ran.append(words)
+        return "noted"
+
+    cut = [*call("note", {"words": "complete json, cut answer"}), FinishPiece("length")]
+    h = Harness(store, ScriptedModel([cut, text("ok")]), tools=(note,))
+    await h.ask("note it")
+    result = next(m for m in (await h.stored()).messages if isinstance(m, ToolResult))
+    assert result.is_error and "cut off" in result.content
+    assert ran == []
+
+
+async def test_a_result_is_stored_before_the_tool_is_reported_finished(store: SqliteStore) -> None:
+    """A crash right after a call with side effects finished never reports it as interrupted."""
+    seen: list[bool] = []
+
+    @tool(side_effects=True)
+    async def launch(ctx: ToolContext, target: str) -> str:
+        """Launch.
+
+        Args:
+            target: Where.
+        """
+        return f"launched {target}"
+
+    class Watching(Harness):
+        async def sink(self, event: EngineEvent) -> None:
+            if isinstance(event, ToolFinished):
+                stored = await self.store.load_session(KEY, 0.0)
+                seen.append(any(isinstance(m, ToolResult) and m.call_id == event.call_id
+                                for m in stored.messages))
+            await super().sink(event)
+
+    h = Watching(store, ScriptedModel([step(call("launch", {"target": "x"})), text("done")]), tools=(launch,))
+    await h.ask("go")
+    assert seen == [True]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -12,16 +13,40 @@ import pytest
 
 from bot.clock import ManualClock
 from bot.config import Settings
+from bot.conversation import Author, Inbound, ThreadKey
+from bot.core import Core
 from bot.llm.demo import DEMO_LABEL, DemoTransport, demo_turn
-from bot.llm.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
+from bot.llm.demo_intent import Kind, understand
+from bot.llm.demo_script import small_talk
+from bot.llm.messages import (
+    AssistantMessage,
+    Message,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
 from bot.llm.model import FinishPiece, ModelRequest, TextPiece, ToolCallPiece, ToolSpec, UsagePiece
 from bot.llm.openai_model import OpenAIModel, build_openai_model
 from bot.sessions.model import Todo
+from bot.storage.sqlite import SqliteStore
+from bot.tools.builtin import builtin_tools
+from bot.tools.registry import ToolRegistry
+from tests.fakes.surface import RecordingSurface, drive
 
 TODO = ToolSpec("todo_write", "Replace the todo list.", {"type": "object", "properties": {}})
+KEY = ThreadKey("test:demo")
+ALICE = Author(id="test:U1", display_name="Alice")
+RUN = ToolSpec("run_command", "Run a command.", {"type": "object", "properties": {}})
+WRITE = ToolSpec("write_file", "Write a file.", {"type": "object", "properties": {}})
 QUESTION = UserMessage(
     text="How do I cut a release\nwith the new pipeline?", author_id="U1", author_name="Alice"
 )
+TASK = UserMessage(text="Plan the release of the new pipeline", author_id="U1", author_name="Alice")
+
+
+def todo_note() -> SystemMessage:
+    return SystemMessage(text="Current todo list:\n1. [in_progress] Read the request")
 
 
 @pytest.fixture
@@ -81,7 +106,7 @@ def todos_of(message: AssistantMessage) -> list[tuple[str, str]]:
 
 async def test_the_demo_plans_works_through_and_answers(demo: OpenAIModel) -> None:
     assert demo.label == DEMO_LABEL == "demo model (offline)"
-    messages: list[Message] = [QUESTION]
+    messages: list[Message] = [TASK]
     statuses: list[list[str]] = []
     for _ in range(3):
         reply = await call(demo, messages)
@@ -104,24 +129,126 @@ async def test_the_demo_plans_works_through_and_answers(demo: OpenAIModel) -> No
     assert "offline demo model" in final.text
     assert "OPENAI_API_KEY" in final.text and "OPENAI_BASE_URL" in final.text
     assert "Alice" in final.text
-    assert "> How do I cut a release with the new pipeline?" in final.text
+    assert "> Plan the release of the new pipeline" in final.text
+
+
+async def test_a_question_it_cannot_answer_says_so_and_how_to_connect_a_model(
+    demo: OpenAIModel,
+) -> None:
+    answer = await call(demo, [QUESTION], tools=(TODO, RUN))
+    assert answer.tool_calls == ()
+    assert "offline demo model" in answer.text and "can't really answer" in answer.text
+    assert "OPENAI_API_KEY" in answer.text and "OPENAI_BASE_URL" in answer.text
+    assert "> How do I cut a release with the new pipeline?" in answer.text
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        ("Hello!", "Hello, Alice!"),
+        ("hi there", "Hello, Alice!"),
+        ("thanks", "You're welcome, Alice!"),
+        ("Thank you so much!", "You're welcome, Alice!"),
+        ("who are you?", "offline demo model"),
+        ("How are you?", "All good here"),
+        ("bye", "Bye, Alice!"),
+    ],
+)
+async def test_small_talk_gets_a_brief_answer_without_plan_or_tool(
+    demo: OpenAIModel, said: str, expected: str
+) -> None:
+    answer = await call(demo, [UserMessage(text=said, author_name="Alice")], tools=(TODO, RUN))
+    assert answer.tool_calls == ()
+    assert expected in answer.text
+    assert len(answer.text) < 400 and "##" not in answer.text
+
+
+async def test_asked_who_it_is_it_says_how_to_connect_a_real_model(demo: OpenAIModel) -> None:
+    answer = await call(demo, [UserMessage(text="Who are you?")], tools=(TODO, RUN))
+    assert "OPENAI_API_KEY" in answer.text and "run ls" in answer.text
+
+
+async def run_until_the_command(
+    demo: OpenAIModel, said: str, tools: tuple[ToolSpec, ...] = (TODO, RUN)
+) -> tuple[list[Message], ToolCall]:
+    """The demo's plan for ``said`` (saved), then its next call."""
+    messages: list[Message] = [UserMessage(text=said, author_name="Alice")]
+    plan = await call(demo, messages, tools)
+    assert [s for _, s in todos_of(plan)] == ["in_progress", "pending", "pending"]
+    messages += [plan, ToolResult(call_id=plan.tool_calls[0].id, name="todo_write", content="ok")]
+    act = await call(demo, messages, tools)
+    (only,) = act.tool_calls
+    return [*messages, act], only
+
+
+async def test_asked_to_run_a_command_it_plans_and_runs_that_command(demo: OpenAIModel) -> None:
+    messages, command = await run_until_the_command(demo, "Hello! Can you run `ls -la`?")
+    assert command.name == "run_command"
+    assert json.loads(command.arguments)["command"] == "ls -la"
+    output = "total 0\ndrwxr-xr-x 2 bot bot 40 .\n[exit code 0]"
+    messages.append(ToolResult(call_id=command.id, name="run_command", content=output))
+    report = await call(demo, [*messages, todo_note()], (TODO, RUN))
+    assert "The command ran in my own workspace directory (exit code 0)" in report.text
+    messages += [report, ToolResult(call_id=report.tool_calls[0].id, name="todo_write", content="ok")]
+    done = await call(demo, messages, (TODO, RUN))
+    messages += [done, ToolResult(call_id=done.tool_calls[0].id, name="todo_write", content="ok")]
+    final = await call(demo, [*messages, todo_note()], (TODO, RUN))
+    assert final.tool_calls == ()
+    assert "drwxr-xr-x 2 bot bot 40 ." in final.text and "exit code 0" in final.text
+
+
+@pytest.mark.parametrize(
+    ("result", "said", "never"),
+    [
+        ("denied by Bob: the call was not run.", "You denied it", "command ran"),
+        ("expired: nobody approved the call in time, so it was not run.", "in time", "command ran"),
+        ("interrupted: the run stopped before this tool reported back; its outcome is unknown.",
+         "can't tell", "command ran"),
+        ("error: the command could not start", "didn't work", "command ran"),
+    ],
+)  # fmt: skip
+async def test_after_deny_or_expiry_it_reads_the_result_it_got(
+    demo: OpenAIModel, result: str, said: str, never: str
+) -> None:
+    messages, command = await run_until_the_command(demo, "run pwd")
+    messages.append(ToolResult(call_id=command.id, name="run_command", content=result))
+    # the engine ends every request with a system note (the todo list), after the result
+    report = await call(demo, [*messages, todo_note()], (TODO, RUN))
+    assert said in report.text and never not in report.text
+    messages += [report, ToolResult(call_id=report.tool_calls[0].id, name="todo_write", content="ok")]
+    done = await call(demo, messages, (TODO, RUN))
+    messages += [done, ToolResult(call_id=done.tool_calls[0].id, name="todo_write", content="ok")]
+    final = await call(demo, [*messages, todo_note()], (TODO, RUN))
+    assert said in final.text and never not in final.text and "printed" not in final.text
+
+
+async def test_asked_to_create_a_file_it_writes_that_file(demo: OpenAIModel) -> None:
+    _, write = await run_until_the_command(demo, "create a file called ideas.md", (TODO, RUN, WRITE))
+    assert write.name == "write_file"
+    arguments = json.loads(write.arguments)
+    assert arguments["path"] == "ideas.md" and "create a file called ideas.md" in arguments["content"]
+
+
+async def test_a_request_without_the_command_tool_is_planned_without_it(demo: OpenAIModel) -> None:
+    first = await call(demo, [TASK])
+    assert todos_of(first)[1] == ("Sketch the answer", "pending")
 
 
 async def test_a_new_message_starts_a_new_plan(demo: OpenAIModel) -> None:
-    first = await call(demo, [QUESTION])
+    first = await call(demo, [TASK])
     earlier: list[Message] = [
-        QUESTION,
+        TASK,
         first,
         ToolResult(call_id=first.tool_calls[0].id, name="todo_write", content="saved"),
         AssistantMessage(text="All done."),
-        UserMessage(text="And a second thing?", author_name="Bob"),
+        UserMessage(text="And make a second plan, please", author_name="Bob"),
     ]
     again = await call(demo, earlier)
     assert [s for _, s in todos_of(again)] == ["in_progress", "pending", "pending"]
 
 
 async def test_without_tools_the_demo_only_answers(demo: OpenAIModel) -> None:
-    final = await call(demo, [QUESTION], tools=())
+    final = await call(demo, [TASK], tools=())
     assert final.tool_calls == ()
     assert "offline demo model" in final.text
 
@@ -140,7 +267,7 @@ def test_the_step_comes_from_the_messages_after_the_last_user_message() -> None:
     def body(*roles: str) -> dict[str, Any]:
         return {
             "messages": [
-                {"role": r, "content": "[Ann]: hi" if r == "user" else "x"} for r in roles
+                {"role": r, "content": "[Ann]: make a plan" if r == "user" else "x"} for r in roles
             ],
             "tools": tools,
         }
@@ -153,6 +280,35 @@ def test_the_step_comes_from_the_messages_after_the_last_user_message() -> None:
     )
     assert demo_turn(body("user", "assistant", "tool", "user")).call_id == "call_demo1"
     assert demo_turn({"messages": []}).todos is None
+
+
+@pytest.mark.parametrize(
+    ("said", "kind", "command"),
+    [
+        ("Hello!", Kind.GREETING, None),
+        ("good morning everyone", Kind.GREETING, None),
+        ("👍", Kind.ACK, None),
+        ("Thanks! Now make it a surprise", Kind.TASK, None),
+        ("run ls", Kind.RUN, "ls"),
+        ("Hello, please run ls -la.", Kind.RUN, "ls -la"),
+        ("execute `du -sh .` in the shell", Kind.RUN, "du -sh ."),
+        ("pwd", Kind.RUN, "pwd"),
+        ("please run the tests", Kind.TASK, None),
+        ("make a plan to move the office", Kind.TASK, None),
+        ("How do I cut a release?", Kind.QUESTION, None),
+        ("What's the weather like?", Kind.QUESTION, None),
+        ("", Kind.ACK, None),
+    ],
+)
+def test_what_the_demo_makes_of_a_message(said: str, kind: Kind, command: str | None) -> None:
+    ask = understand(f"[Ann]: {said}")
+    assert (ask.author, ask.kind, ask.command) == ("Ann", kind, command)
+
+
+def test_a_file_name_is_taken_from_the_request_and_kept_in_the_workspace() -> None:
+    assert understand("create a file named plan.txt").path == "plan.txt"
+    assert understand("write a file with my ideas").path == "notes.md"
+    assert understand("create a file called ../../etc/passwd").path == "notes.md"
 
 
 async def test_the_transport_answers_only_streamed_chat_completions() -> None:
@@ -173,3 +329,77 @@ async def test_the_transport_answers_only_streamed_chat_completions() -> None:
     assert events[-1] == "data: [DONE]"
     chunks = [json.loads(e.removeprefix("data: ")) for e in events[:-1]]
     assert {c["object"] for c in chunks} == {"chat.completion.chunk"}
+
+
+class DemoThread:
+    """The real core on the demo model and the workspace tools, in a recording thread."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.clock = ManualClock(start=1_000_000.0)
+        self.settings = Settings(_env_file=None, data_dir=tmp_path)
+        model = build_openai_model(
+            self.settings, self.clock, rng=random.Random(0), demo_chunk_delay_s=0
+        )
+        store = SqliteStore(self.settings.database_path)
+        tools = ToolRegistry(builtin_tools(self.settings))
+        self.core = Core(self.settings, store, model, tools, self.clock)
+        self.surface = RecordingSurface(self.clock, thread_key=KEY)
+        self.core.register_surfaces("test:", lambda key: self.surface)
+
+    async def say(self, words: str) -> None:
+        inbound = Inbound(KEY, ALICE, words, f"ev-{len(words)}-{words[:8]}")
+        await drive(self.clock, self.core.handle(inbound, self.surface))
+
+    async def click(self, label: str) -> None:
+        card = next(m for m in self.surface.live() if any(b.label == label for b in m.buttons))
+        button = next(b for b in card.buttons if b.label == label)
+        await drive(self.clock, self.core.on_action(button.action_id, ALICE, self.surface, card.id))
+        await drive(self.clock, self.core.wait_idle())
+
+
+@pytest.fixture
+async def thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[DemoThread]:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "THREADLINE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    world = DemoThread(tmp_path)
+    await world.core.start()
+    yield world
+    await world.core.aclose()
+
+
+async def test_through_the_engine_deny_is_reported_as_denied(thread: DemoThread) -> None:
+    await thread.say("run pwd")
+    assert any("`run_command`" in m.text for m in thread.surface.live())
+    await thread.click("Deny")
+    shown = thread.surface.visible_text()
+    assert "You denied it" in shown and "Demo answer" in shown
+    assert "command ran" not in shown and "It printed" not in shown
+    session = await thread.core.store.load_session(KEY, thread.clock.now())
+    result = next(m for m in session.messages if isinstance(m, ToolResult) and m.name == "run_command")
+    assert result.content.startswith("denied")
+
+
+async def test_through_the_engine_expiry_is_reported_as_expired(thread: DemoThread) -> None:
+    await thread.say("run pwd")
+    await thread.clock.advance(thread.settings.approval_ttl_s + 1)
+    assert await thread.core.scheduler.run_due() >= 1
+    await drive(thread.clock, thread.core.wait_idle())
+    shown = thread.surface.visible_text()
+    assert "Nobody approved it in time" in shown and "command ran" not in shown
+
+
+async def test_through_the_engine_small_talk_uses_no_tool(thread: DemoThread) -> None:
+    await thread.say("Hello!")
+    assert thread.surface.texts() == [small_talk(understand("[Alice]: Hello!"))]
+    assert thread.surface.pinned_ids == []
+    session = await thread.core.store.load_session(KEY, thread.clock.now())
+    assert [type(m) for m in session.messages] == [UserMessage, AssistantMessage]
+
+
+async def test_through_the_engine_each_request_reports_its_own_command(thread: DemoThread) -> None:
+    # the demo's tool-call ids repeat from one request to the next; the engine renames them
+    for word in ("first-run", "second-run"):
+        await thread.say(f"run echo {word}")
+        await thread.click("Approve")
+        final = thread.surface.texts()[-1]
+        assert "## Demo answer" in final and f"It printed:\n\n```\n{word}\n```" in final

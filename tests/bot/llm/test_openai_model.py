@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import random
 import socket
@@ -34,6 +35,8 @@ from bot.llm.model import (
 )
 from bot.llm.openai_model import OpenAIModel, build_openai_model
 from bot.llm.retry import Backoff
+from bot.llm.unreachable import unreachable_reason
+from bot.llm.wire import as_data
 from tests.fakes.openai_server import (
     CutOff,
     Delay,
@@ -222,7 +225,11 @@ async def test_a_tool_loop_round_trip_keeps_provider_ids(
     await run(make_model(), ModelRequest("sys", messages, (TODO,)))
     wire = fake.requests[0].messages
     assert wire[2]["tool_calls"][0]["id"] == "call_theirs"
-    assert wire[3] == {"role": "tool", "tool_call_id": "call_theirs", "content": "saved"}
+    assert wire[3] == {
+        "role": "tool",
+        "tool_call_id": "call_theirs",
+        "content": as_data("todo_write", "saved"),
+    }
 
 
 async def test_server_errors_are_retried_with_backoff(
@@ -255,7 +262,10 @@ async def test_retries_exhausted_raise_the_server_error(
     [
         (Fault.rate_limited(retry_after="7"), 7.0),
         (Fault.rate_limited(retry_after_ms="1500"), 1.5),
-        (Fault(503, "The engine is currently overloaded.", type="server_error", retry_after="3"), 3.0),
+        (
+            Fault(503, "The engine is currently overloaded.", type="server_error", retry_after="3"),
+            3.0,
+        ),
     ],
 )
 async def test_rate_limits_honour_retry_after(
@@ -355,6 +365,63 @@ async def test_an_unreachable_server_is_unavailable(
     assert KEY not in str(error) and "hunter2" not in str(error)
     assert got.pieces == []
     assert len(clock.sleeps) == 1
+
+
+@pytest.mark.parametrize("credentials", ["", "proxy:hunter2@"], ids=["aiohttp", "httpx"])
+async def test_a_closed_port_is_a_refused_connection_not_a_timeout(
+    make_model: MakeModel, credentials: str
+) -> None:
+    # a URL with credentials goes through the client's default transport, one without through
+    # its aiohttp transport, which reports every failed connect as a timeout
+    model = make_model(max_retries=0, base_url=f"http://{credentials}127.0.0.1:{closed_port()}/v1")
+    error, _ = await failure(model)
+    assert isinstance(error, ModelUnavailable)
+    assert "could not reach the model server at http://127.0.0.1:" in str(error)
+    assert "the connection was refused" in str(error)
+    assert "did not answer" not in str(error) and "within" not in str(error)
+
+
+@pytest.mark.parametrize("credentials", ["", "proxy:hunter2@"], ids=["aiohttp", "httpx"])
+async def test_an_unresolvable_name_is_said_so(make_model: MakeModel, credentials: str) -> None:
+    model = make_model(max_retries=0, base_url=f"http://{credentials}nonexistent.invalid/v1")
+    error, _ = await failure(model)
+    assert isinstance(error, ModelUnavailable)
+    assert str(error).startswith(
+        "could not reach the model server at http://nonexistent.invalid/v1: "
+        "the name nonexistent.invalid could not be resolved ("
+    )
+    assert "hunter2" not in str(error)
+
+
+def test_the_reason_is_found_anywhere_in_the_cause_chain() -> None:
+    def raised(inner: BaseException, *wrappers: type[Exception]) -> BaseException:
+        try:
+            try:
+                raise inner
+            except BaseException as exc:
+                for wrapper in wrappers:
+                    try:
+                        raise wrapper("outer") from exc
+                    except Exception as wrapped:
+                        exc = wrapped
+                raise exc
+        except BaseException as caught:
+            return caught
+
+    unreachable = OSError(errno.ENETUNREACH, "Network is unreachable")
+    no_route = OSError(errno.EHOSTUNREACH, "No route to host")
+    assert "no route to it (Network is unreachable)" in str(
+        unreachable_reason(raised(unreachable, OSError, RuntimeError), "api.openai.com")
+    )
+    assert "no route to it (No route to host)" in str(unreachable_reason(raised(no_route), "h"))
+    refused = OSError(errno.ECONNREFUSED, "Connect call failed")  # aiohttp's own error shape
+    assert "refused" in str(unreachable_reason(raised(refused, RuntimeError), "h"))
+    dns = socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+    assert unreachable_reason(raised(dns, RuntimeError), "h") == (
+        "the name h could not be resolved (Temporary failure in name resolution)"
+    )
+    assert unreachable_reason(raised(TimeoutError(), RuntimeError), "h") is None
+    assert unreachable_reason(RuntimeError("no cause"), "h") is None
 
 
 async def test_a_silent_server_times_out(fake: FakeOpenAI, make_model: MakeModel) -> None:

@@ -109,3 +109,26 @@ async def test_the_timer_wakes_the_service_when_a_job_is_due(store: SqliteStore)
     finally:
         await timer.stop()
     assert await store.next_due() is None
+
+
+async def test_a_handler_may_say_when_its_job_runs_again(store: SqliteStore) -> None:
+    clock = ManualClock(start=0.0)
+    scheduler = Scheduler(store, clock)
+    ran: list[float] = []
+    armed: list[float] = []
+    scheduler.on_scheduled(armed.append)
+
+    async def computed(job: Job) -> float | None:
+        ran.append(clock.now())
+        return clock.now() + 100.0 if len(ran) < 2 else None
+
+    scheduler.handle("computed", computed)
+    await store.put_job(Job("c", "computed", 10.0))  # stored by someone else: the timer is told
+    scheduler.notify(10.0)
+    assert armed == [10.0]
+    await clock.advance(10)
+    await scheduler.run_due()
+    assert await store.next_due() == 110.0
+    await clock.advance(100)
+    await scheduler.run_due()
+    assert ran == [10.0, 110.0] and await store.next_due() is None

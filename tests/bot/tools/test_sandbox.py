@@ -1,81 +1,19 @@
-"""The sandbox: workspace paths stay inside, and commands never outlive their call."""
+"""A thread's workspace: paths stay inside it, and so do the files the tools open."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import select
-import signal
-import tracemalloc
-from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
 
-from bot.tools import sandbox
 from bot.tools.base import ToolError
-from bot.tools.sandbox import OutputCapture, Workspace, clean_environment, directory_name
-
-
-def running(pid: int) -> bool:
-    """Whether ``pid`` is a process that has not exited (a zombie has exited)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return False
-    try:
-        return not select.select([fd], [], [], 0)[0]
-    finally:
-        os.close(fd)
-
-
-async def exited(pid: int, within: float = 5.0) -> None:
-    """Wait for ``pid`` to exit: a pidfd becomes readable when its process ends."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    loop = asyncio.get_running_loop()
-    done = asyncio.Event()
-    loop.add_reader(fd, done.set)
-    try:
-        async with asyncio.timeout(within):
-            await done.wait()
-    finally:
-        loop.remove_reader(fd)
-        os.close(fd)
-
-
-@contextlib.asynccontextmanager
-async def fifo(path: Path) -> AsyncIterator[Callable[[], Awaitable[list[int]]]]:
-    """A named pipe a command writes pids to; yields a function reading one line of them."""
-    os.mkfifo(path)
-    read_fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    keep_open = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # no EOF between writers
-    reader = asyncio.StreamReader()
-    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(read_fd, "rb", 0)
-    )
-
-    async def pids() -> list[int]:
-        async with asyncio.timeout(5):
-            return [int(word) for word in (await reader.readline()).split()]
-
-    try:
-        yield pids
-    finally:
-        transport.close()
-        os.close(keep_open)
+from bot.tools.sandbox import Workspace, directory_name
 
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Workspace:
     return Workspace.for_thread(tmp_path / "root", "slack:T1:C1:1700000000.0001")
-
-
-async def run(ws: Workspace, command: str, timeout_s: float = 10) -> sandbox.CommandResult:
-    return await sandbox.run_command(command, ws.root, timeout_s, clean_environment(ws.root))
 
 
 # -- directory names and paths -------------------------------------------------------------
@@ -145,135 +83,75 @@ def test_writes_are_refused_through_symlinks_and_dangling_links(ws: Workspace) -
         ws.resolve_for_write("src/..")
 
 
-def test_environment_loses_its_secrets(tmp_path: Path) -> None:
-    source = {
-        "PATH": "/bin",
-        "LANG": "en_US.UTF-8",
-        "KEEP_ME": "1",
-        "OPENAI_API_KEY": "s",
-        "GITHUB_TOKEN": "s",
-        "SLACK_SIGNING_SECRET": "s",
-        "SLACK_API_URL": "s",
-        "DISCORD_API_BASE": "s",
-        "OPENAI_BASE_URL": "s",
-        "DB_PASSWORD_FILE": "s",
-        "lower_token": "s",
-        "HOME": "/root",
-    }
-    env = clean_environment(tmp_path, source)
-    assert env == {
-        "PATH": "/bin",
-        "LANG": "en_US.UTF-8",
-        "KEEP_ME": "1",
-        "HOME": str(tmp_path),
-        "PWD": str(tmp_path),
-        "TERM": "dumb",
-        "PAGER": "cat",
-    }
-    assert clean_environment(tmp_path, {})["PATH"]
+# -- what an open file really is ------------------------------------------------------------
 
 
-def test_capture_keeps_head_and_tail() -> None:
-    capture = OutputCapture(head=4, tail=4)
-    for chunk in (b"ab", b"cdef", b"ghij", b"kl"):
-        capture.data_received(chunk)
-    assert (capture.total, capture.cut) == (12, 4)
-    assert capture.text() == "abcd\n[... 4 bytes of output cut ...]\nijkl"
-    short = OutputCapture(head=4, tail=4)
-    short.data_received(b"abcdef")
-    assert short.text() == "abcdef"
+def test_hard_links_are_refused_for_reading_and_writing(ws: Workspace, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("secret\n")
+    os.link(outside, ws.root / "linked.txt")
+    target = ws.resolve("linked.txt")
+    for write in (False, True):
+        with pytest.raises(ToolError, match="'linked.txt' has 2 hard links"):
+            ws.open_file("linked.txt", target, write=write)
+    assert outside.read_text() == "secret\n"
 
 
-# -- the process runner --------------------------------------------------------------------
-
-
-async def test_command_output_and_exit_code(ws: Workspace) -> None:
-    result = await run(ws, "pwd; echo out; echo err >&2; exit 7")
-    assert result.output == f"{ws.root}\nout\nerr\n"
-    assert (result.exit_code, result.timed_out) == (7, False)
-
-
-async def test_stdin_is_empty(ws: Workspace) -> None:
-    result = await run(ws, "cat; echo done")
-    assert result.output == "done\n"
-
-
-async def test_timeout_kills_the_whole_group(ws: Workspace) -> None:
-    async with fifo(ws.root / "ready") as pids:
-        command = "sleep 1000 & echo $! > ready; wait"
-        task = asyncio.create_task(run(ws, command, timeout_s=0.5))
-        [child] = await pids()
-        result = await task
-    assert result.timed_out
-    assert result.exit_code == -signal.SIGTERM
-    await exited(child, within=2)
-
-
-async def test_a_group_ignoring_sigterm_is_killed(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sandbox, "KILL_GRACE_S", 0.2)
-    async with fifo(ws.root / "ready") as pids:
-        command = "trap '' TERM; sleep 1000 & echo $! > ready; wait"
-        task = asyncio.create_task(run(ws, command, timeout_s=0.3))
-        [child] = await pids()
-        result = await task
-    assert result.timed_out and result.exit_code == -signal.SIGKILL
-    await exited(child, within=2)
-
-
-async def test_background_processes_end_with_the_command(ws: Workspace) -> None:
-    async with fifo(ws.root / "ready") as pids:
-        result = await run(ws, "sleep 1000 & echo $! > ready; echo started")
-        [child] = await pids()
-    assert (result.output, result.exit_code) == ("started\n", 0)
-    await exited(child, within=2)
-
-
-async def test_a_process_leaving_the_group_does_not_hang_the_call(
-    ws: Workspace, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(sandbox, "DRAIN_GRACE_S", 0.2)
-    command = (
-        "setsid sh -c 'echo $$ > escaped.pid; exec sleep 1000' & "
-        "while [ ! -s escaped.pid ]; do :; done; echo left"
-    )
-    result = await run(ws, command)
-    assert (result.output, result.exit_code) == ("left\n", 0)
-    escaped = int((ws.root / "escaped.pid").read_text())
-    assert running(escaped)
-    os.kill(escaped, signal.SIGKILL)
-    await exited(escaped, within=2)
-
-
-async def test_output_flood_is_capped_in_bounded_memory(ws: Workspace) -> None:
-    tracemalloc.start()
+def test_files_open_when_they_are_what_they_seem(ws: Workspace) -> None:
+    fd = ws.open_file("new.txt", ws.resolve_for_write("new.txt"), write=True)
+    os.write(fd, b"hello")
+    os.close(fd)
+    fd = ws.open_file("new.txt", ws.resolve("new.txt"))
     try:
-        result = await run(ws, "yes | head -c 50000000; echo; echo last line")
-        _, peak = tracemalloc.get_traced_memory()
+        assert os.read(fd, 100) == b"hello"
     finally:
-        tracemalloc.stop()
-    size = 50_000_000 + len("\nlast line\n")
-    assert result.total_bytes == size
-    assert result.cut_bytes == size - sandbox.OUTPUT_HEAD - sandbox.OUTPUT_TAIL
-    assert f"[... {result.cut_bytes} bytes of output cut ...]" in result.output
-    assert result.output.startswith("y\ny\n") and result.output.endswith("y\n\nlast line\n")
-    assert len(result.output) < 17_000
-    assert peak < 4 * 1024 * 1024
+        os.close(fd)
 
 
-async def test_cancellation_kills_the_group_before_it_propagates(ws: Workspace) -> None:
-    async with fifo(ws.root / "ready") as pids:
-        command = "sleep 1000 & echo $$ $! > ready; wait"
-        task = asyncio.create_task(run(ws, command, timeout_s=60))
-        shell, child = await pids()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    assert not running(shell)
-    await exited(child, within=2)
+def test_special_files_and_the_workspace_itself_are_refused(ws: Workspace) -> None:
+    os.mkfifo(ws.root / "pipe")
+    (ws.root / "dir").mkdir()
+    with pytest.raises(ToolError, match="'pipe' is not a regular file"):
+        ws.open_file("pipe", ws.resolve("pipe"))
+    with pytest.raises(ToolError, match="'dir' is a directory"):
+        ws.open_file("dir", ws.resolve("dir"))
+    with pytest.raises(ToolError, match="'.' is a directory"):
+        ws.open_file(".", ws.resolve("."))
+    with pytest.raises(ToolError, match="'gone.txt' does not exist"):
+        ws.open_file("gone.txt", ws.resolve("gone.txt"))
 
 
-async def test_a_missing_workspace_is_an_error_not_a_leak(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
-        await sandbox.run_command("true", tmp_path / "gone", 5, {})
+def test_a_file_on_another_device_is_outside(ws: Workspace) -> None:
+    (ws.root / "a.txt").write_text("x")
+    elsewhere = Workspace(ws.root, ws.device + 1)
+    with pytest.raises(ToolError, match="'a.txt' is outside the workspace"):
+        elsewhere.open_file("a.txt", ws.resolve("a.txt"))
+
+
+def test_a_directory_swapped_for_a_link_after_the_check_is_caught(
+    ws: Workspace, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "f.txt").write_text("outside")
+    (ws.root / "sub").mkdir()
+    (ws.root / "sub" / "f.txt").write_text("inside")
+    target = ws.resolve("sub/f.txt")  # checked while sub was a directory
+    (ws.root / "sub" / "f.txt").unlink()
+    (ws.root / "sub").rmdir()
+    (ws.root / "sub").symlink_to(outside)  # then swapped, as a racing command could
+    for write in (False, True):
+        with pytest.raises(ToolError, match="'sub/f.txt' is outside the workspace"):
+            ws.open_file("sub/f.txt", target, write=write)
+    assert (outside / "f.txt").read_text() == "outside"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving files to another user needs root")
+def test_an_owned_workspace_gives_what_the_tools_create_to_its_owner(tmp_path: Path) -> None:
+    ws = Workspace.for_thread(tmp_path / "root", "t", owner=(65534, 65534))
+    assert (ws.root.stat().st_uid, ws.root.stat().st_gid) == (65534, 65534)
+    target = ws.resolve_for_write("deep/er/new.txt")
+    ws.make_parents(target)
+    os.close(ws.open_file("deep/er/new.txt", target, write=True))
+    for made in (ws.root / "deep", ws.root / "deep" / "er", target):
+        assert made.stat().st_uid == 65534

@@ -1,9 +1,11 @@
-"""The workspace tools as the engine calls them: ``tool.parse(json)`` then ``tool.invoke``."""
+"""The workspace tools as the engine calls them: ``tool.parse(json)`` then ``tool.invoke``;
+each command test runs in the sandbox and unsandboxed (THREADLINE_SANDBOX=none)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +16,12 @@ from bot.conversation import ThreadKey
 from bot.sessions.model import Session
 from bot.tools import ToolRegistry
 from bot.tools.base import Tool, ToolContext, ToolError
-from bot.tools.builtin import workspace as workspace_module
+from bot.tools.builtin import files as files_module
 from bot.tools.builtin.workspace import workspace_tools
+from bot.tools.bwrap import BwrapRunner
+from bot.tools.commands import CommandRunner, HostRunner
 from bot.tools.sandbox import Workspace
-from tests.bot.tools.test_sandbox import exited, fifo, running
+from tests.sandboxing import exited, fifo, marker, processes_with, running, sandbox_runner, until
 
 KEY = "slack:T1:C1:1700000000.0001"
 
@@ -29,23 +33,30 @@ def context(key: str = KEY) -> ToolContext:
 class Thread:
     """One thread's view of the tools."""
 
-    def __init__(self, root: Path, key: str = KEY) -> None:
-        self.tools = {item.name: item for item in workspace_tools(root)}
+    def __init__(self, root: Path, runner: CommandRunner, key: str = KEY) -> None:
+        self.tools = {item.name: item for item in workspace_tools(root, runner)}
         self.ctx = context(key)
-        self.dir = Workspace.for_thread(root, key).root
+        self.dir = Workspace.for_thread(root, key, runner.owner).root
+        self.sandboxed = isinstance(runner, BwrapRunner)
+        self.cwd = "/workspace" if self.sandboxed else str(self.dir)
 
     async def __call__(self, name: str, **arguments: Any) -> str:
         item = self.tools[name]
         return await item.invoke(self.ctx, item.parse(json.dumps(arguments)))
 
 
+@pytest.fixture(params=["sandbox", "host"])
+def runner(request: pytest.FixtureRequest) -> CommandRunner:
+    return sandbox_runner() if request.param == "sandbox" else HostRunner()
+
+
 @pytest.fixture
-def thread(tmp_path: Path) -> Thread:
-    return Thread(tmp_path / "workspaces")
+def thread(tmp_path: Path, runner: CommandRunner) -> Thread:
+    return Thread(tmp_path / "workspaces", runner)
 
 
 def test_tools_register_with_their_approval_modes(tmp_path: Path) -> None:
-    tools: dict[str, Tool] = {t.name: t for t in workspace_tools(tmp_path)}
+    tools: dict[str, Tool] = {t.name: t for t in workspace_tools(tmp_path, HostRunner())}
     registry = ToolRegistry(tools.values())
     assert registry.names == [
         "edit_file", "grep", "list_files", "read_file", "run_command", "write_file"
@@ -72,7 +83,7 @@ def test_tools_register_with_their_approval_modes(tmp_path: Path) -> None:
     ],
 )
 def test_invalid_arguments_are_tool_errors(tmp_path: Path, name: str, raw: str) -> None:
-    tools = {t.name: t for t in workspace_tools(tmp_path)}
+    tools = {t.name: t for t in workspace_tools(tmp_path, HostRunner())}
     with pytest.raises(ToolError, match=f"invalid arguments for {name}"):
         tools[name].parse(raw)
 
@@ -83,7 +94,7 @@ def test_invalid_arguments_are_tool_errors(tmp_path: Path, name: str, raw: str) 
 async def test_command_runs_in_the_workspace(thread: Thread) -> None:
     (thread.dir / "notes.txt").write_text("hello\n")
     out = await thread("run_command", command="pwd; echo $HOME; cat notes.txt")
-    assert out == f"{thread.dir}\n{thread.dir}\nhello\n[exit code 0]"
+    assert out == f"{thread.cwd}\n{thread.cwd}\nhello\n[exit code 0]"
 
 
 async def test_a_failing_command_reports_output_and_exit_code(thread: Thread) -> None:
@@ -91,18 +102,23 @@ async def test_a_failing_command_reports_output_and_exit_code(thread: Thread) ->
     assert out == "oops\n[exit code 3]"
     assert await thread("run_command", command="true") == "(no output)\n[exit code 0]"
     out = await thread("run_command", command="kill -KILL $$")
-    assert out == "(no output)\n[killed by signal 9 (Killed)]"
+    if thread.sandboxed:  # bubblewrap reports a signal the way a shell does
+        assert out == "(no output)\n[exit code 137, as when signal 9 (Killed) ends a process]"
+    else:
+        assert out == "(no output)\n[killed by signal 9 (Killed)]"
 
 
 async def test_a_command_that_never_ends_is_killed_with_its_children(thread: Thread) -> None:
-    async with fifo(thread.dir / "ready") as pids:
-        command = "echo begun; sleep 1000 & echo $! > ready; wait"
+    mark = marker()
+    async with fifo(thread.dir / "ready") as words:
+        command = f"echo begun; sleep 9999.{mark} & echo started > ready; wait"
         task = asyncio.create_task(thread("run_command", command=command, timeout_s=1))
-        [child] = await pids()
+        assert await words() == ["started"]
+        assert processes_with(mark)
         out = await task
     assert out.startswith("begun\n")
     assert out.endswith("[timed out after 1 s: the command and its processes were killed]")
-    await exited(child, within=2)
+    assert await until(lambda: not processes_with(mark), within=2)
 
 
 async def test_a_flood_of_output_is_cut_in_the_middle(thread: Thread) -> None:
@@ -133,23 +149,28 @@ async def test_secrets_do_not_reach_commands(
     assert not names & set(secrets)
     for value in secrets.values():
         assert value not in out
-    assert "HARMLESS=visible" in out
-    assert f"HOME={thread.dir}" in out
+    # unsandboxed, the rest of the environment passes; the sandbox has its own short one
+    assert ("HARMLESS=visible" in out) is not thread.sandboxed
+    assert f"HOME={thread.cwd}" in out
     assert "PATH=" in out
 
 
 async def test_stop_kills_the_command_before_the_cancellation_propagates(
     thread: Thread,
 ) -> None:
-    async with fifo(thread.dir / "ready") as pids:
-        command = "sleep 1000 & echo $$ $! > ready; wait"
+    mark = marker()
+    async with fifo(thread.dir / "ready") as words:
+        command = f"sleep 9999.{mark} & echo started > ready; wait"
         task = asyncio.create_task(thread("run_command", command=command, timeout_s=600))
-        shell, child = await pids()
+        assert await words() == ["started"]
+        [*pids] = processes_with(mark)
+        assert pids
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert not running(shell)
-    await exited(child, within=2)
+    for pid in pids:
+        await exited(pid, within=2)
+    assert not any(running(pid) for pid in pids)
 
 
 # -- files ---------------------------------------------------------------------------------
@@ -191,7 +212,7 @@ async def test_reads_refuse_binary_oversized_and_directories(
     (thread.dir / "blob.bin").write_bytes(b"\x7fELF\x00\x01")
     (thread.dir / "big.txt").write_text("x" * 100)
     (thread.dir / "dir").mkdir()
-    monkeypatch.setattr(workspace_module, "MAX_READ_BYTES", 50)
+    monkeypatch.setattr(files_module, "MAX_READ_BYTES", 50)
     with pytest.raises(ToolError, match="'blob.bin' is a binary file"):
         await thread("read_file", path="blob.bin")
     with pytest.raises(ToolError, match=r"'big.txt' is too large \(100 bytes"):
@@ -259,7 +280,7 @@ async def test_list_files(thread: Thread, monkeypatch: pytest.MonkeyPatch) -> No
     )
     assert await thread("list_files", path="src", pattern="*.py") == "src/a.py (1 bytes)"
     assert "Nothing under" in await thread("list_files", pattern="*.rs")
-    monkeypatch.setattr(workspace_module, "MAX_LIST_ENTRIES", 2)
+    monkeypatch.setattr(files_module, "MAX_LIST_ENTRIES", 2)
     assert (await thread("list_files")).endswith("[listing stopped at 2 entries; narrow it down]")
 
 
@@ -280,10 +301,10 @@ async def test_grep(thread: Thread) -> None:
         await thread("grep", pattern="(unclosed")
 
 
-async def test_threads_get_their_own_directories(tmp_path: Path) -> None:
+async def test_threads_get_their_own_directories(tmp_path: Path, runner: CommandRunner) -> None:
     root = tmp_path / "workspaces"
     keys = [KEY, "slack:T1:C1:1700000000.0002", "playground:abc", "discord:1:2", "a/../../b"]
-    threads = [Thread(root, key) for key in keys]
+    threads = [Thread(root, runner, key) for key in keys]
     for index, thread in enumerate(threads):
         await thread("write_file", path="who.txt", content=str(index))
     for index, thread in enumerate(threads):
@@ -291,3 +312,41 @@ async def test_threads_get_their_own_directories(tmp_path: Path) -> None:
         assert thread.dir.parent == root.resolve()
     assert len({thread.dir for thread in threads}) == len(keys)
     assert sorted(p.name for p in root.iterdir()) == sorted(t.dir.name for t in threads)
+
+
+@pytest.mark.parametrize(
+    ("tool_name", "arguments"),
+    [
+        ("read_file", {"path": "linked.txt"}),
+        ("write_file", {"path": "linked.txt", "content": "overwritten"}),
+        ("edit_file", {"path": "linked.txt", "old": "secret", "new": "changed"}),
+        ("grep", {"pattern": "secret", "path": "linked.txt"}),
+    ],
+)
+async def test_hard_links_to_files_outside_are_refused(
+    tmp_path: Path, tool_name: str, arguments: dict[str, Any]
+) -> None:
+    thread = Thread(tmp_path / "workspaces", HostRunner())
+    outside = tmp_path / "passwd"
+    outside.write_text("root:secret\n")
+    os.link(outside, thread.dir / "linked.txt")
+    try:
+        out = await thread(tool_name, **arguments)
+    except ToolError as exc:
+        out = str(exc)
+    assert "secret" not in out.replace("'secret'", "")
+    assert "hard link" in out or "skipped" in out
+    assert outside.read_text() == "root:secret\n"
+
+
+def test_without_a_runner_there_is_no_run_command(tmp_path: Path) -> None:
+    names = {t.name for t in workspace_tools(tmp_path, None)}
+    assert names == {"edit_file", "grep", "list_files", "read_file", "write_file"}
+
+
+def test_the_model_is_told_where_sandboxed_commands_run(tmp_path: Path) -> None:
+    sandboxed = {t.name: t for t in workspace_tools(tmp_path, sandbox_runner())}
+    assert "/workspace" in sandboxed["run_command"].description
+    assert "no network" in sandboxed["run_command"].description
+    host = {t.name: t for t in workspace_tools(tmp_path, HostRunner())}
+    assert "sandbox" not in host["run_command"].description

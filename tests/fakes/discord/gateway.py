@@ -168,7 +168,7 @@ class Gateway:
             self.world.changed()
 
     # --- dispatching --------------------------------------------------------------------------
-    def _enqueue(self, session: Session, event: str, data: Frame, *, record: bool = True) -> None:
+    def _enqueue(self, session: Session, event: str, data: Any, *, record: bool = True) -> None:
         frame: Frame = {"op": 0, "t": event, "s": session.seq + (1 if record else 0), "d": data}
         if record:
             session.events.append(frame)
@@ -182,6 +182,12 @@ class Gateway:
         for session in self.sessions.values():
             if session.alive and session.intents & needs == needs:
                 self._enqueue(session, event, self._visible(session, event, data))
+
+    def send_raw(self, event: str, data: Any) -> None:
+        """Send ``data`` exactly as given (a malformed event, say) to every live session."""
+        for session in self.sessions.values():
+            if session.alive:
+                self._enqueue(session, event, data)
 
     def _visible(self, session: Session, event: str, data: Frame) -> Frame:
         if event != "MESSAGE_CREATE" or session.intents & MESSAGE_CONTENT:

@@ -73,6 +73,10 @@ class Channel:
     pin_limit: int = 250
     typing: int = 0
     created_at: float = 0.0
+    last_message_id: int | None = None
+    """The newest message ever posted here (deleted or not), as Discord reports it."""
+    members: set[int] = field(default_factory=set)
+    """Of a thread: who has joined it (its owner, whoever posted in it)."""
 
 
 @dataclass

@@ -41,8 +41,9 @@ def channel(c: Channel, world: World) -> Json:
         assert c.recipient is not None
         return {"id": str(c.id), "type": DM, "recipients": [user(c.recipient)],
                 "last_message_id": None}
+    last = None if c.last_message_id is None else str(c.last_message_id)
     data: Json = {"id": str(c.id), "type": c.type, "guild_id": str(c.guild_id), "name": c.name,
-                  "last_message_id": None, "rate_limit_per_user": 0, "flags": 0}
+                  "last_message_id": last, "rate_limit_per_user": 0, "flags": 0}
     if c.parent_id is None:
         data.update(position=0, permission_overwrites=[], nsfw=False, parent_id=None, topic=None)
         return data
@@ -52,6 +53,14 @@ def channel(c: Channel, world: World) -> Json:
                          "archive_timestamp": iso(c.created_at), "create_timestamp": iso(c.created_at)},
     )
     return data
+
+
+def active_threads(guild_id: int, world: World) -> Json:
+    """``GET /guilds/{id}/threads/active``: the threads, and the bot's membership of each."""
+    threads = world.active_threads(guild_id)
+    members = [{"id": str(t.id), "user_id": str(world.bot.id), "join_timestamp": iso(t.created_at),
+                "flags": 0} for t in threads if world.bot.id in t.members]
+    return {"threads": [channel(t, world) for t in threads], "members": members}
 
 
 def message(m: Message, world: World, *, gateway: bool = False) -> Json:

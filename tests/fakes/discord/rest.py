@@ -90,7 +90,10 @@ class Rest:
             ("DELETE", c + "/messages/pins/{mid:\\d+}", self.unpin),
             ("PUT", c + "/pins/{mid:\\d+}", self.pin),
             ("DELETE", c + "/pins/{mid:\\d+}", self.unpin),
+            ("GET", p + "/guilds/{gid:\\d+}/threads/active", self.active_threads),
+            ("GET", p + "/guilds/{gid:\\d+}/members/{uid:\\d+}", self.get_member),
             ("POST", c + "/messages", self.create_message),
+            ("GET", c + "/messages", self.list_messages),
             ("GET", c + "/messages/{mid:\\d+}", self.get_message),
             ("PATCH", c + "/messages/{mid:\\d+}", self.edit_message),
             ("DELETE", c + "/messages/{mid:\\d+}", self.delete_message),
@@ -185,6 +188,19 @@ class Rest:
         )
         return reply(payloads.message(message, self.world), headers=headers)
 
+    async def list_messages(self, request: web.Request) -> web.Response:
+        cid, _ = self._ids(request)
+        headers = self._limit(request, OTHER, str(cid))
+        query = request.query
+        try:
+            limit = int(query.get("limit", "50"))
+            before = int(query["before"]) if "before" in query else None
+            after = int(query["after"]) if "after" in query else None
+        except ValueError:
+            raise ApiError(400, 50035, "Invalid Form Body") from None
+        found = self.world.history(cid, limit=limit, before=before, after=after)
+        return reply([payloads.message(m, self.world) for m in found], headers=headers)
+
     async def get_message(self, request: web.Request) -> web.Response:
         cid, mid = self._ids(request)
         headers = self._limit(request, OTHER, str(cid))
@@ -212,6 +228,19 @@ class Rest:
         body = await request.json()
         thread = self.world.start_thread(cid, mid, str(body.get("name") or "thread"))
         return reply(payloads.channel(thread, self.world), 201, headers)
+
+    async def active_threads(self, request: web.Request) -> web.Response:
+        gid = int(request.match_info["gid"])
+        headers = self._limit(request, OTHER, f"guild-{gid}")
+        return reply(payloads.active_threads(gid, self.world), headers=headers)
+
+    async def get_member(self, request: web.Request) -> web.Response:
+        gid, uid = int(request.match_info["gid"]), int(request.match_info["uid"])
+        headers = self._limit(request, OTHER, f"guild-{gid}")
+        found = self.world.guild(gid).members.get(uid)
+        if found is None:
+            raise ApiError(404, 10007, "Unknown Member")
+        return reply(payloads.member(found), headers=headers)
 
     # --- pins ---------------------------------------------------------------------------------
     async def list_pins(self, request: web.Request) -> web.Response:

@@ -80,12 +80,13 @@ class FakeDiscord:
         data = {"custom_id": custom_id, "component_type": 2}
         return self._interaction(COMPONENT, message.channel_id, user, data, message.id)
 
-    def slash(self, channel: Channel, user: User, name: str, sub: str) -> Interaction:
-        """``user`` runs ``/name sub`` in ``channel``."""
+    def slash(self, channel: Channel, user: User, name: str, sub: str, /, **values: str) -> Interaction:
+        """``user`` runs ``/name sub`` in ``channel``, with string options ``values``."""
         command = next((c for c in self.world.commands if c["name"] == name), None)
+        options = [{"name": k, "type": 3, "value": v} for k, v in values.items()]
         data: dict[str, Any] = {
             "id": command["id"] if command else str(self.world.snowflake()), "name": name,
-            "type": 1, "options": [{"name": sub, "type": 1, "options": []}],
+            "type": 1, "options": [{"name": sub, "type": 1, "options": options}],
         }
         if channel.guild_id is not None:
             data["guild_id"] = str(channel.guild_id)

@@ -116,7 +116,7 @@ class World:
 
     def _thread(self, thread_id: int, parent: Channel, name: str, owner: User) -> Channel:
         thread = Channel(thread_id, PUBLIC_THREAD, name[:100], parent.guild_id, parent.id,
-                         owner.id, created_at=self.clock.now())
+                         owner.id, created_at=self.clock.now(), members={owner.id})
         self.channels[thread.id] = thread
         return thread
 
@@ -126,6 +126,35 @@ class World:
             return self.channels[channel_id]
         except KeyError:
             raise unknown("Channel", 10003) from None
+
+    def guild(self, guild_id: int) -> Guild:
+        try:
+            return self.guilds[guild_id]
+        except KeyError:
+            raise unknown("Guild", 10004) from None
+
+    def history(self, channel_id: int, *, limit: int = 50, before: int | None = None,
+                after: int | None = None) -> list[Message]:
+        """Up to ``limit`` messages, newest first: the newest before ``before``, or the oldest
+        after ``after`` (as Discord's ``GET /channels/{id}/messages`` answers)."""
+        self.channel(channel_id)
+        if before is not None and after is not None:
+            raise ApiError(400, 50035, "Invalid Form Body")
+        if not 1 <= limit <= 100:
+            raise ApiError(400, 50035, "Invalid Form Body", {"limit": {"_errors": [
+                {"code": "NUMBER_TYPE_MAX", "message": "int value should be between 1 and 100."}
+            ]}})
+        found = self.in_channel(channel_id)
+        if after is not None:
+            return list(reversed([m for m in found if m.id > after][:limit]))
+        found = [m for m in found if before is None or m.id < before]
+        return list(reversed(found[-limit:]))
+
+    def active_threads(self, guild_id: int) -> list[Channel]:
+        """The guild's threads that are not archived."""
+        self.guild(guild_id)
+        return [c for c in self.channels.values()
+                if c.guild_id == guild_id and c.parent_id is not None and not c.archived]
 
     def message(self, channel_id: int, message_id: int) -> Message:
         message = self.messages.get(message_id)
@@ -147,6 +176,9 @@ class World:
                           self.clock.now(), components or [], flags, webhook_id,
                           history=[content], allowed_mentions=allowed_mentions)
         self.messages[message.id] = message
+        channel.last_message_id = message.id
+        if channel.parent_id is not None:
+            channel.members.add(author.id)  # posting in a thread joins it
         self.emit("MESSAGE_CREATE", {"message": message.id})
         return message
 

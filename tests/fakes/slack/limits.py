@@ -43,6 +43,7 @@ LIMITS: dict[str, Limit] = {
     "users.info": TIER_4,
     "usergroups.users.list": TIER_2,
     "conversations.info": TIER_3,
+    "conversations.replies": TIER_3,
     "auth.test": TIER_4,
     "apps.connections.open": TIER_1,
 }

@@ -9,6 +9,7 @@ the bot token carries ``x-oauth-scopes``; a method whose scope was not granted a
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -47,6 +48,7 @@ SCOPES = {
     "users.info": "users:read",
     "usergroups.users.list": "usergroups:read",
     "conversations.info": "channels:read",
+    "conversations.replies": "channels:history",
 }
 
 
@@ -76,9 +78,13 @@ class WebApi:
     """Message ts whose edits answer ``cant_update_message``."""
     calls: list[Call] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
+    slow: dict[str, float] = field(default_factory=dict)
+    """Seconds a method takes to answer (a slow Slack)."""
 
     async def handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
+        if method in self.slow:
+            await asyncio.sleep(self.slow[method])
         try:
             args = await arguments(request)
         except ValueError:
@@ -150,6 +156,22 @@ class WebApi:
         if members is None:
             raise SlackError("no_such_subteam")
         return {"users": sorted(members)}
+
+    def m_conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A thread's messages, oldest first, between ``oldest`` and ``latest`` (inclusive when
+        asked), at most ``limit``."""
+        channel = self._channel(args.get("channel"))
+        root = args.get("ts")
+        if not isinstance(root, str) or self.workspace.find(channel.id, root) is None:
+            raise SlackError("thread_not_found")
+        inclusive = str(args.get("inclusive", "")).lower() in ("1", "true")
+        low, high = float(args.get("oldest") or 0), float(args.get("latest") or 1e12)
+        found = [
+            m for m in self.workspace.thread(channel.id, root)
+            if ((low <= float(m.ts) <= high) if inclusive else (low < float(m.ts) < high))
+        ]
+        limit = int(args.get("limit") or 1000)
+        return {"messages": [m.as_event() for m in found[:limit]], "has_more": len(found) > limit}
 
     def m_conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))

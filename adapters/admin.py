@@ -1,0 +1,92 @@
+"""``threadline audit`` and ``threadline rules``: what an operator asks of the approval records.
+
+``audit`` prints every approval request, decision, expiry and "Always allow" rule (who, when,
+tool, hash of the arguments, outcome), oldest first, optionally for one thread or channel (a
+key prefix) and since a time. ``rules`` lists the "Always allow here" rules and revokes one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from datetime import UTC, datetime
+
+from bot.approvals.models import AuditEntry
+from bot.config import Settings
+from bot.storage.choose import store_for
+
+_AGO = re.compile(r"^(\d+)\s*([smhd])$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+OPERATOR = "operator"
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    audit = sub.add_parser("audit", help="print the approval audit trail")
+    audit.add_argument("--thread", default="", help="only threads whose key starts with this")
+    audit.add_argument("--since", default=None, help="an ISO date or time (UTC), or 30m, 12h, 7d ago")
+    audit.add_argument("--limit", type=int, default=1000)
+    rules = sub.add_parser("rules", help='list the "Always allow here" rules, or revoke one')
+    rules.add_argument("--channel", default="", help="only rules whose channel starts with this")
+    rules.add_argument("--revoke", metavar="RULE_ID", default=None, help="remove this rule")
+
+
+def parse_since(text: str | None, now: float) -> float:
+    """``None`` → the beginning; ``12h`` → twelve hours ago; an ISO date or time (UTC)."""
+    if not text:
+        return 0.0
+    if (match := _AGO.match(text.strip())) is not None:
+        return now - int(match.group(1)) * _UNITS[match.group(2)]
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(f"--since {text!r}: give an ISO date or time, or 30m, 12h, 7d") from None
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def line(entry: AuditEntry) -> str:
+    at = datetime.fromtimestamp(entry.at, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    who = f"{entry.actor_name} ({entry.actor_id})" if entry.actor_id else entry.actor_name or "-"
+    parts = [at, entry.key, entry.event, entry.tool, who]
+    if entry.args_hash:
+        parts.append(f"args sha256 {entry.args_hash[:16]}")
+    if entry.detail:
+        parts.append(entry.detail)
+    return "  ".join(parts)
+
+
+async def run_audit(settings: Settings, args: argparse.Namespace) -> int:
+    since = parse_since(args.since, time.time())
+    store = store_for(settings)
+    await store.open()
+    try:
+        entries = await store.audit_trail(key_prefix=args.thread, since=since, limit=args.limit)
+    finally:
+        await store.close()
+    for entry in entries:
+        print(line(entry))
+    if not entries:
+        print("no approval records match")
+    return 0
+
+
+async def run_rules(settings: Settings, args: argparse.Namespace) -> int:
+    store = store_for(settings)
+    await store.open()
+    try:
+        if args.revoke:
+            rule = await store.revoke_allow_rule(args.revoke, OPERATOR, OPERATOR, time.time())
+            if rule is None:
+                print(f"no rule {args.revoke}")
+                return 1
+            print(f"revoked {rule.id}: {rule.describe()}")
+            return 0
+        rules = await store.allow_rules(args.channel)
+    finally:
+        await store.close()
+    for rule in rules:
+        when = datetime.fromtimestamp(rule.created_at, UTC).strftime("%Y-%m-%d %H:%M")
+        print(f"{rule.id}  {rule.describe()}, {when} UTC")
+    if not rules:
+        print('no "Always allow here" rules')
+    return 0

@@ -1,0 +1,296 @@
+"""Discord's events → the core: messages, clicks and slash commands, each in an owned task.
+
+Nothing here waits for the core inside a platform's deadline: a message is handed to the core
+in a background task; a click or a slash command is acknowledged first (Discord wants an
+answer within 3 s), then handled in a background task whose result comes back as an
+ephemeral follow-up.
+
+Which messages are answered:
+- Messages from bots (this one included) and webhooks, and system messages, are ignored.
+- Direct messages are always answered (``discord:dm:{channel}``).
+- In a thread: a message that mentions the bot is answered; so is any readable message in a
+  thread the bot has joined (``core.has_session``).
+- In a text channel: a mention opens a thread from the message and is answered there. A
+  redelivered mention finds that thread (its id is the message's) instead of a second one.
+Messages of one channel are routed one at a time, in arrival order.
+
+After a new gateway session (not a RESUME), what was posted while the bot could not see is
+caught up (:mod:`adapters.discord.catchup`) and routed the same way, before anything newer in
+the same thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import discord
+
+from adapters.discord.catchup import CatchUp
+from adapters.discord.commands import Command, run_command
+from adapters.discord.identity import author_of, parse_key, thread_key
+from adapters.discord.parse import Where, from_a_person, mentions_me, thread_name, to_inbound
+from adapters.discord.ratelimit import GlobalPacer, RateLimitWatch
+from adapters.discord.surface import NO_PINGS, DiscordSurface, Link
+from bot.clock import Clock
+from bot.conversation import ThreadKey
+from bot.errors import SurfaceError
+from bot.ports import CoreApi
+from bot.tasks import TaskSet
+from bot.threads import ThreadLocks
+
+log = logging.getLogger(__name__)
+
+FAILED = "⚠️ Something went wrong while answering; the server log has the details."
+CLICK_FAILED = "Something went wrong with that button; the server log has the details."
+COMMAND_FAILED = "Something went wrong; the server log has the details."
+NO_THREAD = "I can't open a thread here: I need the Create Public Threads and Send Messages in Threads permissions."
+THREAD_EXISTS = 160004
+
+
+class Listeners:
+    def __init__(self, core: CoreApi, clock: Clock) -> None:
+        self.core = core
+        self.clock = clock
+        self.watch = RateLimitWatch(clock)
+        self.pacer = GlobalPacer(clock)
+        self.client: discord.Client | None = None
+        self.ready = asyncio.Event()
+        self.tasks = TaskSet("the Discord adapter")
+        self.catch_up = CatchUp(clock, self.pacer)
+        self.skipped: Counter[str] = Counter()
+        """Gateway events skipped because discord.py could not read them, by event name."""
+        self._order: ThreadLocks[int] = ThreadLocks()
+
+    @property
+    def me(self) -> discord.ClientUser | None:
+        return None if self.client is None else self.client.user
+
+    @property
+    def clicks(self) -> Listeners:
+        return self
+
+    async def idle(self) -> None:
+        """Return once no message, click or command is being handled."""
+        await self.tasks.idle()
+
+    # --- surfaces -----------------------------------------------------------------------------
+    def surface(self, channel_id: int, guild_id: int | None) -> DiscordSurface:
+        if self.client is None:
+            raise RuntimeError("the Discord client is not logged in")
+        link = Link(self.client, self.watch, self.pacer, self.clock)
+        return DiscordSurface(link, channel_id, thread_key(guild_id, channel_id), guild_id=guild_id)
+
+    def surface_for_key(self, key: ThreadKey) -> DiscordSurface:
+        """The surface of a thread the core reaches on its own (a resumed run, an expiry)."""
+        where = parse_key(key)
+        if where is None:
+            raise SurfaceError(f"{key} is not a Discord thread")
+        if self.client is None:
+            raise SurfaceError("Discord is not connected")
+        return self.surface(where[1], where[0])
+
+    # --- messages -----------------------------------------------------------------------------
+    def on_message(self, message: discord.Message) -> None:
+        self.catch_up.seen(message.id)
+        self.tasks.spawn(self.route(message))
+
+    async def route(self, message: discord.Message) -> bool:
+        """Hand ``message`` to the core when it is for the bot (in arrival order per channel);
+        True when that started an answer."""
+        me = self.me
+        if me is None or not from_a_person(message):
+            return False
+        async with self._order.hold(message.channel.id):
+            if self.catch_up.pending and message.guild is not None:
+                await self._catch_up_before(message, me)
+            return await self._admit(message, me)
+
+    async def _admit(self, message: discord.Message, me: discord.ClientUser) -> bool:
+        """Take the message's place in its thread (before the next message of the channel is
+        routed); the answer comes in an owned task. True when the core started one (not for a
+        message it has seen, nor for one it hands to the reply under way)."""
+        where = await self._where(message, me)
+        if where is None:
+            return False
+        surface = self.surface(where.channel_id, where.guild_id)
+        try:
+            work = await self.core.admit(to_inbound(message, where, me), surface)
+        except Exception:
+            log.exception("answering discord:%s in %s failed", message.id, surface.thread_key)
+            self.tasks.spawn(_say_failed(surface))
+            return False
+        self.tasks.spawn(self._answer(work, surface, message.id))
+        return work is not None
+
+    # --- catching up after a new session ------------------------------------------------------
+    def on_guild_available(self, guild: discord.Guild) -> None:
+        if self.catch_up.pending and self.me is not None:
+            self.tasks.spawn(self.catch_up.guild_pass(guild, self.me, self))
+
+    def on_ready(self) -> None:
+        self.ready.set()
+        self.tasks.spawn(self.catch_up.finish())
+
+    async def has_session(self, guild_id: int, thread_id: int) -> bool:
+        return await self.core.has_session(thread_key(guild_id, thread_id))
+
+    async def catch_up_thread(self, thread: discord.Thread, me: discord.ClientUser) -> None:
+        async with self._order.hold(thread.id):
+            await self._catch_up_held(thread, me, None)
+
+    async def _catch_up_before(self, message: discord.Message, me: discord.ClientUser) -> None:
+        """The first message of a thread since a new session: first what came before it."""
+        if isinstance(message.channel, discord.TextChannel):
+            return
+        thread = await self._resolve(message.channel)
+        if isinstance(thread, discord.Thread):
+            await self._catch_up_held(thread, me, message)
+
+    async def _catch_up_held(
+        self, thread: discord.Thread, me: discord.ClientUser, before: discord.Message | None
+    ) -> None:
+        """Route what the thread shows after the bot's last word (the thread's order is held)."""
+        if not self.catch_up.take(thread.id) or not await self.has_session(thread.guild.id, thread.id):
+            return
+        for message in await self.catch_up.unanswered(thread, me, before=before):
+            self.catch_up.tally.started += await self._admit(message, me)
+
+    async def _answer(self, work: Awaitable[None] | None, surface: DiscordSurface, message_id: int) -> None:
+        try:
+            if work is not None:
+                await work
+        except Exception:
+            log.exception("answering discord:%s in %s failed", message_id, surface.thread_key)
+            await _say_failed(surface)
+        finally:
+            await surface.aclose()
+
+    async def _where(self, message: discord.Message, me: discord.abc.User) -> Where | None:
+        guild = message.guild
+        if guild is None:
+            return Where(message.channel.id, None)
+        mentioned = mentions_me(message, me)
+        channel = await self._resolve(message.channel)
+        if isinstance(channel, discord.Thread):
+            if mentioned:
+                return Where(channel.id, guild.id)
+            readable = bool(message.content.strip() or message.attachments)
+            if readable and await self.core.has_session(thread_key(guild.id, channel.id)):
+                return Where(channel.id, guild.id)
+            return None
+        if isinstance(channel, discord.TextChannel) and mentioned:
+            thread_id = await self._open_thread(message, thread_name(message, me))
+            return None if thread_id is None else Where(thread_id, guild.id)
+        return None
+
+    async def _resolve(self, channel: object) -> object:
+        """The channel, fetched when discord.py has not cached it (a thread it never saw)."""
+        if not isinstance(channel, discord.PartialMessageable):
+            return channel
+        if self.client is None:
+            raise RuntimeError("the Discord client is not logged in")
+        try:
+            return await self.client.fetch_channel(channel.id)
+        except discord.HTTPException as exc:
+            log.warning("could not look up channel %s: %s %s", channel.id, exc.status, exc.text)
+            return None
+
+    async def _open_thread(self, message: discord.Message, name: str) -> int | None:
+        """The thread started from ``message``: created now, or the one already there."""
+        guild = message.guild
+        if guild is not None and guild.get_thread(message.id) is not None:
+            return message.id
+        try:
+            await self.pacer.acquire()
+            thread = await message.create_thread(name=name, auto_archive_duration=1440)
+        except discord.HTTPException as exc:
+            if exc.code == THREAD_EXISTS:
+                return message.id  # a thread started from a message has the message's id
+            log.warning("could not open a thread from message %s: %s %s", message.id, exc.status, exc.text)
+            if exc.status == 403:
+                await _say_no_thread(message)
+            return None
+        return thread.id
+
+    # --- clicks and commands ------------------------------------------------------------------
+    async def on_click(self, interaction: discord.Interaction[Any], action_id: str) -> None:
+        try:
+            await interaction.response.defer()  # acknowledged: the message stays as it is
+        except discord.HTTPException as exc:
+            log.warning("could not acknowledge a click on %r: %s %s", action_id, exc.status, exc.text)
+            return
+        self.tasks.spawn(self._click(interaction, action_id))
+
+    async def _click(self, interaction: discord.Interaction[Any], action_id: str) -> None:
+        clicked = str(interaction.message.id) if interaction.message is not None else None
+        actor = author_of(interaction.user)
+        await self._privately(
+            interaction, f"the click on {action_id!r}", CLICK_FAILED,
+            lambda surface: self.core.on_action(action_id, actor, surface, clicked),
+        )  # fmt: skip
+
+    async def on_command(self, interaction: discord.Interaction[Any], command: Command) -> None:
+        try:
+            await interaction.response.defer(ephemeral=True, thinking=True)
+        except discord.HTTPException as exc:
+            log.warning("could not acknowledge /threadline %s: %s %s", command, exc.status, exc.text)
+            return
+        self.tasks.spawn(self._command(interaction, command))
+
+    async def _command(self, interaction: discord.Interaction[Any], command: Command) -> None:
+        actor = author_of(interaction.user)
+        await self._privately(
+            interaction, f"/threadline {command}", COMMAND_FAILED,
+            lambda surface: run_command(self.core, command, surface.thread_key, surface, actor),
+        )  # fmt: skip
+
+    async def _privately(
+        self,
+        interaction: discord.Interaction[Any],
+        what: str,
+        failed: str,
+        work: Callable[[DiscordSurface], Awaitable[str | None]],
+    ) -> None:
+        """Do ``work`` in the interaction's thread; its note goes to the person alone."""
+        if interaction.channel_id is None:
+            log.warning("%s came without a channel", what)
+            await _follow_up(interaction, failed)
+            return
+        surface = self.surface(interaction.channel_id, interaction.guild_id)
+        try:
+            note = await work(surface)
+        except Exception:
+            log.exception("%s in %s failed", what, surface.thread_key)
+            note = failed
+        finally:
+            await surface.aclose()
+        if note:
+            await _follow_up(interaction, note)
+
+
+async def _say_failed(surface: DiscordSurface) -> None:
+    try:
+        await surface.post(FAILED)
+    except SurfaceError:
+        log.warning("could not tell %s that answering failed", surface.thread_key)
+    finally:
+        await surface.aclose()
+
+
+async def _say_no_thread(message: discord.Message) -> None:
+    try:
+        await message.channel.send(NO_THREAD, allowed_mentions=NO_PINGS)
+    except discord.HTTPException:
+        log.warning("could not tell channel %s that threads are not allowed", message.channel.id)
+
+
+async def _follow_up(interaction: discord.Interaction[Any], note: str) -> None:
+    """A private answer to the person who clicked or typed the command."""
+    try:
+        await interaction.followup.send(note[:2000], ephemeral=True, allowed_mentions=NO_PINGS)
+    except discord.HTTPException as exc:
+        log.warning("could not send the private note: %s %s", exc.status, exc.text)

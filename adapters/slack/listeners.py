@@ -1,0 +1,179 @@
+"""Bolt listeners: acknowledge at once, then translate and call the core in an owned task.
+
+A listener only parses the payload and starts a task, so Slack always gets its
+acknowledgement well within 3 seconds, however busy the core is. The task resolves the
+speaker's name, checks that the bot has joined the thread (for messages without a mention),
+and hands an :class:`~bot.conversation.Inbound` to the core. Messages of one thread are
+prepared one at a time, in the order they arrived, and each takes its place in the core
+(``core.admit``) before the next is prepared, so a slow name lookup cannot let a later message
+overtake an earlier one. A click is acknowledged first, then routed to ``core.on_action``; its
+note goes to the clicker alone with ``chat.postEphemeral``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from adapters.slack.api import Identity, SlackApi
+from adapters.slack.blocks import message_payload
+from adapters.slack.groups import UserGroups
+from adapters.slack.names import DisplayNames
+from adapters.slack.parse import (
+    Click,
+    PersonMessage,
+    mentioned_users,
+    parse_click,
+    parse_message,
+    plain_text,
+    thread_key,
+)
+from adapters.slack.render import render
+from adapters.slack.surface import SlackSurface, StatusSupport
+from bot.conversation import Author, Inbound, ThreadKey
+from bot.errors import SurfaceError
+from bot.ports import CoreApi
+from bot.present.surface import SurfaceLimits
+from bot.tasks import TaskSet
+from bot.threads import ThreadLocks
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+LOOKUP_BUDGET_S = 1.0
+"""How long a name or group lookup may hold up accepting a message (Slack wants its
+acknowledgement within 3 s)."""
+FAILED = "Something went wrong while answering; the server log has the details."
+CLICK_FAILED = "Something went wrong with that button; the server log has the details."
+
+
+@dataclass(eq=False)
+class SlackListeners:
+    core: CoreApi
+    api: SlackApi
+    identity: Identity
+    names: DisplayNames
+    groups: UserGroups
+    limits: SurfaceLimits
+    tasks: TaskSet
+    _status: StatusSupport = field(default_factory=StatusSupport, init=False)
+    _order: ThreadLocks[ThreadKey] = field(default_factory=ThreadLocks, init=False)
+
+    def surface(self, key: ThreadKey) -> SlackSurface:
+        return SlackSurface(self.api, key, self.limits, self._status)
+
+    # --- Bolt listeners (each returns within Slack's 3 s) ------------------------------------
+    async def on_message(self, event: dict[str, Any]) -> None:
+        """``message`` and ``app_mention`` events: the message is accepted (stored, with its
+        delivery id) before this returns and Bolt acknowledges it; the answer comes in an owned
+        task."""
+        message = parse_message(event, self.identity.bot_user_id)
+        if message is None:
+            return
+        try:
+            await self._accept(message)
+        except Exception:  # the event stays unacknowledged-safe: Slack retries it, deduplicated
+            log.exception("could not accept a message in %s", message.channel)
+            raise
+
+    async def on_other_event(self) -> None:
+        """Any other event: acknowledged, nothing to do."""
+
+    async def on_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        click = parse_click(body)
+        if click is None:
+            log.info("ignoring an interaction that is not a button click")
+            return
+        self.tasks.spawn(self._click(click))
+
+    # --- the work ----------------------------------------------------------------------------
+    async def _accept(self, message: PersonMessage) -> None:
+        key = message.thread_key(self.identity.team_id)
+        async with self._order.hold(key):
+            if message.needs_session and not await self.core.has_session(key):
+                return
+            inbound = await self._inbound(message, key)
+            surface = self.surface(key)
+            try:  # its place in the thread is taken before the next message is prepared
+                work = await self.core.admit(inbound, surface)
+            except Exception:
+                log.exception("answering %s in %s failed", inbound.event_id, key)
+                self.tasks.spawn(_say_failed(surface))
+                return
+        if work is not None:
+            self.tasks.spawn(self._handle(inbound, work, surface))
+
+    async def _inbound(self, message: PersonMessage, key: ThreadKey) -> Inbound:
+        """Names and groups are looked up within a bound (the message must be stored before
+        Slack's 3 s are up); one that is slower is shown by its id, and kept for next time."""
+        name, roles = await asyncio.gather(
+            _within(self.names.name(message.user), message.user),
+            _within(self.groups.roles_of(message.user), frozenset[str]()),
+        )
+        mentioned = sorted(mentioned_users(message.text))
+        found = await asyncio.gather(*(_within(self.names.name(u), u) for u in mentioned))
+        names = dict(zip(mentioned, found, strict=True))
+        return Inbound(
+            thread_key=key,
+            author=Author(f"slack:{message.user}", name, roles),
+            text=plain_text(message.text, names),
+            event_id=message.event_id(self.identity.team_id),
+            files=message.files,
+            dm=message.direct,
+        )
+
+    async def _handle(self, inbound: Inbound, work: Awaitable[None], surface: SlackSurface) -> None:
+        try:
+            await work
+        except Exception:
+            log.exception("answering %s in %s failed", inbound.event_id, inbound.thread_key)
+            await _say_failed(surface)
+
+    async def _click(self, click: Click) -> None:
+        key = thread_key(self.identity.team_id, click.channel, click.root_ts)
+        name, roles = await asyncio.gather(
+            self.names.name(click.user), self.groups.roles_of(click.user)
+        )
+        actor = Author(f"slack:{click.user}", name, roles)
+        try:
+            note = await self.core.on_action(
+                click.action_id, actor, self.surface(key), click.message_ts
+            )
+        except Exception:
+            log.exception("the click on %r in %s failed", click.action_id, key)
+            note = CLICK_FAILED
+        if not note:
+            return
+        try:
+            await self.api.ephemeral(click.channel, click.user, click.root_ts, message_payload(render(note)))
+        except SurfaceError:
+            log.warning("could not show %s the note about their click", click.user, exc_info=True)
+
+
+async def _within(lookup: Awaitable[T], fallback: T) -> T:
+    """``lookup``'s answer, or ``fallback`` after ``LOOKUP_BUDGET_S`` (the lookup goes on and
+    fills its cache)."""
+    task = asyncio.ensure_future(lookup)
+    try:
+        return await asyncio.wait_for(asyncio.shield(task), LOOKUP_BUDGET_S)
+    except TimeoutError:
+        task.add_done_callback(_ignore)
+        return fallback
+
+
+def _ignore(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
+async def _say_failed(surface: SlackSurface) -> None:
+    try:
+        await surface.post(render(FAILED))
+    except SurfaceError:
+        log.warning("could not tell %s that answering failed", surface.thread_key)

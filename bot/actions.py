@@ -1,0 +1,62 @@
+"""Every button's action id, built and read in one place.
+
+An action id travels through the platform (Slack ``action_id``, Discord ``custom_id``, the
+playground's page) and comes back with the click. It is ``<kind>:<argument>``; a new button
+is a new case here and nowhere else.
+
+==========  ======================  ===============================================
+kind        argument                meaning
+==========  ======================  ===============================================
+approve     approval id             approve the call shown on the card
+deny        approval id             deny it
+always      approval id             approve, and allow the tool here from now on
+stop        run id                  stop that run of the thread
+==========  ======================  ===============================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.approvals.models import Choice
+
+MAX_LENGTH = 80
+"""Slack allows 255 characters, Discord 100 (with the adapter's own prefix): every id fits both."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decide:
+    choice: Choice
+    approval_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopRun:
+    run_id: str
+
+
+Action = Decide | StopRun
+
+
+def encode(action: Action) -> str:
+    match action:
+        case Decide(choice, approval_id):
+            text = f"{choice.value}:{approval_id}"
+        case StopRun(run_id):
+            text = f"stop:{run_id}"
+    if len(text) > MAX_LENGTH:
+        raise ValueError(f"action id longer than {MAX_LENGTH} characters: {text[:40]}…")
+    return text
+
+
+def parse(text: str) -> Action | None:
+    """The action a clicked button stands for; None for anything this version never built."""
+    kind, sep, argument = text.partition(":")
+    if not sep or not argument:
+        return None
+    if kind == "stop":
+        return StopRun(argument)
+    try:
+        return Decide(Choice(kind), argument)
+    except ValueError:
+        return None

@@ -1,0 +1,65 @@
+"""Each tool's approval settings, resolved for a thread: the most specific channel section
+first, then the global ``[tools.NAME]``, then what the tool says of the call at hand
+(:attr:`Tool.approval_for`), then the tool's own default. Pure: no I/O."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from bot.approvals.models import Approvers
+from bot.config import ApproversSettings, Settings, ToolSettings
+from bot.tools.base import Approval, Tool
+
+
+class ToolRules:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def _tool_settings(self, key: str, tool: str) -> list[ToolSettings]:
+        found = []
+        channel = self._settings.channel(key)
+        if channel is not None and tool in channel.tools:
+            found.append(channel.tools[tool])
+        if tool in self._settings.tools:
+            found.append(self._settings.tools[tool])
+        return found
+
+    def mode(self, key: str, tool: Tool, args: BaseModel | None = None) -> Approval:
+        """When a call of ``tool`` in thread ``key`` asks; with ``args``, for that very call."""
+        for item in self._tool_settings(key, tool.name):
+            if item.approval is not None:
+                return item.approval
+        if args is not None and tool.approval_for is not None:
+            found = tool.approval_for(args)
+            if found is not None:
+                return found
+        return tool.approval
+
+    @staticmethod
+    def subject(tool: Tool, args: BaseModel | None) -> str | None:
+        """What an "Always allow" rule made on this call covers besides the tool (a domain),
+        or None: the whole tool."""
+        if args is None or tool.rule_subject is None:
+            return None
+        return tool.rule_subject(args)
+
+    def approvers(self, key: str, tool: str) -> Approvers:
+        chosen: ApproversSettings | None = None
+        for item in self._tool_settings(key, tool):
+            if item.approvers is not None:
+                chosen = item.approvers
+                break
+        channel = self._settings.channel(key)
+        if chosen is None and channel is not None:
+            chosen = channel.approvers
+        if chosen is None:
+            return Approvers()
+        users = {*chosen.users, *(self._settings.access.admins if chosen.admins else ())}
+        return Approvers(chosen.requester, frozenset(users), frozenset(chosen.roles), chosen.anyone)
+
+    def offer_always(self, key: str, tool: Tool, mode: Approval) -> bool:
+        for item in self._tool_settings(key, tool.name):
+            if item.offer_always is not None:
+                return item.offer_always
+        return mode == "ask" and not tool.executes
+

@@ -1,0 +1,61 @@
+"""What approvals need kept: the requests (decided exactly once), "Always allow here" rules, and
+the audit trail (every request, decision, expiry and rule, written in the same transaction as the
+change it records)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, AuditEntry
+
+
+class ApprovalStore(Protocol):
+    async def create_approval(self, request: ApprovalRequest) -> None:
+        """Keep a new request (audited as ``requested``)."""
+        ...
+
+    async def get_approval(self, approval_id: str) -> ApprovalRequest | None: ...
+
+    async def approvals_for(self, key: str, call_ids: Sequence[str]) -> dict[str, ApprovalRequest]:
+        """The thread's approval requests for these calls, by call id."""
+        ...
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        status: ApprovalStatus,
+        by_id: str | None,
+        by_name: str | None,
+        now: float,
+    ) -> bool:
+        """Record a decision exactly once: a conditional update of a pending request (unexpired,
+        unless ``status`` is the expiry), audited with it. True when this call made the change."""
+        ...
+
+    async def set_approval_card(self, approval_id: str, card_id: str) -> None: ...
+
+    async def add_allow_rule(self, rule: AllowRule) -> None:
+        """Keep a rule (audited as ``rule created``)."""
+        ...
+
+    async def allow_rule_for(self, scope: str, tool: str, person: str) -> AllowRule | None:
+        """A rule that lets ``person``'s calls of ``tool`` run without a card in ``scope``."""
+        ...
+
+    async def allow_rules(self, scope_prefix: str = "") -> list[AllowRule]:
+        """The rules whose scope starts with ``scope_prefix``, oldest first."""
+        ...
+
+    async def revoke_allow_rule(self, rule_id: str, by: str, by_name: str, now: float) -> AllowRule | None:
+        """Remove a rule (audited as ``rule revoked``); the rule, or None when there was none."""
+        ...
+
+    async def record_audit(self, entry: AuditEntry) -> None: ...
+
+    async def audit_trail(
+        self, *, key_prefix: str = "", since: float = 0.0, limit: int = 1000
+    ) -> list[AuditEntry]:
+        """Entries of threads whose key starts with ``key_prefix``, at or after ``since``, oldest
+        first."""
+        ...

@@ -1,0 +1,175 @@
+"""An approval's life once its card is posted: a click decides it, or it expires.
+
+A click is checked against the policy and recorded once (:class:`ApprovalService`), shown on
+the card, and the paused run resumes under the thread's lock in a task the core owns — in this
+process or after a restart. Expiry comes from the request's timer, a reset of the thread, or the
+repair of a run a restart cut off; each expires the request once and says so on its card.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
+from bot.approvals.service import EXPIRE_JOB, ApprovalService
+from bot.approvals.store import ApprovalStore
+from bot.clock import Clock
+from bot.conversation import Author, ThreadKey
+from bot.engine.prompt import open_calls
+from bot.present.approval_card import update_card
+from bot.present.surface import Surface
+from bot.scheduler.jobs import Job
+from bot.scheduler.service import Scheduler
+from bot.sessions.model import RunState, Session
+from bot.sessions.store import SessionStore
+from bot.supervisor import Supervisor
+from bot.surfaces import Surfaces
+from bot.threads import ThreadLocks
+
+log = logging.getLogger(__name__)
+
+Spawn = Callable[[Coroutine[Any, Any, None]], object]
+RESET_NOTE = "The thread was reset before anyone decided."
+APPROVED_NOT_RUN = "The thread was reset before the call ran: nothing was run."
+SOMEONE = Author(id="", display_name="someone")
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The approvals of a paused run's open calls."""
+
+    waiting: bool
+    """A call still waits for a decision."""
+    requester: Author
+    """Whose message the run answers (the run resumes on their behalf)."""
+
+
+@dataclass(eq=False)
+class Decisions:
+    approvals: ApprovalService
+    store: ApprovalStore
+    sessions: SessionStore
+    supervisor: Supervisor
+    locks: ThreadLocks[ThreadKey]
+    clock: Clock
+    scheduler: Scheduler
+    surfaces: Surfaces
+    spawn: Spawn
+
+    def __post_init__(self) -> None:
+        self.scheduler.handle(EXPIRE_JOB, self._expire_job)
+
+    async def decide(
+        self,
+        approval_id: str,
+        actor: Author,
+        choice: Choice,
+        surface: Surface | None = None,
+        *,
+        card_id: str | None = None,
+    ) -> str:
+        """Record a decision (once, if ``actor`` may make it), show it on the card, and resume
+        the run in the background. Returns what the clicker is told.
+
+        ``card_id`` is the clicked message: the card, when its id was not recorded (a crash
+        between posting the card and storing its id)."""
+        outcome = await self.approvals.decide(approval_id, actor, choice)
+        if outcome.changed and outcome.request is not None:
+            request = outcome.request
+            if request.card_id is None and card_id is not None:
+                request.card_id = card_id
+                await self.store.set_approval_card(request.id, card_id)
+            await self._show_and_resume(request, surface)
+        return outcome.note
+
+    async def expire(
+        self, request: ApprovalRequest, surface: Surface | None, note: str | None = None
+    ) -> bool:
+        """Expire a pending request and say so on its card; False when it was decided already."""
+        expired = await self.approvals.expire(request)
+        if expired is None:
+            return False
+        if surface is not None:
+            await update_card(surface, self.clock, expired, note)
+        return True
+
+    async def expire_open(
+        self, session: Session, surface: Surface | None, *, reset: bool = False
+    ) -> None:
+        """End the approvals of the session's open calls (a repair, or a ``reset`` of the
+        thread): pending ones expire; on a reset, an approved call that never ran says so on its
+        card (the reset holds the thread, so nothing of it is running)."""
+        calls = open_calls(session.messages)
+        found = await self.store.approvals_for(session.key, [c.id for c in calls])
+        for request in found.values():
+            if request.pending:
+                if not await self.expire(request, surface, RESET_NOTE if reset else None) and reset:
+                    await self._not_run(request, surface)  # a click won the race: say what happened
+            elif reset and request.status is ApprovalStatus.APPROVED:
+                await self._not_run(request, surface)
+
+    async def _not_run(self, request: ApprovalRequest, surface: Surface | None) -> None:
+        latest = await self.store.get_approval(request.id) or request
+        if surface is not None and latest.status is ApprovalStatus.APPROVED:
+            await update_card(surface, self.clock, latest, APPROVED_NOT_RUN)
+
+    async def batch(self, session: Session, surface: Surface | None) -> Batch:
+        """Whether a call of the paused run still waits for a decision (overdue ones expire)."""
+        calls = open_calls(session.messages)
+        found = await self.store.approvals_for(session.key, [c.id for c in calls])
+        now = self.clock.now()
+        waiting = False
+        for request in found.values():
+            if request.pending and request.expires_at > now:
+                waiting = True
+            elif request.pending:
+                await self.expire(request, surface)
+        first = next(iter(found.values()), None)
+        requester = Author(first.requester_id, first.requester_name) if first else SOMEONE
+        return Batch(waiting, requester)
+
+    async def resume(self, key: ThreadKey, surface: Surface) -> None:
+        """Go on with the thread's paused run once none of its calls waits any more."""
+        async with self.locks.hold(key):
+            session = await self.sessions.load_session(key, self.clock.now())
+            if session.state is not RunState.AWAITING_APPROVAL:
+                return
+            batch = await self.batch(session, surface)
+            if not batch.waiting:
+                await self.supervisor.drive(session, batch.requester, surface, resume=True)
+
+    async def recover(self, key: ThreadKey, surface: Surface) -> None:
+        """After a restart: a paused run whose requests were all decided before it (the process
+        died between the decision and its card or its resume) shows the decisions on their
+        cards and goes on."""
+        async with self.locks.hold(key):
+            session = await self.sessions.load_session(key, self.clock.now())
+            if session.state is not RunState.AWAITING_APPROVAL:
+                return
+            calls = open_calls(session.messages)
+            found = await self.store.approvals_for(session.key, [c.id for c in calls])
+            for request in found.values():
+                if not request.pending:
+                    await update_card(surface, self.clock, request)
+        await self.resume(key, surface)
+
+    async def _show_and_resume(self, request: ApprovalRequest, surface: Surface | None) -> None:
+        key = ThreadKey(request.key)
+        if surface is None or surface.thread_key != key:
+            surface = self.surfaces.surface_for(key)
+        if surface is None:
+            log.info("approval %s is decided; its thread %s is not reachable now", request.id, key)
+            return
+        await update_card(surface, self.clock, request)
+        self.spawn(self.resume(key, surface))
+
+    async def _expire_job(self, job: Job) -> None:
+        request = await self.store.get_approval(str(job.payload["approval_id"]))
+        if request is None or not request.pending:
+            return
+        expired = await self.approvals.expire(request)
+        if expired is not None:
+            await self._show_and_resume(expired, None)

@@ -1,0 +1,83 @@
+"""Where an MCP server is and what it offers, in our own terms (no SDK types)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.config import PLACEHOLDER, McpServerSettings
+from bot.errors import ConfigError
+from bot.mcp.process import MAX_MESSAGE_BYTES, server_environment
+
+
+@dataclass(frozen=True, slots=True)
+class StdioEndpoint:
+    command: str
+    args: list[str]
+    env: Mapping[str, str]
+    """The whole environment of the process."""
+    cwd: Path | None
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    """A longer line from the server ends the connection (it is started again on the next call)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpEndpoint:
+    url: str
+    headers: Mapping[str, str]
+
+
+Endpoint = StdioEndpoint | HttpEndpoint
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteTool:
+    """A tool as the server lists it."""
+
+    name: str
+    description: str
+    schema: Any
+    """Its ``inputSchema``, unchecked."""
+    read_only: bool
+    """Annotated ``readOnlyHint: true``."""
+
+
+def endpoint(name: str, server: McpServerSettings, environ: Mapping[str, str]) -> Endpoint:
+    """The server's address with every ``${NAME}`` read from ``environ``."""
+    try:
+        if server.url is not None:
+            return HttpEndpoint(server.url, server.resolved(server.headers, environ))
+        assert server.command is not None
+        env = server_environment(environ, server.resolved(server.env, environ))
+        return StdioEndpoint(server.command, list(server.args), env, server.cwd)
+    except KeyError as exc:
+        raise ConfigError(f"mcp_servers.{name}", f"the environment variable {exc.args[0]} is not set") from None
+
+
+def secrets_of(server: McpServerSettings, environ: Mapping[str, str]) -> list[str]:
+    """The values this server reads from the environment by name (kept out of the logs)."""
+    names = {m.group(1) for v in (*server.env.values(), *server.headers.values()) for m in PLACEHOLDER.finditer(v)}
+    return [environ[n] for n in sorted(names) if n in environ]
+
+
+def remote_tools(entries: Any) -> tuple[list[RemoteTool], list[str]]:
+    """The tools of a ``tools/list`` page as the server sent it, each read on its own (one
+    badly described tool does not cost the others), and what was wrong."""
+    if not isinstance(entries, list):
+        return [], ["the answer has no list of tools"]
+    found: list[RemoteTool] = []
+    problems: list[str] = []
+    for index, entry in enumerate(entries):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str) or not name:
+            problems.append(f"entry {index} has no name: skipped")
+            continue
+        annotations = entry.get("annotations")
+        annotations = annotations if isinstance(annotations, dict) else {}
+        texts = (entry.get("description"), annotations.get("title"), entry.get("title"))
+        text = next((t for t in texts if isinstance(t, str) and t.strip()), "")
+        read_only = annotations.get("readOnlyHint") is True
+        found.append(RemoteTool(name, text, entry.get("inputSchema"), read_only))
+    return found, problems

@@ -1,0 +1,221 @@
+"""A :class:`Connection` is one live session with one server, over stdio or streamable HTTP
+(see :mod:`bot.mcp.sdk.transports`).
+
+The SDK's task groups must be entered and left by the same task, so each connection is owned
+by one task that opens the transport and the session, runs the ``initialize`` handshake, and
+holds them until :meth:`Connection.aclose` or until the server goes away. Everything the SDK
+raises is turned into :class:`~bot.errors.McpError` and its subclasses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import httpx2
+import mcp_types as types
+from mcp import ClientSession
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from bot.errors import McpError, McpTimeout, McpUnavailable
+from bot.mcp.endpoint import Endpoint, RemoteTool, StdioEndpoint, remote_tools
+from bot.mcp.process import server_log
+from bot.mcp.sdk.transports import ListingRelay, Streams, http_streams, stdio_streams
+
+CLIENT = types.Implementation(name="threadline", version="0.1")
+MAX_PAGES = 100
+
+
+class Connection:
+    def __init__(self, name: str, timeout_s: float, on_tools_changed: Callable[[], None]) -> None:
+        self.name = name
+        self.timeout_s = timeout_s
+        """For the handshake and for each request."""
+        self._log = server_log(name)
+        self._on_tools_changed = on_tools_changed
+        self._session: ClientSession | None = None
+        self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.ended: str | None = None
+        """Why the connection ended, once it has."""
+        self.closed = asyncio.Event()
+        self._relay = ListingRelay()
+        self._listing = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, name: str, endpoint: Endpoint, timeout_s: float, on_tools_changed: Callable[[], None]) -> Connection:
+        """Start the server (or reach it) and run the handshake within ``timeout_s`` seconds."""
+        connection = cls(name, timeout_s, on_tools_changed)
+        connection._task = asyncio.get_running_loop().create_task(connection._own(endpoint), name=f"mcp:{name}")
+        try:
+            await asyncio.shield(connection._ready)
+        except BaseException:
+            await connection.aclose()
+            raise
+        return connection
+
+    @property
+    def alive(self) -> bool:
+        return self._session is not None and not self._stop.is_set()
+
+    async def aclose(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            if not self._ready.done():  # still in the handshake: stop waiting for it
+                self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def list_tools(self) -> list[RemoteTool]:
+        """Every page of the listing; a tool the server describes badly is skipped (logged)."""
+        session = self._live()
+        found: list[RemoteTool] = []
+        cursor: str | None = None
+        async with self._listing:
+            for _ in range(MAX_PAGES):
+                page = await self._request(session.list_tools(params=types.PaginatedRequestParams(cursor=cursor)), "tools/list")
+                raw = self._relay.page if isinstance(self._relay.page, dict) else {}
+                tools, problems = remote_tools(raw.get("tools"))
+                for problem in problems:
+                    self._log.warning("[%s] tools/list: %s", self.name, problem)
+                found.extend(tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        return found
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        """The tool's output as text, and whether the server says it failed (``isError``)."""
+        session = self._live()
+        pending = session.call_tool(tool, arguments, read_timeout_seconds=self.timeout_s)
+        result = await self._request(pending, tool)
+        if not isinstance(result, types.CallToolResult):
+            raise McpError(f"{self.name}: {tool} answered with a {type(result).__name__}, not a tool result")
+        return render(result), bool(result.is_error)
+
+    def _live(self) -> ClientSession:
+        if self._session is None or self._stop.is_set():
+            raise McpUnavailable(f"{self.name}: not connected ({self.ended or 'starting'})")
+        return self._session
+
+    async def _request(self, pending: Any, what: str) -> Any:
+        timeout = self.timeout_s
+        try:
+            async with asyncio.timeout(timeout):
+                return await pending
+        except TimeoutError:
+            raise McpTimeout(f"{self.name}: no answer to {what} within {timeout:g} s") from None
+        except MCPError as exc:
+            if exc.code == types.REQUEST_TIMEOUT:
+                raise McpTimeout(f"{self.name}: no answer to {what} within {timeout:g} s") from None
+            if exc.code == types.CONNECTION_CLOSED:
+                self._end(self.ended or "the connection closed")
+                raise McpUnavailable(f"{self.name}: {self.ended}") from None
+            raise McpError(f"{self.name}: {what} failed: {exc.message} (error {exc.code})") from None
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"]) or "result"
+            self._log.warning("[%s] malformed answer to %s: %s: %s", self.name, what, where, first["msg"])
+            raise McpError(f"{self.name}: malformed answer to {what} ({where}: {first['msg']})") from None
+        except (httpx2.HTTPError, OSError) as exc:
+            self._end(f"{type(exc).__name__}: {exc}")
+            raise McpUnavailable(f"{self.name}: {self.ended}") from None
+        except RuntimeError as exc:  # a result shape this client does not take (input required…)
+            raise McpError(f"{self.name}: {what}: {exc}") from None
+
+    def _end(self, why: str) -> None:
+        if self.ended is None:
+            self.ended = why
+        self._stop.set()
+
+    async def _own(self, endpoint: Endpoint) -> None:
+        timeout = self.timeout_s
+        try:
+            async with AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport(endpoint))
+                session = ClientSession(read, write, message_handler=self._on_message, client_info=CLIENT)
+                await stack.enter_async_context(session)
+                try:
+                    async with asyncio.timeout(timeout):
+                        await session.initialize()
+                except TimeoutError:
+                    raise McpTimeout(f"{self.name}: no answer to initialize within {timeout:g} s") from None
+                self._session = session
+                self._ready.set_result(None)
+                await self._stop.wait()
+        except asyncio.CancelledError:
+            self._ready.cancel()
+            raise
+        except BaseException as exc:  # the handshake failed, or the transport broke
+            error = _translate(self.name, exc, self.ended)
+            if not self._ready.done():
+                self._ready.set_exception(error)
+            else:
+                self._end(str(error))
+        finally:
+            self._session = None
+            self._end(self.ended or "closed")
+            self.closed.set()
+
+    @asynccontextmanager
+    async def _transport(self, endpoint: Endpoint) -> AsyncIterator[Streams]:
+        opened: contextlib.AbstractAsyncContextManager[Streams]
+        if isinstance(endpoint, StdioEndpoint):
+            opened = stdio_streams(self.name, endpoint, self._end, self._exited)
+        else:
+            opened = http_streams(endpoint)
+        async with opened as streams, self._relay.around(streams) as relayed:
+            yield relayed
+
+    def _exited(self, code: int | None) -> None:
+        if code not in (None, 0) and self.ended in (None, "the server closed its output"):
+            self.ended = f"the server exited with code {code}"
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ServerNotification) and isinstance(message, types.ToolListChangedNotification):
+            self._on_tools_changed()
+        elif isinstance(message, Exception):
+            self._log.warning("[%s] unreadable message: %s", self.name, message)
+
+
+def render(result: types.CallToolResult) -> str:
+    """A tool result as the text the model reads."""
+    parts: list[str] = []
+    for block in result.content:
+        match block:
+            case types.TextContent(text=text):
+                parts.append(text)
+            case types.ImageContent(mime_type=mime) | types.AudioContent(mime_type=mime):
+                parts.append(f"[{mime} content, not shown]")
+            case types.EmbeddedResource(resource=types.TextResourceContents(text=text)):
+                parts.append(text)
+            case types.EmbeddedResource(resource=resource):
+                parts.append(f"[resource {resource.uri}, not shown]")
+            case types.ResourceLink(uri=uri, name=name):
+                parts.append(f"[link: {name} {uri}]")
+    if not parts and result.structured_content is not None:
+        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
+    return "\n".join(parts)
+
+
+def _translate(name: str, exc: BaseException, ended: str | None) -> BaseException:
+    """What the handshake's failure (or the transport's end) means, as our own error."""
+    if isinstance(exc, BaseExceptionGroup):
+        inner = [e for e in exc.exceptions if not isinstance(e, asyncio.CancelledError)]
+        return _translate(name, inner[0], ended) if inner else exc
+    if isinstance(exc, McpError | asyncio.CancelledError):
+        return exc
+    if isinstance(exc, MCPError):
+        if exc.code == types.CONNECTION_CLOSED:
+            return McpUnavailable(f"{name}: {ended or 'the connection closed'} before answering initialize")
+        return McpError(f"{name}: initialize failed: {exc.message} (error {exc.code})")
+    if isinstance(exc, httpx2.HTTPError | OSError):
+        return McpUnavailable(f"{name}: {type(exc).__name__}: {exc}")
+    if isinstance(exc, ValidationError):
+        return McpError(f"{name}: malformed answer to initialize")
+    return McpError(f"{name}: {type(exc).__name__}: {exc}")

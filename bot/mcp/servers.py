@@ -1,0 +1,70 @@
+"""The configured MCP servers of one process: built from the settings, started together at
+start-up (each within its own ``timeout_s``; one that fails leaves the others and the bot
+running), offered to the tool registry as toolkits, and stopped at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+
+from bot.clock import Clock
+from bot.config import McpServerSettings, Settings
+from bot.mcp.endpoint import endpoint
+from bot.mcp.server import McpServer
+from bot.mcp.toolkit import Allowed, McpToolkit
+from bot.tools.registry import ToolRegistry
+
+
+class McpServers:
+    def __init__(self, settings: Settings, clock: Clock, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        self.settings = settings
+        self.servers = {
+            name: McpServer(name, server, endpoint(name, server, env), clock)
+            for name, server in settings.mcp_servers.items()
+            if server.enabled
+        }
+
+    async def start(self) -> None:
+        """Start every server (failures are logged; those servers are tried again later)."""
+        await asyncio.gather(*(s.start() for s in self.servers.values()))
+
+    def install(self, registry: ToolRegistry) -> None:
+        for server in self.servers.values():
+            registry.attach(McpToolkit(server, allowed_in(self.settings, server.name)))
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(s.aclose() for s in self.servers.values()))
+
+
+def allowed_in(settings: Settings, server: str) -> Allowed:
+    """Whether a thread is offered ``server``: yes, unless the most specific channel section
+    for it lists ``mcp_servers`` without this one."""
+
+    def allowed(key: str) -> bool:
+        channel = settings.channel(key)
+        return channel is None or channel.mcp_servers is None or server in channel.mcp_servers
+
+    return allowed
+
+
+async def probe(settings: Settings, clock: Clock) -> list[tuple[bool | None, str]]:
+    """For ``threadline doctor``: start each server (all at once), list its tools, stop it."""
+    return list(await asyncio.gather(*(_probe(n, s, clock) for n, s in settings.mcp_servers.items())))
+
+
+async def _probe(name: str, config: McpServerSettings, clock: Clock) -> tuple[bool | None, str]:
+    if not config.enabled:
+        return None, f"MCP server {name}: disabled"
+    server = McpServer(name, config, endpoint(name, config, os.environ), clock)
+    try:
+        if not await server.start():
+            return False, f"MCP server {name}: {(server.last_error or '').removeprefix(name + ': ')}"
+        offered = McpToolkit(server, lambda key: True).tools(None).values()
+        names = ", ".join(t.name + (" (asks first)" if t.approval != "never" else "") for t in offered)
+        skipped = len(server.tools) - len(offered)
+        note = f" ({skipped} not offered: see the log)" if skipped else ""
+        return True, f"MCP server {name}: {len(offered)} tools{note}: {names or 'none'}"
+    finally:
+        await server.aclose()

@@ -1,0 +1,100 @@
+"""An MCP server as a :class:`~bot.tools.toolkit.Toolkit`: its tools offered as
+``<server>__<tool>``, in the threads whose channel allows the server.
+
+A tool annotated ``readOnlyHint: true`` runs without asking; every other one asks first
+(approval ``ask``: "Always allow here" is offered) and counts as having side effects.
+``[tools."<server>__<tool>"]`` overrides either, as for any tool.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+from bot.errors import McpError
+from bot.mcp.endpoint import RemoteTool
+from bot.mcp.schema import description, fix_schema, offered_names
+from bot.mcp.server import McpServer
+from bot.tools.base import AnyArguments, Tool, ToolContext, ToolError
+from bot.tools.state import EMPTY
+from bot.tools.toolkit import State
+
+log = logging.getLogger(__name__)
+
+Allowed = Callable[[str], bool]
+"""Whether the thread with this key is offered the server's tools."""
+
+
+class McpToolkit:
+    def __init__(self, server: McpServer, allowed: Allowed) -> None:
+        self._server = server
+        self._allowed = allowed
+        self._built = -1
+        self._tools: dict[str, Tool] = {}
+
+    @property
+    def name(self) -> str:
+        return self._server.name
+
+    def version(self, key: str | None, state: State = EMPTY) -> Hashable:
+        self._server.poke()
+        return self._server.generation, key is None or self._allowed(key)
+
+    def tools(self, key: str | None, state: State = EMPTY) -> Mapping[str, Tool]:
+        if key is not None and not self._allowed(key):
+            return {}
+        if self._built != self._server.generation:
+            self._built = self._server.generation
+            self._tools = self._build(self._server.tools)
+        return self._tools
+
+    def instructions(self, state: State) -> str:
+        return ""
+
+    def status(self, state: State) -> list[str]:
+        return []
+
+    def missing(self, key: str | None, name: str, state: State = EMPTY) -> str:
+        server = self._server
+        if key is not None and not self._allowed(key):
+            return f"{name} is not offered in this thread: its channel does not use the MCP server {server.name}"
+        if not server.running and server.last_error:
+            return f"{name} is not available now: {server.last_error}"
+        offered = ", ".join(sorted(self.tools(key))) or "none"
+        return f"the MCP server {server.name} has no tool {name} now; its tools: {offered}"
+
+    def _build(self, listed: tuple[RemoteTool, ...]) -> dict[str, Tool]:
+        server = self._server
+        by_name = {t.name: t for t in listed}
+        built: dict[str, Tool] = {}
+        for offered, original in offered_names(server.name, by_name).items():
+            remote = by_name[original]
+            fixed = fix_schema(remote.schema)
+            if fixed.schema is None:
+                log.warning("[%s] tool %r is not offered: %s", server.name, original, "; ".join(fixed.notes))
+                continue
+            if offered != f"{server.name}__{original}":
+                log.info("[%s] tool %r is offered as %s", server.name, original, offered)
+            if fixed.notes:
+                log.info("[%s] schema of %r fixed up: %s", server.name, original, "; ".join(fixed.notes))
+            built[offered] = self._tool(offered, original, remote, fixed.schema)
+        log.info("[%s] offers %d tools: %s", server.name, len(built), ", ".join(built) or "none")
+        return built
+
+    def _tool(self, offered: str, original: str, remote: RemoteTool, schema: dict[str, Any]) -> Tool:
+        server = self._server
+
+        async def call(ctx: ToolContext, **arguments: Any) -> str:
+            try:
+                text, failed = await server.call(original, arguments)
+            except McpError as exc:
+                raise ToolError(str(exc)) from None
+            if failed:
+                raise ToolError(text or f"{offered} failed")
+            return text
+
+        text = description(remote.description, f"{original} (from the MCP server {server.name})")
+        if remote.read_only:
+            return Tool(offered, text, AnyArguments, call, side_effects=False, approval="never", schema=schema)
+        return Tool(offered, text, AnyArguments, call, side_effects=True, approval="ask", schema=schema)

@@ -1,0 +1,1 @@
+"""Memory: notes the model keeps for a thread or for its channel, found again by full-text search."""

@@ -1,0 +1,21 @@
+"""What the scheduler needs kept: its jobs, by due time."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.scheduler.jobs import Job
+
+
+class JobStore(Protocol):
+    async def put_job(self, job: Job) -> None:
+        """Add ``job``, or replace the job with the same id."""
+        ...
+
+    async def due_jobs(self, now: float, limit: int = 100) -> list[Job]:
+        """Jobs due at ``now``, earliest first."""
+        ...
+
+    async def next_due(self) -> float | None: ...
+
+    async def delete_job(self, job_id: str) -> None: ...

@@ -1,0 +1,133 @@
+"""The PostgreSQL store: any number of processes on one database, through asyncpg.
+
+A pool of connections; numbered migrations from ``pg_migrations/NNNN_name.sql``, applied in one
+transaction under a transaction-scoped advisory lock (so workers that start together apply them
+once, and the others wait, then find them applied); the applied versions are recorded in
+``schema_migrations``. The URL's other query parameters are sent as server settings
+(``?search_path=threadline`` keeps the tables in that schema).
+
+The URL may hold a password: it never appears in an error, a log line or :attr:`where`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import TYPE_CHECKING
+
+import asyncpg
+
+from bot.errors import StoreError
+from bot.storage.leases import LeaseStore
+from bot.storage.postgres_approvals import ApprovalTables
+from bot.storage.postgres_jobs import JobTables
+from bot.storage.postgres_leases import LeaseTables
+from bot.storage.postgres_memory import MemoryTables
+from bot.storage.postgres_schedules import ScheduleTables
+from bot.storage.postgres_sessions import DeliveryTables, SessionTables
+from bot.storage.postgres_url import describe_failure, redacted
+
+if TYPE_CHECKING:
+    from bot.storage.postgres_db import Conn
+
+log = logging.getLogger(__name__)
+
+MIGRATION_LOCK = 0x7468726561646C6E
+"""The advisory lock held while migrations are checked and applied (``threadln`` in ASCII)."""
+CONNECT_TIMEOUT_S = 10.0
+POOL_SIZE = 10
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """``(version, name, sql)`` for every PostgreSQL migration shipped with the package, in order."""
+    found = []
+    for entry in resources.files("bot.storage").joinpath("pg_migrations").iterdir():
+        if entry.name.endswith(".sql"):
+            number, _, name = entry.name.removesuffix(".sql").partition("_")
+            found.append((int(number), name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+class PostgresStore(
+    SessionTables, DeliveryTables, ApprovalTables, JobTables, ScheduleTables, MemoryTables, LeaseTables
+):
+    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
+        self._url = url
+        self.where = redacted(url)
+        """The database, as it may be shown: the URL without its password."""
+        self._pool_size = pool_size
+        self._pool: asyncpg.Pool | None = None
+
+    # --- lifecycle ---
+
+    async def open(self) -> None:
+        if self._pool is not None:
+            return
+        try:
+            pool = await asyncpg.create_pool(
+                self._url, min_size=1, max_size=self._pool_size, timeout=CONNECT_TIMEOUT_S
+            )
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+            raise StoreError(describe_failure(self._url, exc)) from None
+        try:
+            self._pool = pool
+            await self._migrate()
+        except asyncpg.PostgresError as exc:  # e.g. a login that may not create tables
+            self._pool = None
+            await pool.close()
+            raise StoreError(f"cannot create or upgrade the tables in {self.where}: {exc}") from None
+        except BaseException:
+            self._pool = None
+            await pool.close()
+            raise
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise StoreError("the store is not open")
+        return self._pool
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Conn]:
+        """A connection of the pool, in one transaction (rolled back on any error)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            yield conn
+
+    async def _migrate(self) -> None:
+        async with self.transaction() as db:
+            await db.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK)
+            await db.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
+                " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            current = int(await db.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
+            shipped = migrations()
+            newest = shipped[-1][0] if shipped else 0
+            if current > newest:
+                raise StoreError(
+                    f"the database {self.where} has schema version {current}, newer than this "
+                    f"Threadline knows ({newest}); upgrade Threadline or use another database"
+                )
+            for version, name, sql in shipped:
+                if version <= current:
+                    continue
+                log.info("applying PostgreSQL migration %04d_%s", version, name)
+                await db.execute(sql)
+                await db.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", version, name
+                )
+
+    async def schema_version(self) -> int:
+        return int(await self.pool.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
+
+
+def _keeps_leases(store: PostgresStore) -> LeaseStore:
+    """For the type checker: the store keeps leases per thread too."""
+    return store

@@ -1,0 +1,21 @@
+"""What the PostgreSQL store's table mixins need of it: the pool and write transactions."""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Protocol, TypeAlias
+
+import asyncpg
+
+if TYPE_CHECKING:  # subscriptable in asyncpg's stubs only
+    from asyncpg.pool import PoolConnectionProxy
+
+    Conn: TypeAlias = PoolConnectionProxy[asyncpg.Record]
+    """A connection of the pool."""
+
+
+class PgDb(Protocol):
+    @property
+    def pool(self) -> asyncpg.Pool: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[Conn]: ...

@@ -1,0 +1,131 @@
+"""The PostgreSQL store's leases per thread (see :mod:`bot.storage.leases`).
+
+Taking is one statement: an upsert whose update happens only when the lease is expired or
+already the taker's, so of several workers taking at once exactly one gets it (the row lock
+makes the others re-check against its new expiry). A fenced write locks the lease row ``FOR
+SHARE`` and checks the token in the write's own transaction: a takeover (an update of that row)
+waits for the write to commit, and a write after a takeover finds another token and writes
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Protocol
+
+import asyncpg
+
+from bot.conversation import ThreadKey
+from bot.errors import LeaseLost
+from bot.llm.messages import Message, dump_message
+from bot.sessions.model import RunState, Session
+from bot.sessions.store import SessionStore
+from bot.storage.leases import Lease
+from bot.storage.postgres_db import PgDb
+from bot.storage.postgres_sessions import APPEND, REPLACE, UPSERT, changed, session_values
+
+if TYPE_CHECKING:
+    from bot.storage.postgres_db import Conn
+
+_RETURNING = "RETURNING key, owner, token, extract(epoch FROM expires_at)::float8 AS expires_at"
+_TAKE = (
+    "INSERT INTO leases (key, owner, token, expires_at)"
+    " VALUES ($1, $2, nextval('lease_tokens'), clock_timestamp() + make_interval(secs => $3))"
+    " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, token = excluded.token,"
+    " expires_at = excluded.expires_at"
+    " WHERE leases.expires_at <= clock_timestamp() OR leases.owner IN ('', excluded.owner) "
+    + _RETURNING
+)
+_RENEW = (
+    "UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => $4)"
+    " WHERE key = $1 AND owner = $2 AND token = $3 " + _RETURNING
+)
+_RELEASE = (
+    "UPDATE leases SET owner = '', expires_at = clock_timestamp()"
+    " WHERE key = $1 AND owner = $2 AND token = $3"
+)
+_FENCE = "SELECT 1 FROM leases WHERE key = $1 AND owner = $2 AND token = $3 FOR SHARE"
+
+
+def _lease(row: asyncpg.Record | None) -> Lease | None:
+    if row is None:
+        return None
+    return Lease(ThreadKey(row["key"]), row["owner"], row["token"], row["expires_at"])
+
+
+class _Store(PgDb, SessionStore, Protocol):
+    pass
+
+
+class FencedSessions:
+    """A :class:`SessionStore` whose writes hold ``lease``: reads as the store's; each write
+    checks, in its transaction, that the lease is still the thread's."""
+
+    def __init__(self, store: _Store, lease: Lease) -> None:
+        self._store = store
+        self.lease = lease
+
+    @asynccontextmanager
+    async def transaction(self, key: ThreadKey) -> AsyncIterator[Conn]:
+        """A transaction of the pool in which the lease is checked and held: a takeover waits
+        for it to end; :class:`LeaseLost` when the lease is no longer ``key``'s."""
+        async with self._store.transaction() as db:
+            lease = self.lease
+            if await db.fetchval(_FENCE, key, lease.owner, lease.token) is None:
+                raise LeaseLost(f"the lease on {key} with token {lease.token} is no longer {lease.owner}'s")
+            yield db
+
+    async def load_session(self, key: ThreadKey, now: float) -> Session:
+        return await self._store.load_session(key, now)
+
+    async def has_session(self, key: ThreadKey) -> bool:
+        return await self._store.has_session(key)
+
+    async def keys_in_state(self, state: RunState, limit: int = 1000) -> list[ThreadKey]:
+        return await self._store.keys_in_state(state, limit)
+
+    async def append_messages(self, session: Session, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        bodies = [dump_message(m) for m in messages]
+        async with self.transaction(session.key) as db:
+            await db.execute(APPEND, *session_values(session, messages), len(session.messages), bodies)
+        session.messages.extend(messages)
+
+    async def replace_messages(self, session: Session, messages: Sequence[Message]) -> None:
+        bodies = [dump_message(m) for m in messages]
+        async with self.transaction(session.key) as db:
+            await db.execute(UPSERT, *session_values(session, messages))
+            await db.execute("DELETE FROM messages WHERE key = $1", session.key)
+            await db.execute(REPLACE, session.key, bodies)
+        session.messages[:] = messages
+
+    async def save_state(self, session: Session) -> None:
+        async with self.transaction(session.key) as db:
+            await db.execute(UPSERT, *session_values(session))
+
+
+class LeaseTables:
+    """Mixed into :class:`bot.storage.postgres.PostgresStore`."""
+
+    async def take_lease(self: PgDb, key: ThreadKey, owner: str, ttl_s: float) -> Lease | None:
+        if not owner:
+            raise ValueError("a lease needs an owner")
+        return _lease(await self.pool.fetchrow(_TAKE, key, owner, ttl_s))
+
+    async def renew_lease(self: PgDb, lease: Lease, ttl_s: float) -> Lease | None:
+        return _lease(await self.pool.fetchrow(_RENEW, lease.key, lease.owner, lease.token, ttl_s))
+
+    async def release_lease(self: PgDb, lease: Lease) -> bool:
+        return changed(await self.pool.execute(_RELEASE, lease.key, lease.owner, lease.token)) == 1
+
+    async def lease_of(self: PgDb, key: ThreadKey) -> Lease | None:
+        return _lease(await self.pool.fetchrow(
+            "SELECT key, owner, token, extract(epoch FROM expires_at)::float8 AS expires_at"
+            " FROM leases WHERE key = $1",
+            key,
+        ))  # fmt: skip
+
+    def sessions_under(self: _Store, lease: Lease) -> SessionStore:
+        return FencedSessions(self, lease)

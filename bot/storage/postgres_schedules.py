@@ -1,0 +1,104 @@
+"""The PostgreSQL store's scheduled prompts (each with its job in ``jobs``).
+
+The limits per thread and per channel are checked and the schedule added in one transaction
+that holds the channel's advisory lock, so concurrent requests never pass a limit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+from bot.scheduler.schedules import Full, Schedule, job_for
+from bot.storage import rows as stored
+from bot.storage.postgres_db import PgDb
+
+_COLUMNS = (
+    "id, key, channel, prompt, when_text, cron, zone, next_at, author_id, author_name, created_at"
+)
+
+
+
+
+class ScheduleTables:
+    """Mixed into :class:`bot.storage.postgres.PostgresStore`."""
+
+    async def add_schedule(
+        self: PgDb, draft: Schedule, *, per_thread: int, per_channel: int
+    ) -> Schedule | Full:
+        d = draft
+        async with self.transaction() as db:
+            await db.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('schedules:' || $1))", d.channel
+            )
+            in_thread = await db.fetchval("SELECT COUNT(*) FROM schedules WHERE key = $1", d.key)
+            in_channel = await db.fetchval(
+                "SELECT COUNT(*) FROM schedules WHERE channel = $1", d.channel
+            )
+            if in_thread >= per_thread:
+                return "thread"
+            if in_channel >= per_channel:
+                return "channel"
+            number = await db.fetchval(
+                f"INSERT INTO schedules ({_COLUMNS.removeprefix('id, ')})"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+                d.key, d.channel, d.prompt, d.when, d.cron, d.zone, d.next_at, d.author_id,
+                d.author_name, d.created_at,
+            )  # fmt: skip
+            added = dataclasses.replace(d, id=f"s{number}")
+            job = job_for(added)
+            await db.execute(
+                "INSERT INTO jobs (id, kind, payload, due_at) VALUES ($1, $2, $3, $4)"
+                " ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,"
+                " due_at = excluded.due_at, attempts = 0, last_error = NULL",
+                job.id, job.kind, json.dumps(job.payload), job.due_at,
+            )  # fmt: skip
+        return added
+
+    async def get_schedule(self: PgDb, schedule_id: str) -> Schedule | None:
+        number = stored.number(schedule_id, "s")
+        if number is None:
+            return None
+        row = await self.pool.fetchrow(f"SELECT {_COLUMNS} FROM schedules WHERE id = $1", number)
+        return stored.schedule(row) if row else None
+
+    async def schedules_of(self: PgDb, key: str) -> list[Schedule]:
+        rows = await self.pool.fetch(
+            f"SELECT {_COLUMNS} FROM schedules WHERE key = $1 ORDER BY next_at, id", key
+        )
+        return [stored.schedule(r) for r in rows]
+
+    async def claim_schedule(
+        self: PgDb, schedule_id: str, due_at: float, next_at: float | None
+    ) -> bool:
+        number = stored.number(schedule_id, "s")
+        if number is None:
+            return False
+        if next_at is None:
+            status = await self.pool.execute(
+                "DELETE FROM schedules WHERE id = $1 AND next_at = $2", number, due_at
+            )
+        else:
+            status = await self.pool.execute(
+                "UPDATE schedules SET next_at = $1 WHERE id = $2 AND next_at = $3",
+                next_at,
+                number,
+                due_at,
+            )
+        return int(status.rsplit(" ", 1)[-1]) == 1
+
+    async def delete_schedule(self: PgDb, key: str, schedule_id: str) -> Schedule | None:
+        number = stored.number(schedule_id, "s")
+        if number is None:
+            return None
+        async with self.transaction() as db:
+            row = await db.fetchrow(
+                f"DELETE FROM schedules WHERE id = $1 AND key = $2 RETURNING {_COLUMNS}",
+                number,
+                key,
+            )
+            if row is None:
+                return None
+            removed = stored.schedule(row)
+            await db.execute("DELETE FROM jobs WHERE id = $1", job_for(removed).id)
+        return removed

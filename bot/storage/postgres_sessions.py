@@ -1,0 +1,127 @@
+"""The PostgreSQL store's tables for sessions (the transcript and the state around it) and for
+delivery ids already answered.
+
+A session is read in one statement (its row and its transcript as an array, one snapshot), and
+an append is one statement too: the session row's upsert and the messages' insert, the first as
+a data-modifying ``WITH`` of the second, so it is atomic and costs one round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.conversation import ThreadKey
+from bot.llm.messages import Message, UserMessage, dump_message, load_message
+from bot.sessions.model import RunState, Session
+from bot.storage import rows as stored
+from bot.storage.postgres_db import PgDb
+
+_ROW = (
+    f"INSERT INTO sessions (key, {stored.SESSION_COLUMNS})"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+    " ON CONFLICT (key) DO UPDATE SET todos = excluded.todos, usage = excluded.usage,"
+    " cost_usd = excluded.cost_usd, state = excluded.state, panel = excluded.panel,"
+    " updated_at = excluded.updated_at, inbox = excluded.inbox, day = excluded.day,"
+    " day_tokens = excluded.day_tokens, day_cost_usd = excluded.day_cost_usd,"
+    " stop_buttons = excluded.stop_buttons, toolkits = excluded.toolkits"
+)
+_ARRIVED = "DELETE FROM arrivals WHERE event_id = ANY($15::text[])"
+"""The arrivals of the messages the session now holds are done (``$15``: their event ids)."""
+UPSERT = f"WITH arrived AS ({_ARRIVED}) {_ROW}"
+INSERT = (
+    "INSERT INTO messages (key, seq, body)"
+    " SELECT $1, $16 + n - 1, body FROM unnest($17::text[]) WITH ORDINALITY AS m (body, n)"
+)
+APPEND = f"WITH arrived AS ({_ARRIVED}), saved AS ({_ROW}) {INSERT}"
+REPLACE = INSERT.replace("$16", "0").replace("$17", "$2")
+"""The whole transcript (``$2``) of the thread ``$1``, numbered from 0."""
+_LOAD = (
+    f"SELECT {stored.SESSION_COLUMNS},"
+    " ARRAY(SELECT body FROM messages WHERE key = $1 ORDER BY seq) AS bodies"
+    " FROM sessions WHERE key = $1"
+)
+
+
+def session_values(session: Session, messages: Sequence[Message] = ()) -> tuple[Any, ...]:
+    """``$1`` to ``$15`` of :data:`UPSERT`: the session row's values, and the event ids of the
+    messages it now holds (``messages`` being written, and the inbox)."""
+    return (*stored.session_row(session), stored.arrived(session, messages))
+
+
+class SessionTables:
+    """Mixed into :class:`bot.storage.postgres.PostgresStore`."""
+
+    async def load_session(self: PgDb, key: ThreadKey, now: float) -> Session:
+        row = await self.pool.fetchrow(_LOAD, key)
+        if row is None:
+            return Session(key=key, created_at=now, updated_at=now)
+        return stored.session_of(key, row, row["bodies"])
+
+    async def has_session(self: PgDb, key: ThreadKey) -> bool:
+        found = await self.pool.fetchval(
+            "SELECT 1 FROM sessions WHERE key = $1 UNION ALL SELECT 1 FROM arrivals WHERE key = $1 LIMIT 1", key
+        )
+        return found is not None
+
+    async def append_messages(self: PgDb, session: Session, messages: Sequence[Message]) -> None:
+        if not messages:
+            return
+        bodies = [dump_message(m) for m in messages]
+        await self.pool.execute(APPEND, *session_values(session, messages), len(session.messages), bodies)
+        session.messages.extend(messages)
+
+    async def replace_messages(self: PgDb, session: Session, messages: Sequence[Message]) -> None:
+        bodies = [dump_message(m) for m in messages]
+        async with self.transaction() as db:
+            await db.execute(UPSERT, *session_values(session, messages))
+            await db.execute("DELETE FROM messages WHERE key = $1", session.key)
+            await db.execute(REPLACE, session.key, bodies)
+        session.messages[:] = messages
+
+    async def save_state(self: PgDb, session: Session) -> None:
+        await self.pool.execute(UPSERT, *session_values(session))
+
+    async def keys_in_state(self: PgDb, state: RunState, limit: int = 1000) -> list[ThreadKey]:
+        rows = await self.pool.fetch(
+            "SELECT key FROM sessions WHERE state = $1 ORDER BY updated_at, key LIMIT $2",
+            state.value,
+            limit,
+        )
+        return [ThreadKey(row["key"]) for row in rows]
+
+
+def changed(status: str) -> int:
+    """The row count in a command status (``INSERT 0 1``, ``DELETE 3``, ``UPDATE 0``)."""
+    return int(status.rsplit(" ", 1)[-1])
+
+
+class DeliveryTables:
+    """Mixed into :class:`bot.storage.postgres.PostgresStore`."""
+
+    async def first_delivery(self: PgDb, event_id: str, now: float) -> bool:
+        status = await self.pool.execute(
+            "INSERT INTO deliveries (event_id, seen_at) VALUES ($1, $2) ON CONFLICT (event_id) DO NOTHING",
+            event_id,
+            now,
+        )
+        return changed(status) == 1
+
+    async def accept(self: PgDb, key: ThreadKey, message: UserMessage, now: float) -> bool:
+        if not message.event_id:
+            raise ValueError("an accepted message needs its event id")
+        status = await self.pool.execute(
+            "WITH first AS (INSERT INTO deliveries (event_id, seen_at) VALUES ($1, $2)"
+            " ON CONFLICT (event_id) DO NOTHING RETURNING event_id)"
+            " INSERT INTO arrivals (event_id, key, message, at) SELECT event_id, $3, $4, $2 FROM first",
+            message.event_id, now, key, dump_message(message),
+        )  # fmt: skip
+        return changed(status) == 1
+
+    async def arrivals(self: PgDb, limit: int = 1000) -> list[tuple[ThreadKey, UserMessage]]:
+        rows = await self.pool.fetch("SELECT key, message FROM arrivals ORDER BY seq LIMIT $1", limit)
+        found = [(ThreadKey(row["key"]), load_message(row["message"])) for row in rows]
+        return [(key, m) for key, m in found if isinstance(m, UserMessage)]
+
+    async def purge_deliveries(self: PgDb, before: float) -> int:
+        return changed(await self.pool.execute("DELETE FROM deliveries WHERE seen_at < $1", before))

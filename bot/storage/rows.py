@@ -1,0 +1,97 @@
+"""Rows as both stores write and read them: the session row, ids with their letter (``s12``,
+``m3``) and the values in table order."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from bot.conversation import ThreadKey
+from bot.errors import StoreError
+from bot.llm.messages import Message, Usage, UserMessage, load_message
+from bot.memory.model import Memory
+from bot.scheduler.schedules import Schedule
+from bot.sessions.model import PanelRef, RunState, Session, Todo
+
+
+def number(prefixed: str, letter: str) -> int | None:
+    """``s12`` → 12 (for ``letter`` ``s``); None for anything else."""
+    digits = prefixed[1:] if prefixed[:1] == letter else ""
+    return int(digits) if digits.isdigit() and len(digits) < 19 else None
+
+
+def schedule(row: Any) -> Schedule:
+    return Schedule(f"s{row[0]}", *row[1:])
+
+
+def memory(row: Any) -> Memory:
+    return Memory(f"m{row[0]}", *row[1:])
+
+
+SESSION_COLUMNS = (
+    "todos, usage, cost_usd, state, panel, created_at, updated_at, inbox, day, day_tokens,"
+    " day_cost_usd, stop_buttons, toolkits"
+)
+"""The session row's columns after ``key``, in the order both stores read and write them."""
+_TODOS: TypeAdapter[tuple[Todo, ...]] = TypeAdapter(tuple[Todo, ...])
+_INBOX: TypeAdapter[list[UserMessage]] = TypeAdapter(list[UserMessage])
+_TOOLKITS: TypeAdapter[dict[str, dict[str, Any]]] = TypeAdapter(dict[str, dict[str, Any]])
+
+
+def session_row(session: Session) -> tuple[Any, ...]:
+    """``key`` and the :data:`SESSION_COLUMNS` of ``session``, as stored."""
+    panel = session.panel
+    shown = (
+        json.dumps({"message_id": panel.message_id, "content_hash": panel.content_hash, "pinned": panel.pinned})
+        if panel is not None
+        else None
+    )
+    return (
+        session.key,
+        _TODOS.dump_json(session.todos).decode(),
+        session.usage.model_dump_json(),
+        session.cost_usd,
+        session.state.value,
+        shown,
+        session.created_at,
+        session.updated_at,
+        _INBOX.dump_json(session.inbox).decode(),
+        session.day,
+        session.day_tokens,
+        session.day_cost_usd,
+        json.dumps(session.stop_buttons),
+        _TOOLKITS.dump_json(session.toolkits).decode(),
+    )
+
+
+def arrived(session: Session, messages: Sequence[Message] = ()) -> list[str]:
+    """Event ids of the messages the session holds once ``messages`` are written (their
+    arrivals are done)."""
+    return [m.event_id for m in (*messages, *session.inbox) if isinstance(m, UserMessage) and m.event_id]
+
+
+def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:
+    """The session stored as ``row`` (its :data:`SESSION_COLUMNS`) with the transcript ``bodies``."""
+    try:
+        return Session(
+            key=key,
+            messages=[load_message(body) for body in bodies],
+            todos=_TODOS.validate_json(row[0]),
+            usage=Usage.model_validate_json(row[1]),
+            cost_usd=float(row[2]),
+            state=RunState(row[3]),
+            panel=PanelRef(**json.loads(row[4])) if row[4] else None,
+            created_at=float(row[5]),
+            updated_at=float(row[6]),
+            inbox=_INBOX.validate_json(row[7]),
+            day=row[8],
+            day_tokens=int(row[9]),
+            day_cost_usd=float(row[10]),
+            stop_buttons=[str(m) for m in json.loads(row[11])],
+            toolkits=_TOOLKITS.validate_json(row[12]),
+        )
+    except (ValidationError, ValueError, TypeError) as exc:
+        raise StoreError(f"the stored session {key} is unreadable: {exc}") from exc

@@ -1,0 +1,216 @@
+"""Commands in a bubblewrap sandbox.
+
+Each command gets new user, PID, IPC, UTS and network namespaces (the network only when the
+operator allows it for the tool); the system directories (``/usr``, ``/bin``, ``/lib*`` and a
+few files of ``/etc``) read-only; the thread's workspace at ``/workspace``, its only writable
+place besides a small private ``/tmp`` and ``/dev/shm``; a ``/proc`` of its own PID namespace; a
+short fixed environment; and resource limits (processes, address space, CPU time, file size,
+open files). Nothing of the bot is mounted: not its data directory, its working directory,
+``.env``, ``threadline.toml``, other workspaces, ``/root`` or ``/home``.
+
+Everything a command starts dies with it: bubblewrap's init is PID 1 of the namespace and exits
+when the shell does, which kills every other process in it, and ``--die-with-parent`` ends the
+sandbox when the bot dies, even by SIGKILL.
+
+When the bot runs as root the sandbox runs as user and group 65534 (nobody) instead, so that the
+process limit holds and no root-owned file is the command's own: an outer bubblewrap (as root)
+shows the workspace at a path that user can reach (bubblewrap resolves the paths it binds as
+the user it runs as) and ``setpriv`` drops to it. That outer bubblewrap has a PID namespace of
+its own too, so that its end (when the bot dies) takes the whole sandbox with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bot.tools.process import CommandResult, run_process
+from bot.tools.sandbox import Workspace
+
+WORKSPACE = "/workspace"
+"""Where the thread's workspace is in the sandbox (and the command's working directory)."""
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+ENVIRONMENT = {
+    "PATH": SANDBOX_PATH,
+    "HOME": WORKSPACE,
+    "PWD": WORKSPACE,
+    "TMPDIR": "/tmp",
+    "LANG": "C.UTF-8",
+    "TERM": "dumb",
+    "PAGER": "cat",
+}
+"""The whole environment of a sandboxed command."""
+ROOT_SANDBOX_ID = 65534
+"""The user and group a command runs as when the bot runs as root."""
+HOSTNAME = "threadline"
+ETC_FILES = (
+    "passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
+    "services", "protocols", "localtime", "timezone", "ld.so.cache", "ld.so.conf",
+    "ld.so.conf.d", "alternatives", "ssl/certs", "ca-certificates.conf", "mime.types",
+    "os-release", "debian_version", "magic", "inputrc",
+)  # fmt: skip
+"""What of ``/etc`` a command sees (those that exist), read-only. Not ``shadow``."""
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_SHIM_WORKSPACE = "/tmp/workspace"
+PROBE_TIMEOUT_S = 10.0
+REMEDY = (
+    "To fix it: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap); allow "
+    "unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1, and on Ubuntu "
+    "24.04+ kernel.apparmor_restrict_unprivileged_userns=0); in Docker, run the container with "
+    "--security-opt seccomp=unconfined --security-opt apparmor=unconfined (or a seccomp profile "
+    "that allows creating namespaces); or, knowingly, set THREADLINE_SANDBOX=none to run "
+    "commands unsandboxed as the bot's own user"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Resource limits of one command (each process; the processes count is for the command)."""
+
+    processes: int = 256
+    memory_bytes: int = 4 << 30
+    """Address space of each process."""
+    file_bytes: int = 1 << 30
+    """Largest file a process may write."""
+    open_files: int = 1024
+    tmp_bytes: int = 256 << 20
+    """Size of the private ``/tmp``."""
+    shm_bytes: int = 64 << 20
+    """Size of the private ``/dev/shm``."""
+
+    def prlimit(self, timeout_s: float) -> list[str]:
+        """The ``prlimit`` command line that applies these limits, CPU time from the timeout."""
+        cpu = math.ceil(timeout_s) + 1
+        return [
+            "prlimit",
+            f"--nproc={self.processes}",
+            f"--as={self.memory_bytes}",
+            f"--fsize={self.file_bytes}",
+            f"--nofile={self.open_files}",
+            "--core=0",
+            f"--cpu={cpu}:{cpu + 1}",
+            "--",
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class Availability:
+    """Whether the sandbox works here, and in words why (not)."""
+
+    usable: bool
+    detail: str
+    executable: str = ""
+
+
+class BwrapRunner:
+    """Runs ``/bin/sh -c COMMAND`` (or a program with its arguments, no shell) in the sandbox,
+    in the workspace."""
+
+    note = (
+        f"It runs in a sandbox: the workspace is {WORKSPACE} (the only place whose files "
+        "last, besides a small /tmp for the call), the system is read-only, and there is no "
+        "network unless the operator allowed it."
+    )
+
+    def __init__(
+        self, executable: str, limits: Limits | None = None, *, as_root: bool | None = None
+    ) -> None:
+        self.executable = executable
+        self.limits = limits or Limits()
+        self.as_root = os.geteuid() == 0 if as_root is None else as_root
+        self.owner = (ROOT_SANDBOX_ID, ROOT_SANDBOX_ID) if self.as_root else None
+        self._system = system_mounts()
+
+    async def run(
+        self, command: str | Sequence[str], workspace: Workspace, timeout_s: float, *, network: bool
+    ) -> CommandResult:
+        argv = self.argv(command, workspace.root, network=network, timeout_s=timeout_s)
+        return await run_process(argv, Path("/"), timeout_s, ENVIRONMENT)
+
+    def argv(
+        self, command: str | Sequence[str], root: Path, *, network: bool, timeout_s: float
+    ) -> list[str]:
+        """The whole command line: bubblewrap, the limits, the shell (for a command line) or
+        the program (for an argument list)."""
+        source = str(root)
+        shim: list[str] = []
+        if self.as_root:
+            shim = [
+                self.executable, "--unshare-pid", "--dev-bind", "/", "/", "--tmpfs", "/tmp",
+                "--bind", source, _SHIM_WORKSPACE, "--die-with-parent", "--",
+                "setpriv", f"--reuid={ROOT_SANDBOX_ID}", f"--regid={ROOT_SANDBOX_ID}",
+                "--clear-groups", "--no-new-privs", "--",
+            ]  # fmt: skip
+            source = _SHIM_WORKSPACE
+        limits = self.limits
+        return [
+            *shim,
+            self.executable,
+            "--unshare-all", "--unshare-user", "--disable-userns",
+            *(["--share-net"] if network else []),
+            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", HOSTNAME,
+            *self._system,
+            "--proc", "/proc",
+            "--dev", "/dev",
+            "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
+            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
+            "--bind", source, WORKSPACE,
+            "--remount-ro", "/dev",
+            "--remount-ro", "/",
+            "--chdir", WORKSPACE,
+            "--",
+            *limits.prlimit(timeout_s),
+            *(["/bin/sh", "-c", command] if isinstance(command, str) else command),
+        ]  # fmt: skip
+
+
+@functools.cache
+def system_mounts() -> tuple[str, ...]:
+    """bubblewrap options showing the system read-only: merged-/usr links stay links."""
+    options: list[str] = []
+    for name in SYSTEM_DIRS:
+        path = Path("/", name)
+        if path.is_symlink():
+            options += ["--symlink", os.readlink(path), str(path)]
+        elif path.is_dir():
+            options += ["--ro-bind", str(path), str(path)]
+    for name in ETC_FILES:
+        options += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    return tuple(options)
+
+
+@functools.cache
+def probe(executable: str | None = None) -> Availability:
+    """Whether a sandboxed command runs here: tried once, with a real (empty) workspace."""
+    found = executable or shutil.which("bwrap")
+    if not found:
+        return Availability(False, "bubblewrap is not installed (no bwrap on PATH)")
+    needed = ["prlimit", "setpriv"] if os.geteuid() == 0 else ["prlimit"]
+    for name in needed:
+        if shutil.which(name, path=SANDBOX_PATH) is None:
+            return Availability(False, f"{name} (util-linux) is missing from {SANDBOX_PATH}")
+    runner = BwrapRunner(found)
+    with tempfile.TemporaryDirectory(prefix="threadline-probe-") as directory:
+        if runner.owner is not None:
+            os.chown(directory, *runner.owner)
+        argv = runner.argv("true", Path(directory), network=False, timeout_s=PROBE_TIMEOUT_S)
+        try:
+            done = subprocess.run(
+                argv, env=ENVIRONMENT, cwd="/", stdin=subprocess.DEVNULL,
+                capture_output=True, timeout=PROBE_TIMEOUT_S, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return Availability(False, f"{found} could not be run: {exc}")
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        reason = said[-1] if said else f"exit status {done.returncode}"
+        return Availability(False, f"{found} cannot create the sandbox's namespaces: {reason}")
+    who = f"as uid {ROOT_SANDBOX_ID}, since the bot runs as root" if runner.as_root else "as the bot's user"
+    return Availability(True, f"{found}, {who}", found)

@@ -1,0 +1,73 @@
+"""``threadline audit`` and ``threadline rules`` on a data directory, as an operator runs them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from adapters.admin import parse_since
+from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers
+from bot.conversation import ThreadKey
+from bot.storage.sqlite import SqliteStore
+from tests.adapters.test_cli import threadline
+
+KEY = ThreadKey("slack:T1:C1:1700000000.000100")
+
+
+async def records(data: Path) -> None:
+    store = SqliteStore(data / "threadline.sqlite3")
+    await store.open()
+    try:
+        await store.create_approval(ApprovalRequest(
+            id="a1", key=KEY, call_id="c1", tool="run_command", arguments='{"command": "ls"}',
+            args_hash="f" * 64, requester_id="slack:U1", requester_name="Alice",
+            approvers=Approvers(), created_at=1_700_000_000.0, expires_at=1_700_001_800.0,
+        ))  # fmt: skip
+        await store.decide_approval("a1", ApprovalStatus.APPROVED, "slack:U1", "Alice", 1_700_000_060.0)
+        await store.add_allow_rule(AllowRule(
+            "rule1", "slack:T1:C1", "deploy", frozenset({"slack:U1"}), "slack:U1", "Alice", 1_700_000_100.0
+        ))  # fmt: skip
+    finally:
+        await store.close()
+
+
+async def test_audit_prints_who_decided_what_and_when(tmp_path: Path) -> None:
+    await records(tmp_path / "data")
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
+    out = threadline("audit", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 3
+    assert "2023-11-14 22:13:20" in lines[0] and "requested" in lines[0] and "run_command" in lines[0]
+    assert "Alice (slack:U1)" in lines[0] and "args sha256 ffffffffffffffff" in lines[0]
+    assert "approved" in lines[1] and "rule created" in lines[2]
+    assert threadline("audit", "--thread", "discord:", env=env, cwd=tmp_path).stdout.strip() == (
+        "no approval records match"
+    )
+    later = threadline("audit", "--since", "2023-11-14T22:14:30", env=env, cwd=tmp_path)
+    assert [ln.split("  ")[2] for ln in later.stdout.splitlines()] == ["rule created"]
+    bad = threadline("audit", "--since", "yesterday", env=env, cwd=tmp_path)
+    assert bad.returncode == 2 and "--since" in bad.stderr
+
+
+async def test_rules_are_listed_and_revoked(tmp_path: Path) -> None:
+    await records(tmp_path / "data")
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
+    listed = threadline("rules", env=env, cwd=tmp_path)
+    assert listed.returncode == 0 and "rule1  deploy in slack:T1:C1 for slack:U1 (by Alice)" in listed.stdout
+    revoked = threadline("rules", "--revoke", "rule1", env=env, cwd=tmp_path)
+    assert revoked.returncode == 0 and "revoked rule1" in revoked.stdout
+    assert threadline("rules", "--revoke", "rule1", env=env, cwd=tmp_path).returncode == 1
+    assert 'no "Always allow here" rules' in threadline("rules", env=env, cwd=tmp_path).stdout
+    trail = threadline("audit", env=env, cwd=tmp_path).stdout
+    assert "rule revoked" in trail and "operator" in trail
+
+
+def test_since_accepts_durations_and_dates() -> None:
+    assert parse_since("30m", 10_000.0) == 10_000.0 - 1800
+    assert parse_since("2d", 200_000.0) == 200_000.0 - 172_800
+    assert parse_since("1970-01-02", 0.0) == 86_400.0
+    assert parse_since(None, 5.0) == 0.0
+    with pytest.raises(ValueError, match="--since"):
+        parse_since("soon", 0.0)

@@ -1,0 +1,28 @@
+"""``threadline doctor`` starts each configured MCP server and lists its tools, or says why not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.adapters.test_cli import threadline
+from tests.fakes.mcp_server import stdio_command
+
+
+def test_doctor_lists_each_servers_tools_or_says_why_it_failed(tmp_path: Path) -> None:
+    ok, hanging = stdio_command(), stdio_command("--hang-initialize")
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.tickets]\ncommand = {json.dumps(ok[0])}\nargs = {json.dumps(ok[1:])}\n"
+        '[mcp_servers.broken]\ncommand = "no-such-mcp-server"\n'
+        f"[mcp_servers.slow]\ncommand = {json.dumps(hanging[0])}\nargs = {json.dumps(hanging[1:])}\ntimeout_s = 1\n"
+        '[mcp_servers.off]\ncommand = "x"\nenabled = false\n'
+    )
+    out = threadline("doctor", cwd=tmp_path)
+    lines = out.stdout.splitlines()
+    tickets = next(line for line in lines if "MCP server tickets" in line)
+    assert tickets.startswith("[ok  ] MCP server tickets: 12 tools: tickets__change_tools, ")
+    assert "tickets__close_ticket (asks first), " in tickets and "tickets__lookup, " in tickets
+    assert "[FAIL] MCP server broken: command not found: no-such-mcp-server" in lines
+    assert "[FAIL] MCP server slow: no answer to initialize within 1 s" in lines
+    assert "[--  ] MCP server off: disabled" in lines
+    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr

@@ -1,0 +1,248 @@
+"""The store contract: what every implementation of :class:`bot.storage.protocol.Store` does,
+run on each one (see ``conftest.py``). Only the Protocols' methods are used here."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers, AuditEntry
+from bot.conversation import ThreadKey
+from bot.llm.messages import AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
+from bot.scheduler.jobs import Job
+from bot.sessions.model import PanelRef, RunState, Todo
+from bot.storage.protocol import Store
+from tests.bot.storage.conftest import Stores
+
+KEY = ThreadKey("test:c1:t1")
+
+
+async def test_a_new_thread_has_an_empty_unsaved_session(store: Store) -> None:
+    session = await store.load_session(KEY, 100.0)
+    assert session.messages == [] and session.state is RunState.IDLE
+    assert session.created_at == 100.0
+    assert not await store.has_session(KEY)
+    await store.append_messages(session, [UserMessage(text="hi")])
+    assert await store.has_session(KEY)
+
+
+async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> None:
+    session = await store.load_session(KEY, 1.0)
+    call = ToolCall(id="call_1", wire_id="w1", name="todo_write", arguments='{"todos": []}')
+    await store.append_messages(
+        session,
+        [
+            UserMessage(text="hello  there\nfriend", author_id="U1", author_name="Alice"),
+            AssistantMessage(text="hi", tool_calls=(call,)),
+            ToolResult(call_id="call_1", name="todo_write", content="ok"),
+        ],
+    )
+    session.todos = (Todo(content="a", status="in_progress"), Todo(content="b"))
+    session.usage = Usage(prompt_tokens=10, completion_tokens=5, cached_tokens=2)
+    session.cost_usd = 0.25
+    session.state = RunState.RUNNING
+    session.panel = PanelRef(message_id="M9", content_hash="abc", pinned=True)
+    session.inbox = [UserMessage(text="later", author_id="U2", author_name="Bob")]
+    session.day, session.day_tokens, session.day_cost_usd = "2026-01-02", 15, 0.25
+    session.toolkits = {"skills": {"loaded": [{"name": "deploy", "text": "Ünïcode ✓", "cut": False}]}}
+    session.updated_at = 5.0
+    await store.save_state(session)
+
+    store = await stores.reopen(store)
+    again = await store.load_session(KEY, 99.0)
+    assert again.messages == session.messages
+    assert again.todos == session.todos
+    assert again.usage == session.usage and again.cost_usd == 0.25
+    assert again.state is RunState.RUNNING
+    assert again.panel == PanelRef(message_id="M9", content_hash="abc", pinned=True)
+    assert again.inbox == session.inbox
+    assert (again.day, again.day_tokens, again.day_cost_usd) == ("2026-01-02", 15, 0.25)
+    assert (again.created_at, again.updated_at) == (1.0, 5.0)
+    assert again.toolkits == session.toolkits
+    assert await store.keys_in_state(RunState.RUNNING) == [KEY]
+
+
+async def test_toolkit_state_is_saved_with_the_messages_and_cleared_when_emptied(stores: Stores, store: Store) -> None:
+    session = await store.load_session(KEY, 1.0)
+    assert session.toolkits == {}
+    session.toolkits["skills"] = {"loaded": [{"name": "a"}]}
+    await store.append_messages(session, [UserMessage(text="hi")])  # saved in the same write
+    store = await stores.reopen(store)
+    again = await store.load_session(KEY, 2.0)
+    assert again.toolkits == {"skills": {"loaded": [{"name": "a"}]}}
+    again.toolkits = {}
+    await store.replace_messages(again, [])
+    assert (await store.load_session(KEY, 3.0)).toolkits == {}
+
+
+async def test_replace_messages_is_atomic_and_renumbers(store: Store) -> None:
+    session = await store.load_session(KEY, 0.0)
+    await store.append_messages(session, [UserMessage(text=f"m{i}") for i in range(5)])
+    await store.replace_messages(
+        session, [Summary(text="earlier", replaced=4), UserMessage(text="m4")]
+    )
+    await store.append_messages(session, [UserMessage(text="m5")])
+    again = await store.load_session(KEY, 0.0)
+    assert [getattr(m, "text", "") for m in again.messages] == ["earlier", "m4", "m5"]
+
+
+async def test_concurrent_appends_to_different_threads_all_land(store: Store) -> None:
+    async def talk(n: int) -> None:
+        session = await store.load_session(ThreadKey(f"test:c:{n}"), 0.0)
+        for i in range(10):
+            await store.append_messages(session, [UserMessage(text=f"{n}-{i}")])
+
+    await asyncio.gather(*(talk(n) for n in range(20)))
+    for n in range(20):
+        session = await store.load_session(ThreadKey(f"test:c:{n}"), 0.0)
+        assert [getattr(m, "text", "") for m in session.messages] == [f"{n}-{i}" for i in range(10)]
+
+
+async def test_threads_in_a_state_oldest_first(store: Store) -> None:
+    for name, at, state in (
+        ("a", 3.0, RunState.RUNNING),
+        ("b", 1.0, RunState.RUNNING),
+        ("c", 2.0, RunState.IDLE),
+    ):
+        session = await store.load_session(ThreadKey(name), at)
+        session.state = state
+        await store.append_messages(session, [UserMessage(text=name)])
+    assert await store.keys_in_state(RunState.RUNNING) == ["b", "a"]
+    assert await store.keys_in_state(RunState.RUNNING, limit=1) == ["b"]
+
+
+async def test_deliveries_are_deduplicated_and_purged(stores: Stores, store: Store) -> None:
+    assert await store.first_delivery("ev1", 10.0)
+    assert not await store.first_delivery("ev1", 11.0)
+    assert await store.first_delivery("ev2", 20.0)
+    store = await stores.reopen(store)
+    assert not await store.first_delivery("ev1", 12.0)  # persisted
+    assert await store.purge_deliveries(before=15.0) == 1
+    assert await store.first_delivery("ev1", 30.0)
+    assert not await store.first_delivery("ev2", 30.0)
+
+
+def _request(approval_id: str, call_id: str, expires_at: float = 100.0) -> ApprovalRequest:
+    return ApprovalRequest(
+        id=approval_id, key=KEY, call_id=call_id, tool="run_command", arguments='{"command": "ls"}',
+        args_hash="h", requester_id="slack:U1", requester_name="Alice",
+        approvers=Approvers(users=frozenset({"slack:U2"})), created_at=1.0, expires_at=expires_at,
+        offer_always=True,
+    )  # fmt: skip
+
+
+async def test_an_approval_is_decided_exactly_once(stores: Stores, store: Store) -> None:
+    await store.create_approval(_request("a1", "c1"))
+    await store.create_approval(_request("a2", "c2"))
+    assert await store.get_approval("nope") is None
+    wins = await asyncio.gather(
+        *(
+            store.decide_approval("a1", ApprovalStatus.APPROVED, f"u{i}", f"U{i}", 5.0)
+            for i in range(10)
+        )
+    )
+    assert sum(wins) == 1
+    assert not await store.decide_approval("a1", ApprovalStatus.DENIED, "x", "X", 6.0)
+    await store.set_approval_card("a1", "card-1")
+
+    store = await stores.reopen(store)
+    decided = await store.get_approval("a1")
+    assert decided is not None and decided.status is ApprovalStatus.APPROVED
+    assert decided.decided_at == 5.0 and decided.card_id == "card-1"
+    assert decided.approvers == Approvers(users=frozenset({"slack:U2"})) and decided.offer_always
+    found = await store.approvals_for(KEY, ["c1", "c2", "c3"])
+    assert sorted(found) == ["c1", "c2"] and found["c2"].pending
+    assert await store.approvals_for(ThreadKey("other"), ["c1"]) == {}
+
+
+async def test_what_an_always_allow_covers_is_kept_with_the_request(stores: Stores, store: Store) -> None:
+    request = _request("a1", "c1")
+    request.tool, request.allow_subject = "fetch_url", "docs.python.org"
+    await store.create_approval(request)
+    await store.create_approval(_request("a2", "c2"))
+    store = await stores.reopen(store)
+    found = await store.get_approval("a1")
+    assert found is not None and found.allow_subject == "docs.python.org"
+    assert found.rule_tool == "fetch_url:docs.python.org"
+    other = await store.get_approval("a2")
+    assert other is not None and other.allow_subject is None and other.rule_tool == "run_command"
+
+
+async def test_a_decision_after_expiry_loses_to_the_expiry(store: Store) -> None:
+    await store.create_approval(_request("a1", "c1", expires_at=10.0))
+    assert not await store.decide_approval("a1", ApprovalStatus.APPROVED, "u", "U", 10.0)
+    assert await store.decide_approval("a1", ApprovalStatus.EXPIRED, None, None, 11.0)
+    assert not await store.decide_approval("a1", ApprovalStatus.EXPIRED, None, None, 12.0)
+    expired = await store.get_approval("a1")
+    assert expired is not None and expired.status is ApprovalStatus.EXPIRED
+
+
+async def test_allow_rules_cover_a_scope_a_tool_and_people_until_revoked(store: Store) -> None:
+    rule = AllowRule("r1", "slack:T:C", "deploy", frozenset({"slack:U1"}), "slack:U2", "Bob", 1.0)
+    assert await store.allow_rule_for("slack:T:C", "deploy", "slack:U1") is None
+    await store.add_allow_rule(rule)
+    await store.add_allow_rule(AllowRule("r2", "slack:T:D", "deploy", frozenset({"slack:U9"}), "x", "X", 2.0))
+    assert await store.allow_rule_for("slack:T:C", "deploy", "slack:U1") == rule
+    assert await store.allow_rule_for("slack:T:C", "deploy", "slack:U2") is None  # not covered
+    assert await store.allow_rule_for("slack:T:D", "deploy", "slack:U1") is None
+    assert await store.allow_rule_for("slack:T:C", "write_file", "slack:U1") is None
+    assert [r.id for r in await store.allow_rules()] == ["r1", "r2"]
+    assert [r.id for r in await store.allow_rules("slack:T:D")] == ["r2"]
+    assert await store.allow_rules("slack:T_") == []  # a prefix, literally
+    assert await store.revoke_allow_rule("r1", "slack:U3", "Cy", 5.0) == rule
+    assert await store.revoke_allow_rule("r1", "slack:U3", "Cy", 6.0) is None
+    assert await store.allow_rule_for("slack:T:C", "deploy", "slack:U1") is None
+    trail = [(e.event, e.actor_name, e.at) for e in await store.audit_trail(key_prefix="slack:T:C")]
+    assert trail == [("rule created", "Bob", 1.0), ("rule revoked", "Cy", 5.0)]
+
+
+async def test_requests_and_decisions_are_audited_once(store: Store) -> None:
+    await store.create_approval(_request("a1", "c1"))
+    await store.decide_approval("a1", ApprovalStatus.DENIED, "slack:U2", "Bob", 5.0)
+    await store.decide_approval("a1", ApprovalStatus.APPROVED, "slack:U2", "Bob", 6.0)  # changes nothing
+    await store.record_audit(AuditEntry(7.0, "other:k", "allowed by rule", "deploy", "h", "u", "U"))
+    trail = await store.audit_trail()
+    assert [(e.event, e.actor_name, e.approval_id, e.args_hash) for e in trail] == [
+        ("requested", "Alice", "a1", "h"), ("denied", "Bob", "a1", "h"), ("allowed by rule", "U", "", "h"),
+    ]
+    assert [e.event for e in await store.audit_trail(since=5.5)] == ["allowed by rule"]
+    assert [e.event for e in await store.audit_trail(key_prefix=KEY, limit=1)] == ["requested"]
+
+
+async def test_jobs_come_due_in_order_and_are_replaced_by_id(stores: Stores, store: Store) -> None:
+    assert await store.next_due() is None
+    await store.put_job(Job("b", "kind", 20.0, {"n": 2}))
+    await store.put_job(Job("a", "kind", 10.0, {"n": 1}, interval_s=60.0))
+    await store.put_job(Job("c", "kind", 30.0))
+    await store.put_job(Job("b", "kind", 25.0, {"n": 3}, attempts=2, last_error="boom"))
+    store = await stores.reopen(store)
+    assert await store.next_due() == 10.0
+    due = await store.due_jobs(26.0)
+    assert [(j.id, j.due_at, j.payload) for j in due] == [
+        ("a", 10.0, {"n": 1}),
+        ("b", 25.0, {"n": 3}),
+    ]
+    assert due[0].interval_s == 60.0 and (due[1].attempts, due[1].last_error) == (2, "boom")
+    assert [j.id for j in await store.due_jobs(100.0, limit=1)] == ["a"]
+    await store.delete_job("a")
+    assert await store.next_due() == 25.0
+
+
+async def test_an_accepted_message_waits_as_an_arrival_until_its_session_holds_it(
+    stores: Stores, store: Store
+) -> None:
+    first = UserMessage(text="one", author_id="u1", author_name="Ann", event_id="ev1")
+    second = UserMessage(text="two", author_id="u2", author_name="Bo", event_id="ev2")
+    assert await store.accept(KEY, first, 1.0)
+    assert not await store.accept(KEY, first, 2.0)  # a redelivery keeps nothing more
+    assert not await store.first_delivery("ev1", 2.0)
+    assert await store.accept(ThreadKey("other"), second, 3.0)
+    assert await store.has_session(KEY)  # joined: a message is on its way to it
+    store = await stores.reopen(store)
+    assert await store.arrivals() == [(KEY, first), (ThreadKey("other"), second)]
+
+    session = await store.load_session(KEY, 4.0)
+    await store.append_messages(session, [first])  # in the transcript: arrived
+    other = await store.load_session(ThreadKey("other"), 4.0)
+    other.inbox.append(second)
+    await store.save_state(other)  # in the inbox of a running run: arrived too
+    assert await store.arrivals() == []

@@ -1,0 +1,27 @@
+"""Every button's action id goes through one codec, and comes back as what it was."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot import actions
+from bot.actions import Decide, StopRun
+from bot.approvals.models import Choice
+
+
+@pytest.mark.parametrize(
+    "action",
+    [Decide(Choice.APPROVE, "abc_-1"), Decide(Choice.DENY, "x"), Decide(Choice.ALWAYS, "y"), StopRun("r1")],
+)
+def test_an_action_survives_the_round_trip(action: actions.Action) -> None:
+    assert actions.parse(actions.encode(action)) == action
+
+
+@pytest.mark.parametrize("text", ["", "stop", "stop:", "approve", "approve:", "launch:1", ":x", "a" * 300])
+def test_anything_else_is_not_an_action(text: str) -> None:
+    assert actions.parse(text) is None
+
+
+def test_an_id_too_long_for_a_platform_is_refused() -> None:
+    with pytest.raises(ValueError, match="longer than"):
+        actions.encode(StopRun("r" * 200))

@@ -1,0 +1,75 @@
+"""Who is asked before ``fetch_url`` runs, through the core: listed domains never, others with
+a card whose "Always allow" covers that domain only, for that person, in that channel."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.tool_settings import FetchUrlOptions
+from bot.tools.web import fetch_url_tool
+from tests.bot.tools.world import World
+from tests.fakes.scripted_model import call, step, text
+from tests.fakes.web_server import FakeWeb, NameMap
+
+SITE = "127.0.0.2"
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[FakeWeb]:
+    async with FakeWeb(SITE) as web:
+        yield web
+
+
+@pytest.fixture
+async def world(tmp_path: Path, site: FakeWeb) -> AsyncIterator[World]:
+    names = NameMap({"docs.test": SITE, "api.docs.test": SITE, "harbour.test": SITE, "sub.harbour.test": SITE})
+    options = FetchUrlOptions(allow_domains=["docs.test"], allow_networks=[f"{SITE}/32"])
+    w = await World(tmp_path, [fetch_url_tool(options, names)]).start()
+    yield w
+    await w.core.aclose()
+
+
+def reads(site: FakeWeb, *hosts: str) -> list[Any]:
+    steps: list[Any] = []
+    for host in hosts:
+        steps += [step(call("fetch_url", {"url": f"http://{host}:{site.port}/article"})), text(f"read {host}")]
+    return steps
+
+
+async def test_a_listed_domain_and_its_subdomains_are_read_without_asking(world: World, site: FakeWeb) -> None:
+    world.model.steps = reads(site, "docs.test", "api.docs.test")
+    await world.say("read the docs")
+    await world.say("and the api docs")
+    assert world.cards("fetch_url") == [] and site.hits["/article"] == 2
+    [result] = world.results("fetch_url")[-1:]
+    assert "High water at Brest" in result
+
+
+async def test_another_domain_asks_and_always_allow_covers_that_domain_only(world: World, site: FakeWeb) -> None:
+    world.model.steps = reads(site, "harbour.test")
+    await world.say("read the harbour page")
+    [card] = world.cards("fetch_url")
+    assert site.hits["/article"] == 0 and "harbour.test" in card.text
+    assert await world.click(card, "Always allow harbour.test for Alice here") == "Approved."
+    assert site.hits["/article"] == 1
+    [rule] = await world.core.store.allow_rules()
+    assert rule.tool == "fetch_url:harbour.test"
+
+    world.model.steps = reads(site, "harbour.test", "sub.harbour.test")
+    await world.say("again")
+    assert site.hits["/article"] == 2 and len(world.cards("fetch_url")) == 1
+    await world.say("and the subdomain")
+    assert len(world.cards("fetch_url")) == 2 and site.hits["/article"] == 2  # not covered: asks
+
+
+async def test_an_address_refused_after_approval_is_an_error_the_model_reads(world: World, site: FakeWeb) -> None:
+    world.model.steps = [step(call("fetch_url", {"url": "http://169.254.169.254/latest/"})), text("I could not.")]
+    await world.say("read the metadata")
+    [card] = world.cards("fetch_url")
+    await world.click(card, "Approve")
+    [result] = world.results("fetch_url")
+    assert result.startswith("error: refused: 169.254.169.254 is a link-local address")

@@ -1,0 +1,79 @@
+"""The real program with an MCP server configured in threadline.toml: ``threadline run``
+starts the fake stdio MCP server, a fake OpenAI server scripts the model's tool calls, and a
+person talks to it through the playground's HTTP API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bot.llm.wire import as_data
+from tests.e2e.test_process_restart import (
+    browser,
+    card_in,
+    free_port,
+    open_page,
+    threadline,
+    until_event,
+)
+from tests.fakes.mcp_server import stdio_command
+from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
+
+
+def configure(tmp_path: Path) -> Path:
+    effects = tmp_path / "effects"
+    command = stdio_command("--effects", str(effects))
+    (tmp_path / "threadline.toml").write_text(
+        "[mcp_servers.tickets]\n"
+        f"command = {json.dumps(command[0])}\n"
+        f"args = {json.dumps(command[1:])}\n"
+        "timeout_s = 20\n"
+        "[mcp_servers.broken]\n"  # fails at start: logged, and the bot runs without its tools
+        'command = "no-such-mcp-server"\n'
+    )
+    return effects
+
+
+async def test_the_model_calls_an_mcp_server_through_the_real_program(tmp_path: Path) -> None:
+    effects = configure(tmp_path)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_id": "alice", "user_name": "Alice"}
+    async with FakeOpenAI() as fake, browser() as http:
+        fake.push(
+            Reply(calls=[FakeCall("tickets__lookup", {"id": "T-1"})]),
+            Reply("T-1: the printer is on fire."),
+            Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]),
+            Reply("Closed T-1."),
+        )
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        async with threadline(tmp_path, port, **model):
+            await open_page(http, base)
+            ws = await http.ws_connect(f"{base}/api/ws?client=t")
+            async with http.post(
+                f"{base}/api/messages", json={"text": "What about T-1?", "event_id": "event-mcp-1", **user}
+            ) as resp:
+                thread_id = (await resp.json())["thread_id"]
+            await until_event(ws, lambda e: "the printer is on fire" in json.dumps(e))
+
+            async with http.post(
+                f"{base}/api/messages",
+                json={"thread_id": thread_id, "text": "Close it", "event_id": "event-mcp-2", **user},
+            ) as resp:
+                assert resp.status == 202
+            card = (await until_event(ws, card_in))["message"]
+            assert "tickets__close_ticket" in card["text"] and not effects.exists()
+            approve = next(b for b in card["buttons"] if b["label"] == "Approve")["action_id"]
+            async with http.post(
+                f"{base}/api/actions", json={"thread_id": thread_id, "action_id": approve, **user}
+            ) as resp:
+                assert (await resp.json())["note"] == "Approved."
+            await until_event(ws, lambda e: "Closed T-1." in json.dumps(e))
+            await ws.close()
+        first, second = fake.requests[0], fake.requests[1]
+    offered = {t["function"]["name"] for t in first.body["tools"]}
+    assert {"tickets__lookup", "tickets__close_ticket"} <= offered
+    assert not any(name.startswith("broken__") for name in offered)
+    wrapped = as_data("tickets__lookup", "T-1: printer on fire (open)")
+    assert {"role": "tool", "content": wrapped}.items() <= second.messages[-1].items()
+    assert effects.read_text() == "closed T-1\n"
