@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
@@ -80,3 +81,20 @@ class ManualClock:
         self._mono = target
         for _ in range(5):
             await asyncio.sleep(0)
+
+
+async def sleep_until_set(clock: Clock, seconds: float, event: asyncio.Event) -> bool:
+    """Sleep ``seconds`` on ``clock``, or less if ``event`` is set first; True when it was."""
+    if event.is_set():
+        return True
+    sleeper = asyncio.ensure_future(clock.sleep(seconds))
+    setter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait((sleeper, setter), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sleeper, setter):
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+    return event.is_set()

@@ -152,6 +152,7 @@ class Core:
 
     async def aclose(self) -> None:
         await self.tasks.drain()
+        await self.supervisor.budgets.aclose()
         await self.model.aclose()
         await self.store.close()
 

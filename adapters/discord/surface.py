@@ -1,9 +1,9 @@
 """The Surface of one Discord thread (or DM channel): the REST calls, mapped to typed errors.
 
 Limits: a message holds 2,000 characters (we split at 1,900); a channel's messages are created
-and edited in one bucket of 5 requests per 5 s, so the thread's edits get 30 a minute (3 per 5 s,
+and edited in one bucket of 5 requests per 5 s, so the thread's interim edits get 30 a minute (3 per 5 s,
 leaving room for the posts that start a reply, continue it or show the todo panel), at most one
-every 2 s per message.
+every 2 s per message; the final edit may use one more and does not wait for the 2 s.
 
 Errors: a 429 → ``SurfaceRateLimited`` (the body's ``retry_after``; see
 :mod:`adapters.discord.ratelimit`); 30046 (too many edits of a message older than an hour) and
@@ -43,6 +43,8 @@ MAX_CONTENT = 2000
 SPLIT_AT = 1900
 EDITS_PER_MINUTE = 30.0
 MIN_EDIT_INTERVAL = 2.0
+FINAL_RESERVE = 1
+"""Interim edits leave one of the channel's 5 per 5 s for the final edit, which goes at once."""
 TYPING_EVERY = 8.0
 """Discord shows "is typing…" for 10 s after each request."""
 TYPING_SHARE = 0.5
@@ -81,6 +83,7 @@ class DiscordSurface:
             edits_per_minute=EDITS_PER_MINUTE,
             budget_key=f"discord:channel:{channel_id}",
             can_pin=True,
+            final_reserve=FINAL_RESERVE,
         )
         self._typing: asyncio.Task[None] | None = None
 

@@ -25,8 +25,9 @@ class SlackSettings(SettingsBase):
     slack_app_token: SecretStr | None = secret("SLACK_APP_TOKEN")
     slack_signing_secret: SecretStr | None = secret("SLACK_SIGNING_SECRET")
     slack_api_url: str | None = secret("SLACK_API_URL")
-    slack_edits_per_minute: float = Field(default=50.0, gt=0)
-    """``chat.update`` calls a minute for the whole workspace (Slack's Tier 3), shared by all streams."""
+    slack_edits_per_minute: float = Field(default=48.0, gt=0)
+    """``chat.update`` calls a minute for the whole workspace (Slack's Tier 3 is about 50),
+    shared by all streams; a little under 50 leaves room for the edit kept for a final text."""
     slack_min_edit_interval: float = Field(default=1.0, ge=0)
     """Seconds between two edits of one Slack message."""
 

@@ -5,7 +5,8 @@ Limits: a ``markdown`` block holds at most 12,000 characters per message; replie
 and a ``msg_too_long`` still raises :class:`MessageTooLong` so the presenter splits tighter.
 ``chat.update`` is Tier 3, about 50 a minute for the whole workspace: every stream in a
 workspace shares one budget (``budget_key`` is the team), with at least a second between two
-edits of one message.
+interim edits of one message. When that budget would hold a final text back, it is posted as
+a new message instead and the draft deleted (``chat.delete``, Tier 3 too) at low priority.
 
 Status: ``assistant.threads.setStatus`` shows "is thinking…" under the thread. Where Slack
 refuses it (``not_allowed``, ``missing_scope``, an old workspace…) the channel is remembered and
@@ -32,6 +33,13 @@ log = logging.getLogger(__name__)
 MARKDOWN_LIMIT = 12_000
 MAX_CHARS = 10_000
 REMEMBERED_CHANNELS = 10_000
+FINAL_RESERVE = 1
+"""One ``chat.update`` of the budget is kept for a final text."""
+FRESH_FINAL_AFTER = 1.0
+"""A final text the workspace's ``chat.update`` budget would hold back longer is posted anew
+(``chat.postMessage`` is limited per channel, not per workspace) and the draft deleted."""
+DELETES_PER_MINUTE = 45.0
+"""``chat.delete`` is Tier 3 (about 50 a minute for the workspace); drafts go a little slower."""
 
 
 def slack_limits(team_id: str, edits_per_minute: float, min_edit_interval: float) -> SurfaceLimits:
@@ -41,6 +49,9 @@ def slack_limits(team_id: str, edits_per_minute: float, min_edit_interval: float
         edits_per_minute=edits_per_minute,
         budget_key=f"slack:{team_id}",
         can_pin=True,
+        final_reserve=FINAL_RESERVE,
+        fresh_final_after=FRESH_FINAL_AFTER,
+        deletes_per_minute=DELETES_PER_MINUTE,
     )
 
 

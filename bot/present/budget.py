@@ -8,7 +8,12 @@ takes its edits from one :class:`EditBudget`:
 - final edits and approval cards (:attr:`Priority.FINAL`) go before interim edits;
 - within a priority, first come first served, and a waiting stream holds one place only, so
   streams that edit again go to the back of the queue (round robin);
-- a 429 from the platform (:meth:`EditBudget.note_rate_limited`) pauses the whole key.
+- interim edits keep ``reserve`` edits of the budget in hand: a final edit (or an approval
+  card) may use them and go at once, where interim edits wait for the steady pace, so a
+  finished answer does not wait behind the pacing of its own stream;
+- a 429 from the platform (:meth:`EditBudget.note_rate_limited`) pauses the whole key for its
+  ``Retry-After``, and one the pacing did not foresee slows the pace (it recovers a little with
+  every edit that goes through, never above the documented rate).
 
 :class:`EditScheduler` computes who goes next and when; :meth:`EditBudget.acquire` is the one
 place that sleeps, through the injected clock.
@@ -21,8 +26,9 @@ import itertools
 import math
 from enum import IntEnum
 
-from bot.clock import Clock
+from bot.clock import Clock, sleep_until_set
 from bot.present.surface import SurfaceLimits
+from bot.present.sweep import DraftSweeper
 
 
 class Priority(IntEnum):
@@ -32,14 +38,23 @@ class Priority(IntEnum):
     """A streaming edit that a later one will supersede."""
 
 
+SLOWER = 1.25
+"""How much an unforeseen 429 stretches the interval between edits."""
+RECOVER = 0.97
+"""How much each granted edit shrinks a stretched interval back toward the documented one."""
+MAX_STRETCH = 4.0
+
+
 class EditScheduler:
     """Pure bookkeeping: places in the queue and the time the next edit may go."""
 
-    def __init__(self, edits_per_minute: float | None, *, burst: int = 1) -> None:
+    def __init__(self, edits_per_minute: float | None, *, burst: int = 1, reserve: int = 0) -> None:
         if edits_per_minute is not None and edits_per_minute <= 0:
             raise ValueError("edits_per_minute must be positive (or None for no cap)")
-        self.interval = 0.0 if edits_per_minute is None else 60.0 / edits_per_minute
-        self._slack = max(0, burst - 1) * self.interval
+        self.base_interval = 0.0 if edits_per_minute is None else 60.0 / edits_per_minute
+        self.interval = self.base_interval
+        self._burst = max(0, burst - 1)
+        self._reserve = max(0, reserve)
         self._next = -math.inf
         """Theoretical time of the next edit if edits were evenly spaced (GCRA)."""
         self._paused_until = -math.inf
@@ -60,12 +75,23 @@ class EditScheduler:
     def cancel(self, owner: object) -> None:
         self._places.pop(owner, None)
 
-    def pause(self, until: float) -> None:
+    def pause(self, until: float, *, now: float | None = None) -> None:
+        """A 429 says nobody edits before ``until``; given ``now``, a 429 that came while the
+        pace said there was room also slows the pace (the platform allows less than we thought)."""
+        if now is not None and now >= self.ready_at(Priority.INTERIM) and self.base_interval > 0:
+            self.interval = min(self.interval * SLOWER, self.base_interval * MAX_STRETCH)
         self._paused_until = max(self._paused_until, until)
 
-    def ready_at(self) -> float:
-        """When the budget allows the next edit."""
-        return max(self._next - self._slack, self._paused_until)
+    def ready_at(self, priority: Priority = Priority.INTERIM) -> float:
+        """When the budget allows the next edit of ``priority``."""
+        room = self._burst + (self._reserve if priority is Priority.FINAL else 0)
+        return max(self._next - room * self.interval, self._paused_until)
+
+    def wait_estimate(self, now: float) -> float:
+        """Seconds a final edit asked for now would wait: the finals already queued go first."""
+        ahead = sum(1 for priority, _ in self._places.values() if priority is Priority.FINAL)
+        start = max(self.ready_at(Priority.FINAL), now)
+        return start - now + ahead * self.interval
 
     def head(self) -> object | None:
         if not self._places:
@@ -76,12 +102,13 @@ class EditScheduler:
         """When ``owner`` may edit, or None while another place comes first."""
         if self.head() is not owner:
             return None
-        return max(self.ready_at(), now)
+        return max(self.ready_at(self._places[owner][0]), now)
 
     def grant(self, owner: object, now: float) -> None:
         """``owner`` edits now: it leaves the queue and the budget moves on."""
         self._places.pop(owner, None)
         self._next = max(self._next, now) + self.interval
+        self.interval = max(self.base_interval, self.interval * RECOVER)
 
     def __len__(self) -> int:
         return len(self._places)
@@ -90,41 +117,67 @@ class EditScheduler:
 class EditBudget:
     """One key's budget; :meth:`acquire` before every edit."""
 
-    def __init__(self, clock: Clock, edits_per_minute: float | None, *, burst: int = 1) -> None:
+    def __init__(
+        self, clock: Clock, edits_per_minute: float | None, *, burst: int = 1, reserve: int = 0
+    ) -> None:
         self._clock = clock
-        self.scheduler = EditScheduler(edits_per_minute, burst=burst)
+        self.scheduler = EditScheduler(edits_per_minute, burst=burst, reserve=reserve)
         self._turn_waiters: dict[object, asyncio.Future[None]] = {}
+        self._promoted: dict[object, asyncio.Event] = {}
+        """Set when a waiting owner's place becomes final (its wait may be shorter now)."""
 
-    async def acquire(self, owner: object, priority: Priority = Priority.INTERIM) -> None:
-        """Return when ``owner`` may make one edit; it holds one place while it waits."""
+    async def acquire(
+        self,
+        owner: object,
+        priority: Priority = Priority.INTERIM,
+        interrupt: asyncio.Event | None = None,
+    ) -> bool:
+        """Return True when ``owner`` may make one edit; it holds one place while it waits.
+
+        False (and the place given up) when ``interrupt`` is set by the time ``owner`` is
+        promoted (:meth:`promote`): the owner has something else to do first.
+        """
         sched = self.scheduler
         if sched.holds(owner):
             raise RuntimeError("an owner waits for one edit at a time")
         sched.request(owner, priority)
         try:
             while True:
+                if interrupt is not None and interrupt.is_set():
+                    return False
                 now = self._clock.monotonic()
                 due = sched.due(owner, now)
                 if due is None:
                     await self._wait_for_turn(owner)
                 elif due > now:
-                    await self._clock.sleep(due - now)
+                    promoted = self._promoted.setdefault(owner, asyncio.Event())
+                    await sleep_until_set(self._clock, due - now, promoted)
+                    promoted.clear()
                 else:
                     sched.grant(owner, now)
-                    return
+                    return True
         finally:
             sched.cancel(owner)
+            self._promoted.pop(owner, None)
             self._kick()
 
     def promote(self, owner: object) -> None:
         """Make ``owner``'s waiting place (if any) a final one."""
         if self.scheduler.holds(owner):
             self.scheduler.request(owner, Priority.FINAL)
+            promoted = self._promoted.get(owner)
+            if promoted is not None:
+                promoted.set()
             self._kick()
 
     def note_rate_limited(self, retry_after: float) -> None:
         """The platform answered 429: nobody behind this key edits for ``retry_after`` seconds."""
-        self.scheduler.pause(self._clock.monotonic() + max(0.0, retry_after))
+        now = self._clock.monotonic()
+        self.scheduler.pause(now + max(0.0, retry_after), now=now)
+
+    def wait_estimate(self) -> float:
+        """Seconds a final edit asked for now would wait for its turn."""
+        return self.scheduler.wait_estimate(self._clock.monotonic())
 
     async def _wait_for_turn(self, owner: object) -> None:
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -149,10 +202,17 @@ class BudgetRegistry:
         self._clock = clock
         self._burst = burst
         self._budgets: dict[str, EditBudget] = {}
+        self.sweeper = DraftSweeper(clock)
+        """Deletes the drafts that finals posted anew leave behind."""
 
     def get(self, limits: SurfaceLimits) -> EditBudget:
         budget = self._budgets.get(limits.budget_key)
         if budget is None:
-            budget = EditBudget(self._clock, limits.edits_per_minute, burst=self._burst)
+            budget = EditBudget(
+                self._clock, limits.edits_per_minute, burst=self._burst, reserve=limits.final_reserve
+            )
             self._budgets[limits.budget_key] = budget
         return budget
+
+    async def aclose(self) -> None:
+        await self.sweeper.aclose()

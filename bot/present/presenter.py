@@ -63,7 +63,10 @@ class Presenter:
         self._on_card = on_card
         self._on_tool = on_tool
         budget = budgets.get(surface.limits)
-        self._reply = ReplyStream(surface, clock, budget, on_posted)
+        sweeper = budgets.sweeper
+        self._reply = ReplyStream(
+            surface, clock, budget, on_posted, lambda draft: sweeper.discard(surface, draft)
+        )
         if stop_button is not None:
             self._reply.set_buttons((stop_button,))
         self._panel = TodoPanel(surface, panel, persist_panel, clock=clock, budget=budget)

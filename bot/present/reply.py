@@ -1,8 +1,12 @@
 """One streamed reply: text deltas in, as few platform calls as the limits need out.
 
 The first visible text is posted at once. After that one owned flusher task edits the message
-with the newest text only, at most once per ``min_edit_interval`` per message and within the
-shared :class:`~bot.present.budget.EditBudget`. Rendered text is split at the platform's
+with the newest text only, at most once per ``min_edit_interval`` per message (interim edits;
+the final edit does not wait for it) and within the shared :class:`~bot.present.budget.EditBudget`.
+Where the surface allows it (``fresh_final_after``) and the budget would hold the final edit
+back longer than that, the final text is posted as new messages instead and the superseded
+drafts are handed to ``discard`` (deleted at low priority), so a busy workspace's edit budget
+never holds up a finished answer. Rendered text is split at the platform's
 limit: the last chunk is the message being edited, text beyond it continues in new messages,
 and a message that has received its complete chunk is left alone until the final check.
 :meth:`ReplyStream.finish` returns once every message shows exactly the final text.
@@ -17,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.clock import Clock
+from bot.clock import Clock, sleep_until_set
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
 from bot.present.budget import EditBudget, Priority
 from bot.present.split import MIN_LIMIT, open_block, split_message
@@ -26,6 +30,8 @@ from bot.present.surface import Button, Surface
 log = logging.getLogger(__name__)
 
 OnPosted = Callable[[str], Awaitable[None]]
+Discard = Callable[[str], None]
+"""Takes a superseded draft's message id, to delete it later."""
 MAX_FAILURES = 3
 """Consecutive unexplained platform failures before a stream gives up."""
 TIGHTER = 0.8
@@ -59,11 +65,14 @@ class ReplyStream:
         clock: Clock,
         budget: EditBudget,
         on_posted: OnPosted | None = None,
+        discard: Discard | None = None,
     ) -> None:
         self._surface = surface
         self._clock = clock
         self._budget = budget
         self._on_posted = on_posted
+        self._discard = discard
+        self._drafts: list[_Message] = []
         self._limit = surface.limits.max_chars
         self._interval = surface.limits.min_edit_interval
         self._parts: list[str] = []
@@ -74,6 +83,8 @@ class ReplyStream:
         self._final: str | None = None
         self._messages: list[_Message] = []
         self._wake = asyncio.Event()
+        self._finishing = asyncio.Event()
+        """Set by :meth:`finish`: an interim edit's pause is cut short for the final one."""
         self._task: asyncio.Task[None] | None = None
         self._failures = 0
         self._split_key: tuple[int, bool, int] | None = None
@@ -130,6 +141,7 @@ class ReplyStream:
         if self._final is None:
             self._final = self.text + suffix
             self._footer = None
+            self._finishing.set()
             self._budget.promote(self)
             if self._task is not None or self._final.strip():
                 self._kick()
@@ -155,6 +167,7 @@ class ReplyStream:
             op = self._plan()
             if op is None:
                 if self._final is not None:
+                    self._sweep()
                     return
                 await self._wake.wait()
                 continue
@@ -209,15 +222,51 @@ class ReplyStream:
             return _Op("post", i, chunks[i], i < last, buttons if i == last else ())
         return None
 
+    def adopt(self, message_id: str, shown: str) -> None:
+        """Continue in a message posted elsewhere (a native stream that ended early); it is
+        edited to the final text like one of ours."""
+        self._messages.append(_Message(message_id, shown, self._clock.monotonic(), False))
+
+    def _post_anew(self, index: int) -> bool:
+        """Whether the final text should be posted as new messages from ``index`` on, because
+        the edit budget would hold it back too long (the old ones become drafts to delete)."""
+        after = self._surface.limits.fresh_final_after
+        if after is None or self._final is None or self._discard is None:
+            return False
+        if self._budget.wait_estimate() <= after:
+            return False
+        log.info("edit budget busy: posting the final text anew instead of editing")
+        self._drafts.extend(self._messages[index:])
+        del self._messages[index:]
+        return True
+
+    def _sweep(self) -> None:
+        drafts, self._drafts = self._drafts, []
+        if self._discard is not None:
+            for draft in drafts:
+                self._discard(draft.id)
+
+    async def _wait_to_edit(self, op: _Op) -> _Op | None:
+        """Wait for the edit's turn; the newest edit of that message then, or None to plan
+        again (the reply finished meanwhile, or the text moved on to another message)."""
+        final = self._final is not None
+        if self._post_anew(op.index):
+            return None
+        wait = self._messages[op.index].touched + self._interval - self._clock.monotonic()
+        if wait > 0 and not final and await sleep_until_set(self._clock, wait, self._finishing):
+            return None  # the reply is finished meanwhile: plan the final edit instead
+        priority = Priority.FINAL if final else Priority.INTERIM
+        if not await self._budget.acquire(self, priority, None if final else self._finishing):
+            return None  # finished while waiting: plan the final edit (or post it anew)
+        newest = self._plan()  # the text may have grown while waiting: send the newest
+        if newest is None or newest.kind != "edit" or newest.index != op.index:
+            return None
+        return newest
+
     async def _apply(self, op: _Op) -> None:
         if op.kind == "edit":
-            wait = self._messages[op.index].touched + self._interval - self._clock.monotonic()
-            if wait > 0:
-                await self._clock.sleep(wait)
-            priority = Priority.FINAL if self._final is not None else Priority.INTERIM
-            await self._budget.acquire(self, priority)
-            newest = self._plan()  # the text may have grown while waiting: send the newest
-            if newest is None or newest.kind != "edit" or newest.index != op.index:
+            newest = await self._wait_to_edit(op)
+            if newest is None:
                 return
             op = newest
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from bot.conversation import ThreadKey
 
@@ -36,6 +36,14 @@ class SurfaceLimits:
     budget_key: str
     """What the budget is shared by: a Slack workspace, a Discord channel, the playground."""
     can_pin: bool = True
+    final_reserve: int = 0
+    """Edits of the budget that interim edits leave alone, so that a final edit goes at once."""
+    fresh_final_after: float | None = None
+    """When a final edit would wait longer than this for the budget, the final text is posted
+    as a new message and the draft deleted afterwards (for platforms where posting does not
+    draw on the edit budget); None: always edit."""
+    deletes_per_minute: float | None = None
+    """Deletions allowed per minute across ``budget_key`` (the drafts a fresh final leaves)."""
 
 
 class Surface(Protocol):
@@ -69,3 +77,60 @@ class Surface(Protocol):
     async def set_status(self, text: str | None) -> None:
         """Show (or clear, with None) a transient 'thinking' indicator."""
         ...
+
+
+TaskStatus = Literal["pending", "in_progress", "complete", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamTask:
+    """A card in a natively streamed message: a tool call, or an item of the plan."""
+
+    id: str
+    title: str
+    status: TaskStatus
+    details: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    budget_key: str
+    """What the stream methods' budgets are shared by (a Slack workspace)."""
+    starts_per_minute: float
+    appends_per_minute: float
+    stops_per_minute: float
+    max_chars: int
+    """Text one streamed message takes before the reply rolls over to a new stream."""
+    max_age: float
+    """Seconds after its start when a stream is stopped and the reply rolls over (the
+    platform stops taking appends some time later)."""
+    prefer: bool = False
+    """Stream natively even when the start budget makes the first text wait (``native``
+    mode); otherwise (``auto``) edits are used whenever a stream could not start at once."""
+
+
+@runtime_checkable
+class NativeStreams(Protocol):
+    """A platform's own streamed messages (Slack's ``chat.startStream`` family), offered by a
+    surface as its ``streams`` attribute. Text is appended, never replaced; any failure other
+    than a rate limit makes the presenter go back to editing a message."""
+
+    @property
+    def stream_limits(self) -> StreamLimits: ...
+
+    async def start(self, text: str, tasks: Sequence[StreamTask], plan: str | None) -> str | None:
+        """Start a streamed reply showing ``text``; its id, or None where streaming is not
+        offered (the channel, the recipient unknown, the mode)."""
+        ...
+
+    async def append(
+        self, stream_id: str, text: str, tasks: Sequence[StreamTask], plan: str | None
+    ) -> None: ...
+
+    async def stop(self, stream_id: str) -> None: ...
+
+
+def native_streams(surface: Surface) -> NativeStreams | None:
+    """The surface's native streams, if it has them."""
+    streams = getattr(surface, "streams", None)
+    return streams if isinstance(streams, NativeStreams) else None

@@ -2,7 +2,8 @@
 
 ``RecordingSurface`` implements the Surface protocol over a dict of messages. It raises what a
 platform raises: ``MessageTooLong`` over ``max_chars`` (or ``accepts_chars``); ``SurfaceRateLimited`` when edits of one
-message come faster than ``min_edit_interval`` or edits across the budget key exceed
+message come faster than ``message_interval`` (a platform rule, none by default: the presenter's
+``min_edit_interval`` is its own pacing of interim edits) or edits across the budget key exceed
 ``edits_per_minute`` (when ``strict``), and when told to; ``EditRefused`` for messages it was told
 to refuse. Tests assert on the state it ends in: messages, pins, the call log.
 """
@@ -74,7 +75,9 @@ class RecordingSurface:
         ledger: EditLedger | None = None,
         latency: float = 0.0,
         accepts_chars: int | None = None,
+        message_interval: float = 0.0,
     ) -> None:
+        self.message_interval = message_interval
         self.clock = clock
         self._limits = limits
         self._thread_key = ThreadKey(thread_key)
@@ -230,7 +233,7 @@ class RecordingSurface:
             ),
             default=float("-inf"),
         )
-        wait = last + self._limits.min_edit_interval - now
+        wait = last + self.message_interval - now
         if wait > EPSILON:
             self._fail("edit", message_id, text, SurfaceRateLimited(wait))
         per_minute = self._limits.edits_per_minute

@@ -29,7 +29,8 @@ async def test_a_long_stream_never_hits_the_channel_bucket(discord_world: Discor
     edits = [c for c in d.fake.requests("PATCH", thread.id) if c.route.endswith("{mid}")]
     assert len(edits) >= 4  # it really streamed
     gaps = [b.at - a.at for a, b in zip(edits, edits[1:], strict=False)]
-    assert min(gaps) >= 1.9  # 30 edits a minute: 3 in any 5 s, room left for posts
+    assert min(gaps[:-1]) >= 1.9  # 30 interim edits a minute: 3 in any 5 s, room left for posts
+    # the final edit takes the one kept in hand and does not wait for the 2 s; still no 429
 
 
 async def test_429s_on_edits_still_end_with_the_exact_final_text(discord_world: Discord) -> None:

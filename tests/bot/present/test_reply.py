@@ -13,6 +13,7 @@ from bot.present.budget import EditBudget
 from bot.present.reply import ReplyStream
 from bot.present.split import open_block, split_message
 from bot.present.surface import SurfaceLimits
+from bot.present.sweep import DraftSweeper
 from tests.fakes.surface import (
     DEFAULT_LIMITS,
     EditLedger,
@@ -83,8 +84,22 @@ async def test_edits_send_the_newest_text_only_and_respect_the_interval() -> Non
     assert sent == sorted(sent, key=len), "never an older snapshot after a newer one"
     assert all(b.startswith(a.rstrip()) for a, b in zip(sent, sent[1:], strict=False))
     assert 8 <= thread.surface.edit_count() <= 11
-    times = [c.at for c in thread.surface.calls if c.op in ("post", "edit")]
-    assert all(b - a >= 1.0 - 1e-9 for a, b in zip(times, times[1:], strict=False))
+    times = [c.at for c in thread.surface.calls if c.op in ("post", "edit")][:-1]
+    assert all(b - a >= 1.0 - 1e-9 for a, b in zip(times, times[1:], strict=False)), (
+        "interim edits keep the interval (the final one does not wait for it)"
+    )
+
+
+async def test_the_final_edit_does_not_wait_for_the_interval_of_interim_edits() -> None:
+    thread = Thread(ManualClock())
+    await thread.feed([f"t{i} " for i in range(30)], every=0.05)  # 1.5 s: a post and an edit
+    last_interim = thread.surface.calls[-1].at
+    started = thread.clock.monotonic()
+    await thread.finish()
+
+    final = thread.surface.calls[-1]
+    assert final.op == "edit" and final.text == "".join(f"t{i} " for i in range(30)).rstrip()
+    assert final.at - started < 1.0 - 1e-9 and final.at - last_interim < 1.0
 
 
 async def test_final_text_is_exact_after_a_storm_of_429s() -> None:
@@ -271,3 +286,62 @@ async def test_five_streams_share_a_budget_fairly_and_finals_go_first() -> None:
         ["stream 3 continues — done"],
         ["stream 4 continues — done"],
     ]
+
+
+async def test_a_final_the_budget_would_hold_back_is_posted_anew_and_the_draft_deleted() -> None:
+    clock = ManualClock()
+    limits = replace(DEFAULT_LIMITS, edits_per_minute=6.0, fresh_final_after=1.0)  # 10 s apart
+    sweeper = DraftSweeper(clock)
+    thread = Thread(clock, limits)
+    thread.stream = ReplyStream(
+        thread.surface,
+        clock,
+        EditBudget(clock, 6.0),
+        thread.record,
+        lambda draft: sweeper.discard(thread.surface, draft),
+    )
+    words = [f"w{i} " for i in range(40)]
+    await thread.feed(words, every=0.05)  # 2 s: the draft is posted and edited once
+    draft = thread.posted[0]
+    before = clock.monotonic()
+    await thread.finish()
+
+    assert clock.monotonic() - before < 1.0, "the final did not wait for the edit budget"
+    assert thread.surface.texts()[-1] == "".join(words).rstrip()
+    await drive(clock, sweeper.idle(), step=0.5)
+    assert thread.surface.texts() == ["".join(words).rstrip()], "one copy, the draft is gone"
+    assert thread.surface.messages[draft].deleted
+
+
+async def test_a_final_the_budget_can_land_soon_is_an_edit() -> None:
+    clock = ManualClock()
+    limits = replace(DEFAULT_LIMITS, edits_per_minute=60.0, fresh_final_after=2.0)
+    thread = Thread(clock, limits)
+    thread.stream = ReplyStream(
+        thread.surface,
+        clock,
+        EditBudget(clock, 60.0),
+        thread.record,
+        lambda draft: pytest.fail(f"draft {draft} should have been edited"),
+    )
+    await thread.feed([f"w{i} " for i in range(40)], every=0.05)
+    await thread.finish()
+    assert thread.surface.count("post") == 1 and thread.surface.count("delete") == 0
+
+
+async def test_drafts_are_deleted_within_the_delete_budget_and_after_429s() -> None:
+    clock = ManualClock()
+    limits = replace(DEFAULT_LIMITS, deletes_per_minute=30.0)  # 2 s apart
+    surface = RecordingSurface(clock, limits)
+    ids = [await surface.post(f"draft {i}") for i in range(3)]
+    surface.rate_limit_next(1, 5.0, ops=("delete",))
+    sweeper = DraftSweeper(clock)
+    for message_id in ids:
+        sweeper.discard(surface, message_id)
+    await drive(clock, sweeper.idle(), step=0.25)
+
+    assert surface.live() == []
+    deletes = [c for c in surface.calls if c.op == "delete"]
+    assert [c.outcome for c in deletes] == ["SurfaceRateLimited", "ok", "ok", "ok"]
+    assert deletes[1].at - deletes[0].at >= 5.0, "the Retry-After was honoured"
+    assert all(b.at - a.at >= 2.0 - 1e-9 for a, b in zip(deletes[1:], deletes[2:], strict=False))

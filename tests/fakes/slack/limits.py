@@ -35,6 +35,9 @@ LIMITS: dict[str, Limit] = {
     "chat.delete": TIER_3,
     "chat.postMessage": Limit(5, 5.0, "channel"),  # about 1 a second per channel, bursts allowed
     "chat.postEphemeral": TIER_4,
+    "chat.startStream": TIER_2,
+    "chat.appendStream": TIER_4,
+    "chat.stopStream": TIER_2,
     "pins.add": TIER_2,
     "pins.remove": TIER_2,
     "pins.list": TIER_2,
@@ -73,6 +76,11 @@ class RateLimits:
     def storm(self, method: str, count: int, retry_after: float = 1.0) -> None:
         """The next ``count`` calls of ``method`` get 429 with ``retry_after`` seconds."""
         self._storms[method] = (count, retry_after)
+
+    def storm_all(self, count: int, retry_after: float = 1.0) -> None:
+        """A 429 storm on every limited method at once (``assistant.threads.setStatus`` too)."""
+        for method in [*LIMITS, "assistant.threads.setStatus"]:
+            self.storm(method, count, retry_after)
 
     def check(self, method: str, team: str, channel: str | None) -> Refusal | None:
         """Record a call; a :class:`Refusal` when Slack would answer 429."""

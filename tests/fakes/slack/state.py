@@ -55,6 +55,8 @@ class Channel:
     status_allowed: bool = True
     """Whether ``assistant.threads.setStatus`` works here (else ``not_allowed``)."""
     pins: list[str] = field(default_factory=list)
+    streaming_allowed: bool = True
+    """Whether ``chat.startStream`` works here (else ``method_not_supported_for_channel_type``)."""
 
 
 @dataclass
@@ -74,6 +76,13 @@ class Message:
     """When each version appeared (``time.monotonic()``)."""
     deleted: bool = False
     reactions: dict[str, set[str]] = field(default_factory=dict)
+    streaming: bool = False
+    """Started by ``chat.startStream`` and neither stopped nor expired yet."""
+    stream_started: float = 0.0
+    recipient: str | None = None
+    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Task cards of a streamed message, by task id (the newest ``task_update`` of each)."""
+    plan_title: str | None = None
 
     @property
     def shown(self) -> str:

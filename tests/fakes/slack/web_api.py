@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,11 +35,15 @@ from tests.fakes.slack.wire import SlackError, arguments, check_blocks, token_of
 
 MARKDOWN_LIMIT = 12_000
 TEXT_LIMIT = 40_000
+TASK_STATES = frozenset({"pending", "in_progress", "complete", "error"})
 SCOPES = {
     "chat.postMessage": "chat:write",
     "chat.update": "chat:write",
     "chat.delete": "chat:write",
     "chat.postEphemeral": "chat:write",
+    "chat.startStream": "chat:write",
+    "chat.appendStream": "chat:write",
+    "chat.stopStream": "chat:write",
     "assistant.threads.setStatus": "chat:write",
     "pins.add": "pins:write",
     "pins.remove": "pins:write",
@@ -80,6 +85,9 @@ class WebApi:
     counts: Counter[str] = field(default_factory=Counter)
     slow: dict[str, float] = field(default_factory=dict)
     """Seconds a method takes to answer (a slow Slack)."""
+    stream_ttl: float = 300.0
+    """Seconds (``time.monotonic``) after ``chat.startStream`` when a stream stops taking
+    appends (``message_not_in_streaming_state``); field reports say about five minutes."""
 
     async def handle(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
@@ -194,6 +202,7 @@ class WebApi:
             raise SlackError("cant_update_message")
         content = self._content(args)
         previous = message.as_event()
+        message.streaming = False  # an update ends a stream (how an expired one is finished)
         message.text = content["text"]
         message.markdown_text = content["markdown_text"]
         if "blocks" in args:  # Slack keeps the old blocks when none are sent
@@ -202,6 +211,84 @@ class WebApi:
         self.workspace.changed()
         self.emit(payloads.changed_event(message, previous, channel))
         return {"channel": channel.id, "ts": message.ts, "text": message.text}
+
+    def m_chat_startStream(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A thread reply that grows with appends; outside DMs it needs its recipient."""
+        channel = self._channel(args.get("channel"))
+        thread_ts = args.get("thread_ts")
+        if not isinstance(thread_ts, str) or self.workspace.find(channel.id, thread_ts) is None:
+            raise SlackError("invalid_thread_ts" if not thread_ts else "thread_not_found")
+        if not channel.streaming_allowed:
+            raise SlackError("method_not_supported_for_channel_type")
+        recipient = args.get("recipient_user_id")
+        if channel.kind != "im" and (not recipient or not args.get("recipient_team_id")):
+            raise SlackError("missing_recipient_user_id" if not recipient else "missing_recipient_team_id")
+        if recipient is not None and recipient not in self.workspace.users:
+            raise SlackError("user_not_found")
+        if args.get("task_display_mode") not in (None, "timeline", "plan"):
+            raise SlackError("invalid_arguments")
+        message = self.workspace.post(
+            channel.id, BOT_USER, "", bot_id=BOT_ID, thread_ts=thread_ts, markdown_text="",
+            streaming=True, stream_started=time.monotonic(), recipient=recipient,
+        )
+        self._stream_content(message, args)
+        self.emit(payloads.message_event(message, channel))
+        return {"channel": channel.id, "ts": message.ts}
+
+    def m_chat_appendStream(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        message = self._streaming(channel.id, args.get("ts"))
+        self._stream_content(message, args)
+        return {"channel": channel.id, "ts": message.ts}
+
+    def m_chat_stopStream(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self._channel(args.get("channel"))
+        message = self._streaming(channel.id, args.get("ts"))
+        self._stream_content(message, args)
+        message.streaming = False
+        self.workspace.changed()
+        return {"channel": channel.id, "ts": message.ts, "message": message.as_event()}
+
+    def _streaming(self, channel: str, ts: Any) -> Message:
+        message = self._message(channel, ts)
+        if message.bot_id != BOT_ID:
+            raise SlackError("cant_update_message")
+        if message.streaming and time.monotonic() - message.stream_started > self.stream_ttl:
+            message.streaming = False  # expired: it keeps what it shows
+        if not message.streaming:
+            raise SlackError("message_not_in_streaming_state")
+        return message
+
+    def _stream_content(self, message: Message, args: dict[str, Any]) -> None:
+        """Apply ``markdown_text`` and ``chunks`` (text, task cards, plan) to a streamed message."""
+        chunks = args.get("chunks") or []
+        if isinstance(chunks, str):
+            chunks = json.loads(chunks)
+        text = args.get("markdown_text")
+        if text is not None and chunks:
+            raise SlackError("markdown_text_conflict")
+        pieces = [text] if isinstance(text, str) else []
+        for chunk in chunks:
+            kind = chunk.get("type") if isinstance(chunk, dict) else None
+            if kind == "markdown_text":
+                pieces.append(str(chunk.get("text", "")))
+            elif kind == "task_update":
+                if not chunk.get("id") or not chunk.get("title") or chunk.get("status") not in TASK_STATES:
+                    raise SlackError("invalid_chunks")
+                message.tasks[str(chunk["id"])] = dict(chunk)
+            elif kind == "plan_update":
+                message.plan_title = str(chunk.get("title", ""))
+            else:
+                raise SlackError("invalid_chunks")
+        added = "".join(pieces)
+        if len(added) > self.markdown_limit:
+            raise SlackError("msg_too_long")
+        if len((message.markdown_text or "") + added) > TEXT_LIMIT:
+            raise SlackError("msg_too_long")
+        if added or chunks:
+            message.markdown_text = (message.markdown_text or "") + added
+            message.record()
+            self.workspace.changed()
 
     def m_chat_delete(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))

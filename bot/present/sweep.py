@@ -1,0 +1,92 @@
+"""Drafts left behind by a final text that was posted anew, deleted at low priority.
+
+When the edit budget cannot land a final text soon, :class:`~bot.present.reply.ReplyStream`
+posts it as a new message and hands the superseded draft here. Each ``budget_key`` has one
+queue, worked by one owned task, paced by the surface's ``deletes_per_minute``; a 429 pauses
+the queue for its ``Retry-After`` (and slows the pace, like the edit budget), a message that is
+already gone counts as deleted, and any other failure is logged and the draft left as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+
+from bot.clock import Clock
+from bot.errors import SurfaceError, SurfaceRateLimited
+from bot.present.surface import Surface
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5
+"""Rate-limited attempts at one draft before it is left alone."""
+SLOWER = 1.25
+"""How much an unforeseen 429 stretches the interval between deletions."""
+
+
+class _Queue:
+    def __init__(self, clock: Clock, deletes_per_minute: float | None) -> None:
+        self.clock = clock
+        self.interval = 0.0 if deletes_per_minute is None else 60.0 / deletes_per_minute
+        self.next_at = 0.0
+        self.items: deque[tuple[Surface, str, int]] = deque()
+        self.task: asyncio.Task[None] | None = None
+
+    async def work(self) -> None:
+        while self.items:
+            surface, message_id, attempts = self.items.popleft()
+            wait = self.next_at - self.clock.monotonic()
+            if wait > 0:
+                await self.clock.sleep(wait)
+            self.next_at = max(self.next_at, self.clock.monotonic()) + self.interval
+            try:
+                await surface.delete(message_id)
+            except SurfaceRateLimited as exc:
+                self.interval *= SLOWER
+                self.next_at = max(self.next_at, self.clock.monotonic() + exc.retry_after)
+                if attempts + 1 < MAX_ATTEMPTS:
+                    self.items.appendleft((surface, message_id, attempts + 1))
+                else:
+                    log.warning("could not delete draft %s: still rate limited", message_id)
+            except SurfaceError:
+                log.warning("could not delete draft %s", message_id, exc_info=True)
+
+
+class DraftSweeper:
+    """One delete queue per budget key."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._queues: dict[str, _Queue] = {}
+        self._closed = False
+
+    def discard(self, surface: Surface, message_id: str) -> None:
+        """Delete ``message_id`` soon, within the surface's delete budget."""
+        if self._closed:
+            log.info("shutting down: draft %s is left in the thread", message_id)
+            return
+        limits = surface.limits
+        queue = self._queues.get(limits.budget_key)
+        if queue is None:
+            queue = self._queues[limits.budget_key] = _Queue(self._clock, limits.deletes_per_minute)
+        queue.items.append((surface, message_id, 0))
+        if queue.task is None or queue.task.done():
+            queue.task = asyncio.get_running_loop().create_task(queue.work())
+
+    async def idle(self) -> None:
+        """Return once every queued draft has been dealt with."""
+        for queue in list(self._queues.values()):
+            while queue.task is not None and not queue.task.done():
+                await asyncio.shield(queue.task)
+
+    async def aclose(self) -> None:
+        """Stop deleting (what is left stays in its thread)."""
+        self._closed = True
+        for queue in self._queues.values():
+            task, queue.task = queue.task, None
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
