@@ -12,12 +12,19 @@ Slack's budget makes this slow in real time (50 streams share 50 edits a minute)
 minimum edit interval, and the model's token rate. Figures are printed in Slack seconds (real
 seconds × scale), i.e. what a real workspace would see.
 
-Prints: 429s and Retry-After violations per method (target: 0 for chat.update), edits per
-thread, time from the mention to the first visible text (p50/p95, in real seconds: it is our
-processing and one ``chat.postMessage``, which the scale does not speed up), and the lag from the
-model's last token to the exact final text in the thread (p50/p95, in Slack seconds).
+Prints: 429s and Retry-After violations per method (target: 0), edits per thread, time from
+the mention to the first visible text (p50/p95, in real seconds: it is our processing and one
+``chat.postMessage``, which the scale does not speed up), the lag from the model's last token to
+the exact final text in the thread (p50/p95, in Slack seconds; a final posted anew counts from
+when it appears), how long a superseded draft stayed beside it, and the threads left with two
+full copies of their answer (target 0).
 
-    python bench/slack_stream.py [--threads 50] [--tokens 200] [--rate 20] [--scale 10]
+``--streaming native`` lets threads stream with ``chat.startStream`` where the stream budget
+allows (``auto`` does that only when a stream can start at once, ``edit`` never).
+
+    python -m bench.slack_stream [--threads 50] [--channels 10] [--tokens 200] [--rate 20]
+        [--scale 10] [--streaming auto|native|edit]
+    python -m bench.slack_stream --threads 20 --channels 5 --tokens 60 --rate 10
 """
 
 from __future__ import annotations
@@ -74,7 +81,7 @@ class PacedModel:
         return None
 
 
-async def run(threads: int, channels: int, tokens: int, rate: float, scale: float) -> None:
+async def run(threads: int, channels: int, tokens: int, rate: float, scale: float, streaming: str) -> None:
     fake = FakeSlack(time_scale=scale)
     for c in range(channels):
         fake.add_channel(f"CBENCH{c:02d}", f"bench-{c}")
@@ -87,16 +94,25 @@ async def run(threads: int, channels: int, tokens: int, rate: float, scale: floa
             **fake.settings(),
             slack_edits_per_minute=defaults["slack_edits_per_minute"].default * scale,
             slack_min_edit_interval=defaults["slack_min_edit_interval"].default / scale,
+            slack_streaming=streaming,
+            slack_stream_starts_per_minute=defaults["slack_stream_starts_per_minute"].default * scale,
+            slack_stream_appends_per_minute=defaults["slack_stream_appends_per_minute"].default * scale,
+            slack_stream_max_age=defaults["slack_stream_max_age"].default / scale,
         )
         runtime = Runtime(settings, platforms=Platforms(slack=slack), model=model)
         await runtime.start()
         try:
             roots = await mention_all(fake, threads, channels)
             await fake.wait_for(lambda: all(done(fake, model, r, tag) for tag, r in roots.items()), 3600)
+            finals_at = time.monotonic()
+            await fake.wait_for(lambda: all(len(fake.replies(r.channel, r.ts)) == 1 for r, _ in roots.values()),
+                                600 / scale)
+            cleaned = time.monotonic() - finals_at
         finally:
             await runtime.stop()
             await fake.stop()
     report(fake, model, roots, threads, channels, tokens, rate, scale, slack)
+    print(f"every draft deleted {cleaned * scale:.1f} s after the last final text landed")
 
 
 async def mention_all(fake: FakeSlack, threads: int, channels: int) -> dict[str, tuple[Message, float]]:
@@ -112,26 +128,40 @@ def final_text(model: PacedModel, tag: str) -> str:
     return "".join(model.answer(tag)).strip()
 
 
-def reply_of(fake: FakeSlack, root: Message) -> Message | None:
-    replies = fake.replies(root.channel, root.ts)
-    return replies[0] if replies else None
+def bot_replies(fake: FakeSlack, root: Message) -> list[Message]:
+    """Every reply the bot posted in the thread, deleted ones too, oldest first."""
+    return sorted((m for m in fake.workspace.messages.values()
+                   if m.channel == root.channel and m.thread_ts == root.ts and m.bot_id),
+                  key=lambda m: m.ts)
+
+
+def final_shown_at(fake: FakeSlack, model: PacedModel, root: Message, tag: str) -> float | None:
+    """When the exact final text first appeared in the thread (in any of the bot's replies)."""
+    final = final_text(model, tag)
+    times = [m.version_times[m.versions.index(final)] for m in bot_replies(fake, root) if final in m.versions]
+    return min(times) if times else None
 
 
 def done(fake: FakeSlack, model: PacedModel, entry: tuple[Message, float], tag: str) -> bool:
-    reply = reply_of(fake, entry[0])
-    return reply is not None and reply.shown == final_text(model, tag)
+    root = entry[0]
+    final = final_text(model, tag)
+    return any(m.shown == final and not m.deleted for m in bot_replies(fake, root))
 
 
 def report(fake: FakeSlack, model: PacedModel, roots: dict[str, tuple[Message, float]], threads: int,
            channels: int, tokens: int, rate: float, scale: float, slack: SlackSettings) -> None:
     first_visible, lag, edits = [], [], []
+    doubles = 0
     for tag, (root, mentioned) in roots.items():
-        reply = reply_of(fake, root)
-        assert reply is not None
-        first_visible.append(reply.version_times[0] - mentioned)
-        exact = reply.versions.index(final_text(model, tag))
-        lag.append((reply.version_times[exact] - model.last_token[tag]) * scale)
-        edits.append(reply.edits)
+        replies = bot_replies(fake, root)
+        shown = [t for m in replies for v, t in zip(m.versions, m.version_times, strict=True) if v.strip()]
+        first_visible.append(min(shown) - mentioned)
+        landed = final_shown_at(fake, model, root, tag)
+        assert landed is not None
+        lag.append((landed - model.last_token[tag]) * scale)
+        edits.append(sum(m.edits for m in replies))
+        final = final_text(model, tag)
+        doubles += sum(1 for m in replies if not m.deleted and m.shown == final) > 1
     limits = fake.limits
     print(f"{threads} threads in {channels} channels of one workspace; answers of {tokens} tokens "
           f"at {rate:g} tokens/s ({tokens / rate:.0f} s each)")
@@ -149,6 +179,7 @@ def report(fake: FakeSlack, model: PacedModel, roots: dict[str, tuple[Message, f
           f"(processing and one chat.postMessage, which do not speed up; x{scale:g}: "
           f"{p50 * scale:.2f} / {p95 * scale:.2f} s)")
     print(f"last token → exact final text: p50 {percentile(lag, 0.5):.1f} s, p95 {percentile(lag, 0.95):.1f} s")
+    print(f"threads left with two full copies of their answer: {doubles}")
 
 
 def main() -> None:
@@ -158,9 +189,10 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--rate", type=float, default=20.0, help="tokens a second per answer")
     parser.add_argument("--scale", type=float, default=10.0, help="how much faster time runs")
+    parser.add_argument("--streaming", choices=["auto", "native", "edit"], default="auto")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(run(args.threads, args.channels, args.tokens, args.rate, args.scale))
+    asyncio.run(run(args.threads, args.channels, args.tokens, args.rate, args.scale, args.streaming))
 
 
 if __name__ == "__main__":

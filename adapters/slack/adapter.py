@@ -31,6 +31,7 @@ from adapters.slack.listeners import SlackListeners
 from adapters.slack.names import DisplayNames
 from adapters.slack.parse import split_key
 from adapters.slack.socket_mode import SocketLink
+from adapters.slack.streams import StreamSettings, StreamSupport
 from adapters.slack.surface import SlackSurface, slack_limits
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
@@ -98,7 +99,13 @@ class SlackAdapter:
         limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
         names = DisplayNames(api.user, self._clock)
         groups = UserGroups(api.group_members, self._groups, self._clock)
-        self.listeners = SlackListeners(self.core, api, identity, names, groups, limits, self.tasks)
+        streams = StreamSupport(identity.team_id, StreamSettings(
+            config.streaming, config.stream_starts_per_minute, config.stream_appends_per_minute,
+            config.stream_max_age,
+        ))
+        self.listeners = SlackListeners(
+            self.core, api, identity, names, groups, limits, self.tasks, streams
+        )
         self.core.register_surfaces(
             f"slack:{identity.team_id}:", self.listeners.surface, channel_of=_channel_of
         )

@@ -148,6 +148,34 @@ class SlackApi:
             "chat.update", self.client.chat_update(channel=channel, ts=ts, **payload), editing=True
         )
 
+    async def start_stream(
+        self, channel: str, thread_ts: str, chunks: list[dict[str, Any]],
+        recipient: dict[str, str], *, refused: frozenset[str],
+    ) -> str | None:
+        """``chat.startStream`` in ``timeline`` mode; None when Slack answers one of ``refused``."""
+        response = await guarded(
+            "chat.startStream",
+            self.client.chat_startStream(
+                channel=channel, thread_ts=thread_ts, chunks=chunks, task_display_mode="timeline",
+                **recipient,
+            ),
+            ok=refused,
+        )
+        if response is None:
+            return None
+        ts = response.get("ts")
+        if not isinstance(ts, str):
+            raise SurfaceError("Slack chat.startStream answered without a message ts")
+        return ts
+
+    async def append_stream(self, channel: str, ts: str, chunks: list[dict[str, Any]]) -> None:
+        await guarded(
+            "chat.appendStream", self.client.chat_appendStream(channel=channel, ts=ts, chunks=chunks)
+        )
+
+    async def stop_stream(self, channel: str, ts: str) -> None:
+        await guarded("chat.stopStream", self.client.chat_stopStream(channel=channel, ts=ts))
+
     async def drop_buttons(self, channel: str, thread_ts: str, ts: str) -> None:
         """Read the message (``conversations.replies``) and update it without its buttons."""
         response = await guarded(

@@ -31,6 +31,18 @@ class SlackSettings(SettingsBase):
     slack_min_edit_interval: float = Field(default=1.0, ge=0)
     """Seconds between two edits of one Slack message."""
 
+    slack_streaming: Literal["auto", "native", "edit"] = "auto"
+    """How replies stream: ``native`` with ``chat.startStream`` (falling back to edits on any
+    streaming error), ``edit`` by editing one message, ``auto`` native when a stream can start
+    at once and edits otherwise."""
+    slack_stream_starts_per_minute: float = Field(default=15.0, gt=0)
+    """``chat.startStream``/``chat.stopStream`` calls a minute each (Tier 2, about 20)."""
+    slack_stream_appends_per_minute: float = Field(default=80.0, gt=0)
+    """``chat.appendStream`` calls a minute for the workspace (Tier 4, about 100)."""
+    slack_stream_max_age: float = Field(default=240.0, gt=0)
+    """Seconds after which a streamed reply rolls over to a new stream (Slack stops taking
+    appends about five minutes after a stream starts)."""
+
     @field_validator("slack_api_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
@@ -51,6 +63,10 @@ class SlackConfig:
     """The Web API base, ending with a slash."""
     edits_per_minute: float
     min_edit_interval: float
+    streaming: Literal["auto", "native", "edit"] = "auto"
+    stream_starts_per_minute: float = 15.0
+    stream_appends_per_minute: float = 80.0
+    stream_max_age: float = 240.0
 
     @property
     def mode(self) -> Literal["socket", "http"]:
@@ -95,6 +111,10 @@ class SlackConfig:
             api_url=base if base.endswith("/") else base + "/",
             edits_per_minute=settings.slack_edits_per_minute,
             min_edit_interval=settings.slack_min_edit_interval,
+            streaming=settings.slack_streaming,
+            stream_starts_per_minute=settings.slack_stream_starts_per_minute,
+            stream_appends_per_minute=settings.slack_stream_appends_per_minute,
+            stream_max_age=settings.slack_stream_max_age,
         )
 
 

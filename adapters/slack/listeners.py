@@ -34,6 +34,7 @@ from adapters.slack.parse import (
     thread_key,
 )
 from adapters.slack.render import render
+from adapters.slack.streams import StreamSupport
 from adapters.slack.surface import SlackSurface, StatusSupport
 from bot.conversation import Author, Inbound, ThreadKey
 from bot.errors import SurfaceError
@@ -61,11 +62,12 @@ class SlackListeners:
     groups: UserGroups
     limits: SurfaceLimits
     tasks: TaskSet
+    streams: StreamSupport | None = None
     _status: StatusSupport = field(default_factory=StatusSupport, init=False)
     _order: ThreadLocks[ThreadKey] = field(default_factory=ThreadLocks, init=False)
 
     def surface(self, key: ThreadKey) -> SlackSurface:
-        return SlackSurface(self.api, key, self.limits, self._status)
+        return SlackSurface(self.api, key, self.limits, self._status, self.streams)
 
     # --- Bolt listeners (each returns within Slack's 3 s) ------------------------------------
     async def on_message(self, event: dict[str, Any]) -> None:
@@ -99,6 +101,8 @@ class SlackListeners:
             if message.needs_session and not await self.core.has_session(key):
                 return
             inbound = await self._inbound(message, key)
+            if self.streams is not None:  # a native stream of the answer is for this person
+                self.streams.answering(key, message.user)
             surface = self.surface(key)
             try:  # its place in the thread is taken before the next message is prepared
                 work = await self.core.admit(inbound, surface)

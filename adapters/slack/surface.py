@@ -24,6 +24,7 @@ from adapters.slack.api import SlackApi
 from adapters.slack.blocks import message_payload
 from adapters.slack.parse import split_key
 from adapters.slack.render import render
+from adapters.slack.streams import SlackStreams, StreamSupport
 from bot.conversation import ThreadKey
 from bot.errors import MessageTooLong
 from bot.present.surface import Button, SurfaceLimits
@@ -73,13 +74,24 @@ class StatusSupport:
 
 class SlackSurface:
     def __init__(
-        self, api: SlackApi, key: ThreadKey, limits: SurfaceLimits, status: StatusSupport
+        self,
+        api: SlackApi,
+        key: ThreadKey,
+        limits: SurfaceLimits,
+        status: StatusSupport,
+        streams: StreamSupport | None = None,
     ) -> None:
         self._api = api
         self._key = key
         self._limits = limits
         self._status = status
         _, self.channel, self.thread_ts = split_key(key)
+        self.streams: SlackStreams | None = None
+        """Slack's native streaming in this thread (``THREADLINE_SLACK_STREAMING``)."""
+        if streams is not None and streams.enabled:
+            self.streams = SlackStreams(
+                api, streams, self.channel, self.thread_ts, key, direct=self.channel.startswith("D")
+            )
 
     @property
     def thread_key(self) -> ThreadKey:

@@ -214,5 +214,12 @@ class BudgetRegistry:
             self._budgets[limits.budget_key] = budget
         return budget
 
+    def for_key(self, key: str, per_minute: float | None, burst: int = 1) -> EditBudget:
+        """The budget of another rate-limited method (native streams' starts, appends, stops)."""
+        budget = self._budgets.get(key)
+        if budget is None:
+            budget = self._budgets[key] = EditBudget(self._clock, per_minute, burst=burst)
+        return budget
+
     async def aclose(self) -> None:
         await self.sweeper.aclose()

@@ -29,9 +29,10 @@ from bot.engine.events import (
 from bot.errors import SurfaceError
 from bot.present.approval_card import post_card
 from bot.present.budget import BudgetRegistry
+from bot.present.native import NativeReply
 from bot.present.reply import OnPosted, ReplyStream
-from bot.present.surface import Button, Surface
-from bot.present.todo_panel import PersistPanel, TodoPanel
+from bot.present.surface import Button, StreamTask, Surface, TaskStatus, native_streams
+from bot.present.todo_panel import PersistPanel, TodoPanel, plan_of
 from bot.sessions.model import PanelRef
 
 log = logging.getLogger(__name__)
@@ -64,9 +65,16 @@ class Presenter:
         self._on_tool = on_tool
         budget = budgets.get(surface.limits)
         sweeper = budgets.sweeper
-        self._reply = ReplyStream(
+        edits = ReplyStream(
             surface, clock, budget, on_posted, lambda draft: sweeper.discard(surface, draft)
         )
+        streams = native_streams(surface)
+        self._native = (
+            None
+            if streams is None
+            else NativeReply(surface, streams, clock, budgets, edits, on_posted)
+        )
+        self._reply: ReplyStream | NativeReply = edits if self._native is None else self._native
         if stop_button is not None:
             self._reply.set_buttons((stop_button,))
         self._panel = TodoPanel(surface, panel, persist_panel, clock=clock, budget=budget)
@@ -91,14 +99,12 @@ class Presenter:
                 self._paragraph = self._paragraph or turn > 1
                 self._status_while_silent(THINKING)
             case ToolStarted(name=name) if name not in SILENT_TOOLS:
-                self._reply.set_footer(f"_running `{name}`…_")
-                self._status_while_silent(f"running {name}…")
+                self._tool_started(event)
             case ToolFinished(name=name) if name not in SILENT_TOOLS:
-                self._reply.set_footer(None)
-                self._status_while_silent(THINKING)
-                if event.side_effects and self._on_tool is not None:
-                    await self._on_tool(event)
+                await self._tool_finished(event)
             case TodosChanged(todos):
+                if self._native is not None:
+                    self._native.set_plan(*plan_of(todos))
                 await self._panel.update(todos)
             case Notice(text):
                 self._paragraph = True
@@ -109,6 +115,26 @@ class Presenter:
             case Failed(message):
                 gap = "\n\n" if self._reply.has_text else ""
                 await self._end(f"{gap}⚠️ {message}")
+
+    def _tool_started(self, event: ToolStarted) -> None:
+        self._reply.set_footer(f"_running `{event.name}`…_")
+        self._task(event.call_id, event.name, "in_progress")
+        self._status_while_silent(f"running {event.name}…")
+
+    async def _tool_finished(self, event: ToolFinished) -> None:
+        self._reply.set_footer(None)
+        status: TaskStatus = "error" if event.is_error else "complete"
+        self._task(event.call_id, event.name, status, event.summary or None)
+        self._status_while_silent(THINKING)
+        if event.side_effects and self._on_tool is not None:
+            await self._on_tool(event)
+
+    def _task(
+        self, call_id: str, name: str, status: TaskStatus, details: str | None = None
+    ) -> None:
+        """A tool call as a task card in a natively streamed reply."""
+        if self._native is not None:
+            self._native.set_task(StreamTask(f"call-{call_id}", f"`{name}`", status, details))
 
     async def _card(self, request: ApprovalRequest) -> None:
         """The reply so far lands first, then the card below it."""

@@ -22,7 +22,7 @@ from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLim
 from bot.present.budget import EditBudget, Priority
 from bot.present.reply import MAX_FAILURES, TIGHTER
 from bot.present.split import MIN_LIMIT
-from bot.present.surface import Surface
+from bot.present.surface import StreamTask, Surface, TaskStatus
 from bot.sessions.model import PanelRef, Todo
 
 log = logging.getLogger(__name__)
@@ -220,3 +220,20 @@ class TodoPanel:
         if ref != self._ref:
             self._ref = ref
             await self._persist(ref)
+
+
+PLAN_STATUS: dict[str, TaskStatus] = {
+    "pending": "pending",
+    "in_progress": "in_progress",
+    "completed": "complete",
+}
+
+
+def plan_of(todos: Sequence[Todo]) -> tuple[str, list[StreamTask]]:
+    """The todo list as a plan in a natively streamed reply: its title and one task per item."""
+    done = sum(1 for t in todos if t.status == "completed")
+    items = [
+        StreamTask(f"todo-{i}", " ".join(t.content.split()) or "…", PLAN_STATUS.get(t.status, "pending"))
+        for i, t in enumerate(todos)
+    ]
+    return f"Plan · {done}/{len(todos)} done", items

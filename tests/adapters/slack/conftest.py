@@ -33,6 +33,8 @@ PLATFORM_ENV = (
 )
 FAST = {"slack_min_edit_interval": 0.05, "slack_edits_per_minute": 6000.0}
 """Edit pacing for tests that are not about the budget."""
+EDITED = {"slack_streaming": "edit"}
+"""Replies by edits unless a test asks for native streaming (``slack_streaming="auto"``)."""
 
 
 def echo(request: ModelRequest) -> Step:
@@ -126,7 +128,7 @@ async def slack_world(
     monkeypatch.chdir(tmp_path)
     fake = fake or FakeSlack(mode=mode)
     await fake.start()
-    values = {**FAST, **settings}
+    values = {**FAST, **EDITED, **settings}
     config, platforms = configure(
         data_dir=tmp_path / "data", http_port=0, playground=False, **fake.settings(), **values
     )

@@ -118,9 +118,12 @@ class Message:
     def as_event(self) -> dict[str, Any]:
         """The message as Slack puts it in events and API answers."""
         out: dict[str, Any] = {"type": "message", "ts": self.ts, "text": self.text}
+        if self.markdown_text is not None and not self.blocks:  # how Slack shows markdown_text
+            out["text"] = self.markdown_text
+            out["blocks"] = [{"type": "markdown", "text": self.markdown_text}]
         if self.user is not None:
             out["user"] = self.user
-        for name in ("thread_ts", "bot_id", "subtype", "blocks"):
+        for name in ("thread_ts", "bot_id", "subtype") + (() if "blocks" in out else ("blocks",)):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.bot_id is not None:
