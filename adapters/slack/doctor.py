@@ -40,6 +40,7 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         )
         wanted = BOT_SCOPES | ({GROUP_SCOPE} if configured_groups(settings) else set())
         lines.append(_scopes(response.headers.get("x-oauth-scopes"), wanted))
+        lines.append(_streaming(config))
         if config.app_token is not None:
             lines.append(await _socket_mode(client, config.app_token.get_secret_value(), where))
         else:
@@ -76,6 +77,20 @@ async def _socket_mode(client: AsyncWebClient, app_token: str, where: str) -> Li
     except UNREACHABLE as exc:
         return (False, f"could not reach the Slack API{where} to open Socket Mode: {_reason(exc)}")
     return (True, "app token works: Socket Mode can connect")
+
+
+def _streaming(config: SlackConfig) -> Line:
+    """What ``THREADLINE_SLACK_STREAMING`` makes of answers."""
+    if config.streaming == "edit":
+        return (None, "answers stream by editing one message (THREADLINE_SLACK_STREAMING=edit)")
+    how = "whenever Slack allows" if config.streaming == "native" else "when a stream can start at once"
+    return (
+        True,
+        f"answers stream natively with chat.startStream {how}, edits otherwise "
+        f"(THREADLINE_SLACK_STREAMING={config.streaming}; {config.stream_starts_per_minute:g} "
+        f"starts and {config.stream_appends_per_minute:g} appends a minute, rollover after "
+        f"{config.stream_max_age:g} s)",
+    )
 
 
 def _reason(exc: BaseException) -> str:

@@ -36,14 +36,13 @@ MAX_CHARS = 10_000
 REMEMBERED_CHANNELS = 10_000
 FINAL_RESERVE = 1
 """One ``chat.update`` of the budget is kept for a final text."""
-FRESH_FINAL_AFTER = 1.0
-"""A final text the workspace's ``chat.update`` budget would hold back longer is posted anew
-(``chat.postMessage`` is limited per channel, not per workspace) and the draft deleted."""
-DELETES_PER_MINUTE = 45.0
-"""``chat.delete`` is Tier 3 (about 50 a minute for the workspace); drafts go a little slower."""
 
 
 def slack_limits(team_id: str, edits_per_minute: float, min_edit_interval: float) -> SurfaceLimits:
+    """A final text that the workspace's ``chat.update`` budget would hold back for longer than
+    one edit's turn is posted anew (``chat.postMessage`` is limited per channel, not per
+    workspace) and the draft deleted; ``chat.delete`` is Tier 3 like ``chat.update``, so drafts
+    are deleted at the edit budget's pace (a budget of their own)."""
     return SurfaceLimits(
         max_chars=MAX_CHARS,
         min_edit_interval=min_edit_interval,
@@ -51,8 +50,8 @@ def slack_limits(team_id: str, edits_per_minute: float, min_edit_interval: float
         budget_key=f"slack:{team_id}",
         can_pin=True,
         final_reserve=FINAL_RESERVE,
-        fresh_final_after=FRESH_FINAL_AFTER,
-        deletes_per_minute=DELETES_PER_MINUTE,
+        fresh_final_after=60.0 / edits_per_minute,
+        deletes_per_minute=edits_per_minute,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from pydantic import ValidationError
 
 from adapters.platforms import Platforms
 from adapters.runtime import Runtime
@@ -91,11 +92,30 @@ async def test_a_refused_token_stops_the_start_in_plain_words(
 
 async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
     lines = await doctor(tmp_path, **fake.settings())
-    assert [ok for ok, _ in lines if ok is not None] == [True, True, True]
+    assert [ok for ok, _ in lines if ok is not None] == [True, True, True, True]
     text = "\n".join(t for _, t in lines)
     assert "@threadline in workspace Fake Workspace (T0FAKE)" in text
     assert "Socket Mode can connect" in text
     assert BOT_TOKEN not in text and APP_TOKEN not in text
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [("auto", "when a stream can start at once"), ("native", "whenever Slack allows"),
+     ("edit", "by editing one message")],
+)
+async def test_doctor_says_how_answers_stream(
+    tmp_path: Path, fake: FakeSlack, mode: str, words: str
+) -> None:
+    lines = await doctor(tmp_path, **fake.settings(), slack_streaming=mode)
+    line = next(text for _, text in lines if "THREADLINE_SLACK_STREAMING" in text)
+    assert words in line and f"THREADLINE_SLACK_STREAMING={mode}" in line
+
+
+def test_an_unknown_streaming_mode_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError) as error:
+        settings(tmp_path, slack_streaming="sometimes")
+    assert "slack_streaming" in str(error.value)
 
 
 async def test_doctor_with_a_wrong_bot_token(tmp_path: Path, fake: FakeSlack) -> None:
