@@ -40,7 +40,7 @@ FINAL_RESERVE = 1
 
 def slack_limits(team_id: str, edits_per_minute: float, min_edit_interval: float) -> SurfaceLimits:
     """A final text that the workspace's ``chat.update`` budget would hold back for longer than
-    one edit's turn is posted anew (``chat.postMessage`` is limited per channel, not per
+    one edit's turn (or the interval between edits of a message) is posted anew (``chat.postMessage`` is limited per channel, not per
     workspace) and the draft deleted; ``chat.delete`` is Tier 3 like ``chat.update``, so drafts
     are deleted at the edit budget's pace (a budget of their own)."""
     return SurfaceLimits(
@@ -50,7 +50,7 @@ def slack_limits(team_id: str, edits_per_minute: float, min_edit_interval: float
         budget_key=f"slack:{team_id}",
         can_pin=True,
         final_reserve=FINAL_RESERVE,
-        fresh_final_after=60.0 / edits_per_minute,
+        fresh_final_after=max(min_edit_interval, 60.0 / edits_per_minute),
         deletes_per_minute=edits_per_minute,
     )
 

@@ -34,13 +34,14 @@ async def test_a_429_storm_on_edits_still_lands_the_exact_final_text(
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} go")
         await world.fake.wait_for(lambda: bool(world.fake.replies("CGENERAL", root.ts)))
         model.release()
-        replies = await world.answered(root)
-        await world.fake.wait_for(lambda: replies[0].shown == "First words and the rest of it.")
-        assert world.fake.limits.rejected["chat.update"] == 4
+        final = "First words and the rest of it."
+        # the final lands by an edit once the 429s are waited out, or, when that wait is longer
+        # than an edit's turn, as a new message whose draft is then deleted: one copy either way
+        await world.fake.wait_for(
+            lambda: [m.shown for m in world.fake.replies("CGENERAL", root.ts)] == [final]
+        )
+        assert world.fake.limits.rejected["chat.update"] >= 1
         assert world.fake.limits.violations["chat.update"] == 0  # every Retry-After was honoured
-        assert [m.shown for m in world.fake.replies("CGENERAL", root.ts)] == [
-            "First words and the rest of it."
-        ]
 
 
 async def test_a_429_on_posting_is_waited_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
