@@ -48,6 +48,10 @@ FINAL_RESERVE = 1
 TYPING_EVERY = 8.0
 """Discord shows "is typing…" for 10 s after each request."""
 TYPING_SHARE = 0.5
+INTERIM_SHARE = 0.3
+"""Interim edits use at most this share of the global pace, and are skipped (the next one
+carries their text) rather than queued when it is taken: when many answers end at once, their
+final edits and the first words of new answers never wait behind interim edits."""
 """The typing indicator is sent only while under half of the global pace is in use."""
 NO_PINGS = discord.AllowedMentions(everyone=False, users=False, roles=False, replied_user=False)
 
@@ -109,7 +113,9 @@ class DiscordSurface:
         self._stop_typing()  # Discord ends the typing indicator when the message arrives
         return str(message.id)
 
-    async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None:
+    async def edit(
+        self, message_id: str, text: str, buttons: Sequence[Button] = (), *, final: bool = False
+    ) -> None:
         _check_length(text)
         view = build_view(buttons)
         target = self._channel.get_partial_message(int(message_id))
@@ -117,6 +123,7 @@ class DiscordSurface:
             "edit a message",
             lambda: target.edit(content=text, view=view, allowed_mentions=NO_PINGS),
             messages=True,
+            share=1.0 if final else INTERIM_SHARE,
         ), editing=True)
 
     async def drop_buttons(self, message_id: str) -> None:
@@ -214,12 +221,16 @@ class DiscordSurface:
         return [m async for m in self._channel.pins(limit=None)]
 
     async def _call(
-        self, what: str, make: Callable[[], Awaitable[T]], *, messages: bool = False, paced: bool = True
+        self, what: str, make: Callable[[], Awaitable[T]], *, messages: bool = False,
+        paced: bool = True, share: float = 1.0,
     ) -> T:
         link = self._link
         if messages and (wait := link.watch.wait_for_messages(self._id)) > 0:
             raise SurfaceRateLimited(wait, "the channel's message bucket is empty")
-        if paced:
+        if paced and share < 1.0 and not link.pacer.try_acquire(share):
+            # an interim edit gives way to finals and first words; the next one carries its text
+            raise SurfaceRateLimited(0.0, "many threads are streaming: this interim edit waits")
+        if paced and share >= 1.0:
             await link.pacer.acquire()
         try:
             with link.watch.surface_call():

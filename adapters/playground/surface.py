@@ -70,7 +70,9 @@ class PlaygroundSurface:
         await self._state.flush()  # a posted message is kept, as a platform keeps it
         return message.id
 
-    async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None:
+    async def edit(
+        self, message_id: str, text: str, buttons: Sequence[Button] = (), *, final: bool = False
+    ) -> None:
         _check_length(text)
         try:
             self._state.edit(self._thread_id, message_id, text, _buttons(buttons))

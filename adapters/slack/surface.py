@@ -107,7 +107,9 @@ class SlackSurface:
         _check_length(text)
         return await self._api.post(self.channel, self.thread_ts, message_payload(text, buttons))
 
-    async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None:
+    async def edit(
+        self, message_id: str, text: str, buttons: Sequence[Button] = (), *, final: bool = False
+    ) -> None:
         _check_length(text)
         await self._api.update(self.channel, message_id, message_payload(text, buttons))
 

@@ -147,7 +147,7 @@ async def update_card(
     text = card_parts(request, _room(surface), note)[-1]
     for attempt in range(1, POST_ATTEMPTS + 1):
         try:
-            await surface.edit(request.card_id, surface.render(text), buttons(request))
+            await surface.edit(request.card_id, surface.render(text), buttons(request), final=True)
             return
         except SurfaceRateLimited as exc:
             await clock.sleep(exc.retry_after)

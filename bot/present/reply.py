@@ -306,7 +306,7 @@ class ReplyStream:
         elif op.kind == "edit":
             msg = self._messages[op.index]
             msg.touched = now
-            await self._surface.edit(msg.id, op.text, op.buttons)
+            await self._surface.edit(msg.id, op.text, op.buttons, final=self._final is not None)
             msg.text, msg.sealed, msg.buttons = op.text, op.seal, op.buttons
         else:
             await self._drop_from(op.index)

@@ -61,7 +61,12 @@ class Surface(Protocol):
         """Post a message in the thread; returns its id."""
         ...
 
-    async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None: ...
+    async def edit(
+        self, message_id: str, text: str, buttons: Sequence[Button] = (), *, final: bool = False
+    ) -> None:
+        """``final``: the last edit of a reply or an approval card, which goes before interim
+        edits where the platform's pacing has a choice (Discord's global limit)."""
+        ...
 
     async def drop_buttons(self, message_id: str) -> None:
         """Remove the buttons of a message the bot posted, leaving its text as it is (a Stop

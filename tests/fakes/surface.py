@@ -157,7 +157,9 @@ class RecordingSurface:
         self._log("post", message_id, text)
         return message_id
 
-    async def edit(self, message_id: str, text: str, buttons: Sequence[Button] = ()) -> None:
+    async def edit(
+        self, message_id: str, text: str, buttons: Sequence[Button] = (), *, final: bool = False
+    ) -> None:
         message = self._message(message_id)
         await self._enter("edit", message_id, text)
         if message_id in self._refused:

@@ -287,6 +287,7 @@ class WebApi:
             raise SlackError("msg_too_long")
         if added or chunks:
             message.markdown_text = (message.markdown_text or "") + added
+            message.text = message.markdown_text  # what notifications and the API show
             message.record()
             self.workspace.changed()
 
