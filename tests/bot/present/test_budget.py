@@ -147,3 +147,40 @@ def test_registry_gives_one_budget_per_key() -> None:
     slack = SurfaceLimits(4000, 1.0, 50, "slack:T1")
     assert registry.get(slack) is registry.get(SurfaceLimits(4000, 1.0, 50, "slack:T1"))
     assert registry.get(slack) is not registry.get(SurfaceLimits(4000, 1.0, 50, "slack:T2"))
+
+
+def test_a_final_may_use_the_edit_kept_in_hand_and_interim_edits_wait_for_it() -> None:
+    sched = EditScheduler(30, reserve=1)  # one edit every 2 s, one kept for finals
+    sched.request("a", Priority.INTERIM)
+    sched.grant("a", 0.0)
+    sched.request("b", Priority.INTERIM)
+    assert sched.due("b", 0.5) == 2.0, "interim edits keep the pace"
+    sched.cancel("b")
+    sched.request("final", Priority.FINAL)
+    assert sched.due("final", 0.5) == 0.5, "the final goes at once"
+    sched.grant("final", 0.5)
+    sched.request("b", Priority.INTERIM)
+    assert sched.due("b", 0.6) == 4.0, "the reserve refills before interim edits go on"
+
+
+def test_an_unforeseen_429_slows_the_pace_and_edits_that_go_through_recover_it() -> None:
+    sched = EditScheduler(60)  # 1 s apart
+    sched.pause(5.0, now=0.0)  # the pace said there was room: the platform allows less
+    assert sched.interval == pytest.approx(1.25)
+    assert sched.ready_at() == 5.0
+    sched.grant("a", 5.0)
+    sched.pause(5.5, now=5.1)  # foreseen (the pace had no room yet): no slower
+    assert sched.interval == pytest.approx(1.25 * 0.97)
+    for i in range(100):
+        sched.grant("a", 10.0 + i * 2)
+    assert sched.interval == pytest.approx(1.0), "never above the documented rate"
+
+
+def test_the_wait_estimate_counts_the_finals_queued_ahead() -> None:
+    sched = EditScheduler(60)
+    sched.grant("x", 0.0)
+    assert sched.wait_estimate(0.0) == pytest.approx(1.0)
+    sched.request("a", Priority.FINAL)
+    sched.request("b", Priority.FINAL)
+    sched.request("c", Priority.INTERIM)
+    assert sched.wait_estimate(0.0) == pytest.approx(3.0), "two finals first, then ours"
