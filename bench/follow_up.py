@@ -75,7 +75,9 @@ def first_text_after(times: list[tuple[float, str]], since: float) -> float:
 def new_reply_text(fake: FakeSlack, root: Message, since: float) -> float:
     """When a reply posted after ``since`` first showed text."""
     new = [m for m in _slack_replies(fake, root) if m.version_times[0] >= since]
-    return first_text_after([(t, v) for m in new for v, t in zip(m.versions, m.version_times, strict=True)], since)
+    return first_text_after(
+        [(t, v) for m in new for v, t in zip(m.versions, m.version_times, strict=True)], since
+    )
 
 
 async def slack(trials: int, model: PacedModel) -> tuple[list[float], list[float]]:
@@ -83,8 +85,12 @@ async def slack(trials: int, model: PacedModel) -> tuple[list[float], list[float
     await fake.start()
     fresh, follow = [], []
     with tempfile.TemporaryDirectory() as data:
-        settings = Settings(data_dir=Path(data), http_port=0, playground=False, workspace_tools=False)
-        runtime = Runtime(settings, platforms=Platforms(slack=SlackSettings(**fake.settings())), model=model)
+        settings = Settings(
+            data_dir=Path(data), http_port=0, playground=False, workspace_tools=False
+        )
+        runtime = Runtime(
+            settings, platforms=Platforms(slack=SlackSettings(**fake.settings())), model=model
+        )
         await runtime.start()
         try:
             for _ in range(trials):
@@ -104,12 +110,19 @@ async def slack(trials: int, model: PacedModel) -> tuple[list[float], list[float
 
 
 def _slack_replies(fake: FakeSlack, root: Message) -> list[Message]:
-    return [m for m in fake.workspace.messages.values()
-            if m.channel == root.channel and m.thread_ts == root.ts and m.bot_id]
+    return [
+        m
+        for m in fake.workspace.messages.values()
+        if m.channel == root.channel and m.thread_ts == root.ts and m.bot_id
+    ]
 
 
 def _slack_versions(fake: FakeSlack, root: Message) -> list[tuple[float, str]]:
-    return [(t, v) for m in _slack_replies(fake, root) for v, t in zip(m.versions, m.version_times, strict=True)]
+    return [
+        (t, v)
+        for m in _slack_replies(fake, root)
+        for v, t in zip(m.versions, m.version_times, strict=True)
+    ]
 
 
 def _slack_shows(fake: FakeSlack, root: Message, text: str) -> bool:
@@ -129,7 +142,11 @@ async def discord(trials: int, model: PacedModel) -> tuple[list[float], list[flo
 
     def on_event(event: str, ref: dict[str, Any]) -> None:
         message = world.messages.get(int(ref.get("message") or ref.get("id") or 0))
-        if event in ("MESSAGE_CREATE", "MESSAGE_UPDATE") and message is not None and message.author.id == world.bot.id:
+        if (
+            event in ("MESSAGE_CREATE", "MESSAGE_UPDATE")
+            and message is not None
+            and message.author.id == world.bot.id
+        ):
             shown_at.append((clock.monotonic(), message.channel_id))
             if event == "MESSAGE_CREATE":
                 posted_at.append((clock.monotonic(), message.channel_id))
@@ -138,8 +155,12 @@ async def discord(trials: int, model: PacedModel) -> tuple[list[float], list[flo
     fresh, follow = [], []
     with tempfile.TemporaryDirectory() as data:
         settings = Settings(_env_file=None, data_dir=Path(data), playground=False)
-        values = DiscordSettings(_env_file=None, discord_token=fake.token, discord_api_base=fake.api_base,
-                                 discord_gateway_url=fake.gateway_url)
+        values = DiscordSettings(
+            _env_file=None,
+            discord_token=fake.token,
+            discord_api_base=fake.api_base,
+            discord_gateway_url=fake.gateway_url,
+        )
         core = Core.create(settings, clock=clock, model=model)
         await core.start()
         adapter = DiscordAdapter(core, settings, values)
@@ -148,7 +169,9 @@ async def discord(trials: int, model: PacedModel) -> tuple[list[float], list[flo
             await fake.wait_for(lambda: fake.gateway.live_sessions(), 30)
             for n in range(trials):
                 thread = world.add_thread(channel, f"thread {n}", person)
-                both = split_message(discord_render(model.answer(1)), SPLIT_AT) + split_message(discord_render(model.answer(2)), SPLIT_AT)
+                both = split_message(discord_render(model.answer(1)), SPLIT_AT) + split_message(
+                    discord_render(model.answer(2)), SPLIT_AT
+                )
                 asked = clock.monotonic()
                 model.ended.clear()
                 fake.say(thread, person, f"<@{world.bot.id}> hello")
@@ -174,7 +197,10 @@ async def run(trials: int, tokens: int, rate: float) -> None:
     for platform, measure in (("Slack", slack), ("Discord", discord)):
         fresh, follow = await measure(trials, PacedModel(tokens, rate))
         print(f"{platform}: " + line("first visible text after a fresh mention", fresh))
-        print(f"{platform}: " + line("first visible text after a follow-up right after an answer", follow))
+        print(
+            f"{platform}: "
+            + line("first visible text after a follow-up right after an answer", follow)
+        )
 
 
 def main() -> None:

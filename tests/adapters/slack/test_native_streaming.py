@@ -30,7 +30,9 @@ async def test_an_answer_streams_natively_to_the_person_who_asked(
     model = ScriptedModel([text("First words", " and the rest", " of it.")])
     async with slack_world(tmp_path, monkeypatch, model=model, **NATIVE) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} go")
-        await world.fake.wait_for(lambda: [m.shown for m in bot_replies(world.fake, root)] == [FINAL])
+        await world.fake.wait_for(
+            lambda: [m.shown for m in bot_replies(world.fake, root)] == [FINAL]
+        )
         await world.idle()
         [reply] = bot_replies(world.fake, root)
         assert not reply.streaming, "the stream was stopped at the end"
@@ -42,13 +44,21 @@ async def test_an_answer_streams_natively_to_the_person_who_asked(
 async def test_tool_calls_are_task_cards_and_the_todos_a_plan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    todos = {"todos": [{"content": "Look it up", "status": "in_progress"},
-                       {"content": "Answer", "status": "pending"}]}
-    model = ScriptedModel([
-        step(call("todo_write", todos, say="Let me look."),
-             call("recall", {"query": "deploy"}, index=1, provider_id="c1")),
-        text(" Found nothing."),
-    ])
+    todos = {
+        "todos": [
+            {"content": "Look it up", "status": "in_progress"},
+            {"content": "Answer", "status": "pending"},
+        ]
+    }
+    model = ScriptedModel(
+        [
+            step(
+                call("todo_write", todos, say="Let me look."),
+                call("recall", {"query": "deploy"}, index=1, provider_id="c1"),
+            ),
+            text(" Found nothing."),
+        ]
+    )
     async with slack_world(tmp_path, monkeypatch, model=model, **NATIVE) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} what about deploys?")
         await world.fake.wait_for(
@@ -74,7 +84,9 @@ async def test_an_expired_stream_is_finished_by_editing_it(
         await world.fake.wait_for(lambda: any(m.streaming for m in bot_replies(world.fake, root)))
         world.fake.api.stream_ttl = 0.0  # message_not_in_streaming_state from now on
         model.release()
-        await world.fake.wait_for(lambda: [m.shown for m in bot_replies(world.fake, root)] == [FINAL])
+        await world.fake.wait_for(
+            lambda: [m.shown for m in bot_replies(world.fake, root)] == [FINAL]
+        )
         await world.idle()
         assert calls(world.fake, "chat.appendStream", "message_not_in_streaming_state") != []
         assert [m.shown for m in bot_replies(world.fake, root)] == [FINAL], "the same message, once"
@@ -122,7 +134,9 @@ async def test_a_429_storm_on_every_method_at_once(
         await world.fake.wait_for(lambda: any(m.shown for m in bot_replies(world.fake, root)))
         world.fake.limits.storm_all(3, retry_after=0.3)
         model.release()
-        await world.fake.wait_for(lambda: [m.shown for m in bot_replies(world.fake, root)] == [FINAL], 15)
+        await world.fake.wait_for(
+            lambda: [m.shown for m in bot_replies(world.fake, root)] == [FINAL], 15
+        )
         await world.idle()
         assert sum(world.fake.limits.rejected.values()) >= 3
         assert world.fake.limits.violations.total() == 0, "every Retry-After was honoured"
@@ -138,7 +152,9 @@ async def test_a_restart_mid_stream_closes_the_stream_and_the_answer_goes_on_onc
         await world.fake.wait_for(lambda: any(m.streaming for m in bot_replies(world.fake, root)))
         await world.restart()
         model.release()
-        await world.fake.wait_for(lambda: len(bot_replies(world.fake, root)) == 2)  # the word after it
+        await world.fake.wait_for(
+            lambda: len(bot_replies(world.fake, root)) == 2
+        )  # the word after it
         await world.idle()
         partial, notice = bot_replies(world.fake, root)
         assert partial.shown == "Half an ans", "what was streamed stays as it was"
@@ -146,7 +162,9 @@ async def test_a_restart_mid_stream_closes_the_stream_and_the_answer_goes_on_onc
         assert "restarted" in notice.shown
 
         await world.fake.say("UADA", "CGENERAL", "go on", thread_ts=root.ts)
-        await world.fake.wait_for(lambda: any(m.shown == whole for m in bot_replies(world.fake, root)))
+        await world.fake.wait_for(
+            lambda: any(m.shown == whole for m in bot_replies(world.fake, root))
+        )
         await world.idle()
         shown = [m.shown for m in bot_replies(world.fake, root)]
         assert shown == ["Half an ans", notice.shown, whole], "continued once, in a new message"

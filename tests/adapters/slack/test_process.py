@@ -20,9 +20,15 @@ WAIT = 30.0
 
 
 @asynccontextmanager
-async def threadline(tmp_path: Path, fake: FakeSlack, delay: str) -> AsyncIterator[asyncio.subprocess.Process]:
+async def threadline(
+    tmp_path: Path, fake: FakeSlack, delay: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
     """``threadline run`` with Slack tokens for ``fake``, native streaming, the demo model."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+    }
     env |= {name.upper(): value for name, value in fake.settings().items()}
     env |= {
         "THREADLINE_DATA_DIR": str(tmp_path / "data"), "THREADLINE_HTTP_PORT": str(free_port()),
@@ -35,7 +41,9 @@ async def threadline(tmp_path: Path, fake: FakeSlack, delay: str) -> AsyncIterat
         cwd=tmp_path, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )  # fmt: skip
     try:
-        await fake.wait_for(lambda: fake.socket.opened > opened and bool(fake.socket.connections), WAIT)
+        await fake.wait_for(
+            lambda: fake.socket.opened > opened and bool(fake.socket.connections), WAIT
+        )
         yield proc
     finally:
         if proc.returncode is None:
@@ -52,29 +60,43 @@ def streamed(fake: FakeSlack) -> int:
     return sum(1 for c in fake.api.calls if c.method == "chat.startStream" and c.outcome == "ok")
 
 
-async def test_an_answer_streams_natively_and_a_kill_mid_stream_leaves_none_open(tmp_path: Path) -> None:
+async def test_an_answer_streams_natively_and_a_kill_mid_stream_leaves_none_open(
+    tmp_path: Path,
+) -> None:
     fake = FakeSlack()
     await fake.start()
     try:
         async with threadline(tmp_path, fake, "0") as _:
             root = await fake.say("UADA", "CGENERAL", f"{MENTION} hello there")
-            await fake.wait_for(lambda: streamed(fake) == 1 and bool(bot_replies(fake, root))
-                                and not any(m.streaming for m in bot_replies(fake, root)), WAIT)
+            await fake.wait_for(
+                lambda: (
+                    streamed(fake) == 1
+                    and bool(bot_replies(fake, root))
+                    and not any(m.streaming for m in bot_replies(fake, root))
+                ),
+                WAIT,
+            )
             [answer] = bot_replies(fake, root)
             assert answer.shown.strip(), "the streamed answer shows its text"
 
         async with threadline(tmp_path, fake, "0.3") as proc:
             second = await fake.say("UADA", "CGENERAL", f"{MENTION} tell me more about yourself")
-            await fake.wait_for(lambda: any(m.streaming and m.shown for m in bot_replies(fake, second)), WAIT)
+            await fake.wait_for(
+                lambda: any(m.streaming and m.shown for m in bot_replies(fake, second)), WAIT
+            )
             stream = next(m for m in bot_replies(fake, second) if m.streaming)
-            await until_true(lambda: stop_recorded(tmp_path / "data" / "threadline.sqlite3", stream.ts))
+            await until_true(
+                lambda: stop_recorded(tmp_path / "data" / "threadline.sqlite3", stream.ts)
+            )
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
         cut = next(m for m in bot_replies(fake, second) if m.streaming)
         partial = cut.shown
 
         async with threadline(tmp_path, fake, "0"):
-            await fake.wait_for(lambda: not cut.streaming and len(bot_replies(fake, second)) >= 2, WAIT)
+            await fake.wait_for(
+                lambda: not cut.streaming and len(bot_replies(fake, second)) >= 2, WAIT
+            )
             assert cut.shown.startswith(partial.strip()), "what was streamed stays"
             texts = [m.shown for m in bot_replies(fake, second) if m.shown.strip()]
             assert len(texts) == len(set(texts)), "nothing is shown twice"

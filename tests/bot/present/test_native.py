@@ -44,7 +44,9 @@ class Streams:
         self._note(tasks, plan)
         return stream
 
-    async def append(self, stream_id: str, text: str, tasks: Sequence[StreamTask], plan: str | None) -> None:
+    async def append(
+        self, stream_id: str, text: str, tasks: Sequence[StreamTask], plan: str | None
+    ) -> None:
         self._enter("append")
         if stream_id not in self.open:
             raise SurfaceError("message_not_in_streaming_state")
