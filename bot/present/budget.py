@@ -209,7 +209,10 @@ class BudgetRegistry:
         budget = self._budgets.get(limits.budget_key)
         if budget is None:
             budget = EditBudget(
-                self._clock, limits.edits_per_minute, burst=self._burst, reserve=limits.final_reserve
+                self._clock,
+                limits.edits_per_minute,
+                burst=self._burst,
+                reserve=limits.final_reserve,
             )
             self._budgets[limits.budget_key] = budget
         return budget

@@ -233,7 +233,9 @@ def plan_of(todos: Sequence[Todo]) -> tuple[str, list[StreamTask]]:
     """The todo list as a plan in a natively streamed reply: its title and one task per item."""
     done = sum(1 for t in todos if t.status == "completed")
     items = [
-        StreamTask(f"todo-{i}", " ".join(t.content.split()) or "…", PLAN_STATUS.get(t.status, "pending"))
+        StreamTask(
+            f"todo-{i}", " ".join(t.content.split()) or "…", PLAN_STATUS.get(t.status, "pending")
+        )
         for i, t in enumerate(todos)
     ]
     return f"Plan · {done}/{len(todos)} done", items
