@@ -262,6 +262,7 @@ class Core:
                 await self.supervisor.drive(session, author, surface, resume=True, notice=notice)
                 return
             arrived, session.inbox = session.inbox, []
+            session.state = RunState.RUNNING  # stored with the message: a crash now is a cut-off run
             await self.store.append_messages(session, arrived)
             await self.supervisor.drive(session, author, surface, notice=notice)
 

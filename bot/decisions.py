@@ -19,7 +19,8 @@ from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
 from bot.engine.prompt import open_calls
-from bot.present.approval_card import update_card
+from bot.errors import SurfaceError
+from bot.present.approval_card import post_card, update_card
 from bot.present.surface import Surface
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
@@ -144,7 +145,8 @@ class Decisions:
     async def recover(self, key: ThreadKey, surface: Surface) -> None:
         """After a restart: a paused run whose requests were all decided before it (the process
         died between the decision and its card or its resume) shows the decisions on their
-        cards and goes on."""
+        cards and goes on; a request whose card never showed (the process died before posting
+        it) gets its card now."""
         async with self.locks.hold(key):
             session = await self.sessions.load_session(key, self.clock.now())
             if session.state is not RunState.AWAITING_APPROVAL:
@@ -154,7 +156,18 @@ class Decisions:
             for request in found.values():
                 if not request.pending:
                     await update_card(surface, self.clock, request)
+                elif request.card_id is None:
+                    await self._post_late_card(request, surface)
         await self.resume(key, surface)
+
+    async def _post_late_card(self, request: ApprovalRequest, surface: Surface) -> None:
+        try:
+            card_id = await post_card(surface, self.clock, request)
+        except SurfaceError:
+            log.warning("could not post the card of approval %s in %s", request.id, request.key)
+            return
+        await self.store.set_approval_card(request.id, card_id)
+        log.info("approval %s in %s: its card is shown after a restart", request.id, request.key)
 
     async def _show_and_resume(self, request: ApprovalRequest, surface: Surface | None) -> None:
         key = ThreadKey(request.key)

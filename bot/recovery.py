@@ -64,11 +64,12 @@ class Recovery:
             await self.repair(session, surface)
             if session.state is RunState.AWAITING_APPROVAL:
                 return  # the click resumes it
-            session.state = RunState.IDLE
-            await self._store.save_state(session)
+            # until the run below stores its own state, the thread stays cut off: a crash in
+            # between finds it so again
             if session.inbox:
                 first = session.inbox[0]
                 arrived, session.inbox = session.inbox, []
+                session.state = RunState.RUNNING
                 await self._store.append_messages(session, arrived)
                 await self._supervisor.drive(session, _author_of(first), surface)
             elif not again and (asked := _unanswered(session.messages)) is not None:
@@ -76,6 +77,8 @@ class Recovery:
                     session, _author_of(asked), surface, notice=RESUMING, state=RunState.RESUMED
                 )
             else:
+                session.state = RunState.IDLE
+                await self._store.save_state(session)
                 await self._supervisor.say(session, surface, RESTARTED)
 
     async def paused(self, key: ThreadKey, surface: Surface) -> None:

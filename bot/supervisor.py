@@ -99,6 +99,7 @@ class Supervisor:
                 session.stop_buttons = []  # the presenter's last edit removed them
                 session.updated_at = self.clock.now()
                 await self.store.save_state(session)
+                log.info("the run in %s ended: %s", session.key, _outcome(result))
                 resume, notice, state = False, None, RunState.RUNNING
                 if result.paused or not session.inbox:
                     break  # a Stop ends the run; messages that arrived before it are answered now
@@ -178,3 +179,9 @@ class Supervisor:
             stop_button=stop,
             on_tool=on_tool,
         )
+
+
+def _outcome(result: RunResult) -> str:
+    if result.paused:
+        return "paused for an approval"
+    return "answered" if result.ok else f"failed ({result.message})"

@@ -18,6 +18,7 @@ from tests.fakes.discord import Channel, FakeDiscord, User
 
 WAIT = 30.0
 CAUGHT_UP = "caught up after a new Discord session"
+RUN_ENDED = "ended: answered"
 
 
 @dataclass
@@ -99,11 +100,12 @@ async def test_a_message_posted_while_threadline_was_down_is_answered_once(tmp_p
         guild = fake.world.add_guild("Lab")
         channel = fake.world.add_channel(guild, "general")
         ada: User = fake.world.add_user("Ada", guild=guild)
-        async with threadline(tmp_path, fake) as (first, _):
+        async with threadline(tmp_path, fake) as (first, output):
             asked = fake.say(channel, ada, f"<@{fake.world.bot.id}> first question")
             await fake.wait_for(lambda: fake.world.messages[asked.id].thread_id is not None, WAIT)
             thread = fake.world.channels[asked.id]
             await fake.wait_for(lambda: settled(fake, thread, "first question"), WAIT)
+            await output.until(lambda line: RUN_ENDED in line)  # its last edit landed
             first.send_signal(signal.SIGKILL)
             await first.wait()
 
@@ -111,6 +113,7 @@ async def test_a_message_posted_while_threadline_was_down_is_answered_once(tmp_p
         async with threadline(tmp_path, fake) as (_, output):
             await fake.wait_for(lambda: settled(fake, thread, "sent while you were down"), WAIT)
             await output.until(lambda line: CAUGHT_UP in line)
+            await output.until(lambda line: RUN_ENDED in line)
             posted = bot_messages(fake, thread)
 
         async with threadline(tmp_path, fake) as (_, output):
