@@ -56,7 +56,10 @@ def describe_metrics(settings: Settings) -> tuple[bool | None, str]:
     where = f"http://{settings.http_host}:{settings.http_port}/metrics"
     token = settings.metrics_token
     if token is not None and token.get_secret_value():
-        return True, f"metrics: {where}, for requests with the bearer token THREADLINE_METRICS_TOKEN"
+        return (
+            True,
+            f"metrics: {where}, for requests with the bearer token THREADLINE_METRICS_TOKEN",
+        )
     if is_loopback(settings.http_host):
         return None, f"metrics: {where}, readable from this machine only"
     return None, (
