@@ -7,6 +7,7 @@ import tempfile
 import time
 from zoneinfo import ZoneInfo
 
+from adapters.metering import describe_metrics
 from adapters.platforms import Platforms
 from bot.clock import SystemClock
 from bot.config import Settings
@@ -132,6 +133,7 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
         for passed, text in check_playground(settings):
             _line(passed, text)
             ok = ok and passed is not False
+    _line(*describe_metrics(settings))
     _schedules_and_memory(settings)
     _policy(settings)
     print("all checks passed" if ok else "some checks failed", flush=True)

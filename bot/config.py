@@ -281,6 +281,8 @@ class Settings(SettingsBase):
     playground: bool | None = None
     """Serve the local playground. Default: on when no platform token is set."""
     playground_token: SecretStr | None = None
+    metrics_token: SecretStr | None = None
+    """When set, ``/metrics`` answers only requests with ``Authorization: Bearer <token>``."""
     database_url: SecretStr | None = None
     """``postgresql://user:password@host:5432/dbname``: the PostgreSQL store (SQLite when unset)."""
 

@@ -9,6 +9,7 @@ import logging
 import secrets
 from dataclasses import dataclass, field
 
+from bot import metrics
 from bot.actions import StopRun, encode
 from bot.approvals.models import ApprovalRequest, ApprovalStatus
 from bot.approvals.store import ApprovalStore
@@ -92,9 +93,13 @@ class Supervisor:
         try:
             while True:
                 active.run_id, active.stopped_by = secrets.token_hex(8), None
-                result = await self._run_once(
-                    active, author, surface, resume=resume, notice=notice, state=state
-                )
+                with metrics.counted_run() as counted:
+                    result = await self._run_once(
+                        active, author, surface, resume=resume, notice=notice, state=state
+                    )
+                    counted.outcome = metrics.outcome_of(
+                        ok=result.ok, paused=result.paused, stopped=active.stopped_by is not None
+                    )
                 session.state = RunState.AWAITING_APPROVAL if result.paused else RunState.IDLE
                 session.stop_buttons = []  # the presenter's last edit removed them
                 session.updated_at = self.clock.now()

@@ -23,7 +23,14 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.api import Identity, SlackApi, auth_problem, build_client, error_code
+from adapters.slack.api import (
+    Identity,
+    SlackApi,
+    auth_problem,
+    build_client,
+    error_code,
+    http_session,
+)
 from adapters.slack.config import EVENTS_PATH, SlackConfig, SlackSettings
 from adapters.slack.groups import UserGroups, configured_groups
 from adapters.slack.http_mode import EventsEndpoint
@@ -79,7 +86,7 @@ class SlackAdapter:
             app.router.add_post(EVENTS_PATH, self._endpoint.handle)
 
     async def start(self) -> None:
-        self._session = aiohttp.ClientSession()
+        self._session = http_session()
         try:
             await self._start(self._session)
         except BaseException:

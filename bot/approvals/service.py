@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
 
+from bot import metrics
 from bot.access import may_use_tool
 from bot.approvals.models import (
     AllowRule,
@@ -124,6 +125,7 @@ class ApprovalService:
             allow_subject=subject,
         )
         await self._store.create_approval(request)
+        metrics.APPROVALS_REQUESTED.inc()
         await self._scheduler.schedule(
             Job(f"expire:{request.id}", EXPIRE_JOB, request.expires_at, {"approval_id": request.id})
         )
@@ -181,6 +183,7 @@ class ApprovalService:
             request, status=status, decided_by_id=actor.id, decided_by_name=actor.display_name, decided_at=now
         )
         log.info("approval %s %s by %s", approval_id, status.value, actor.id)
+        metrics.approval_decided(status.value)
         words = {ApprovalStatus.APPROVED: "Approved", ApprovalStatus.DENIED: "Denied"}[status]
         return Outcome(True, f"{words}.", decided)
 
@@ -190,6 +193,7 @@ class ApprovalService:
         if not await self._store.decide_approval(request.id, ApprovalStatus.EXPIRED, None, None, now):
             return None
         log.info("approval %s expired", request.id)
+        metrics.approval_decided(ApprovalStatus.EXPIRED.value)
         return replace(request, status=ApprovalStatus.EXPIRED, decided_at=now)
 
 

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel
 
+from bot import metrics
 from bot.clock import Clock
 from bot.conversation import Author
 from bot.engine.activity import preview, summarise
@@ -309,7 +311,7 @@ class _Run:
         return all((t := tools.get(c.name, key, self.session)) is None or gate.free(self.ctx, t) for c in calls)
 
     async def _stream(self, request: ModelRequest, got: ResponseCollector) -> None:
-        async for piece in self.deps.model.stream(request):
+        async for piece in metrics.metered(self.deps.model.stream(request)):
             match piece:
                 case TextPiece(text):
                     got.add_text(text)
@@ -410,6 +412,7 @@ class _Run:
 
     async def _run_one(self, call: ToolCall, tool: Tool, args: BaseModel) -> ToolResult:
         await self.sink(ToolStarted(call.id, call.name, call.arguments))
+        began = time.perf_counter()
         try:
             content, is_error = await tool.invoke(self.ctx, args), False
         except ToolError as exc:
@@ -417,6 +420,7 @@ class _Run:
         except Exception as exc:  # a tool's bug is a result the model sees, not a crashed run
             log.warning("tool %s raised", call.name, exc_info=True)
             content, is_error = f"error: {call.name} failed: {type(exc).__name__}: {exc}", True
+        metrics.tool_ran(tool.name, is_error=is_error, began=began)
         result = await self._record(call, content, is_error=is_error)  # recorded, then announced
         said = summarise(content, is_error=is_error)
         shown = preview(content) if tool.side_effects else ""

@@ -21,6 +21,7 @@ import itertools
 import math
 from enum import IntEnum
 
+from bot import metrics
 from bot.clock import Clock
 from bot.present.surface import SurfaceLimits
 
@@ -90,10 +91,13 @@ class EditScheduler:
 class EditBudget:
     """One key's budget; :meth:`acquire` before every edit."""
 
-    def __init__(self, clock: Clock, edits_per_minute: float | None, *, burst: int = 1) -> None:
+    def __init__(
+        self, clock: Clock, edits_per_minute: float | None, *, burst: int = 1, platform: str = ""
+    ) -> None:
         self._clock = clock
         self.scheduler = EditScheduler(edits_per_minute, burst=burst)
         self._turn_waiters: dict[object, asyncio.Future[None]] = {}
+        self._metered = metrics.EditMeter(platform, edits_per_minute)
 
     async def acquire(self, owner: object, priority: Priority = Priority.INTERIM) -> None:
         """Return when ``owner`` may make one edit; it holds one place while it waits."""
@@ -101,17 +105,20 @@ class EditBudget:
         if sched.holds(owner):
             raise RuntimeError("an owner waits for one edit at a time")
         sched.request(owner, priority)
+        began = self._clock.monotonic()
         try:
-            while True:
-                now = self._clock.monotonic()
-                due = sched.due(owner, now)
-                if due is None:
-                    await self._wait_for_turn(owner)
-                elif due > now:
-                    await self._clock.sleep(due - now)
-                else:
-                    sched.grant(owner, now)
-                    return
+            with self._metered.waiting():
+                while True:
+                    now = self._clock.monotonic()
+                    due = sched.due(owner, now)
+                    if due is None:
+                        await self._wait_for_turn(owner)
+                    elif due > now:
+                        await self._clock.sleep(due - now)
+                    else:
+                        sched.grant(owner, now)
+                        self._metered.granted(priority.name.lower(), now - began)
+                        return
         finally:
             sched.cancel(owner)
             self._kick()
@@ -153,6 +160,9 @@ class BudgetRegistry:
     def get(self, limits: SurfaceLimits) -> EditBudget:
         budget = self._budgets.get(limits.budget_key)
         if budget is None:
-            budget = EditBudget(self._clock, limits.edits_per_minute, burst=self._burst)
+            budget = EditBudget(
+                self._clock, limits.edits_per_minute, burst=self._burst,
+                platform=metrics.platform_of(limits.budget_key),
+            )  # fmt: skip
             self._budgets[limits.budget_key] = budget
         return budget

@@ -47,14 +47,17 @@ async def _read(stream: asyncio.StreamReader, output: Output) -> None:
 
 
 @asynccontextmanager
-async def threadline(tmp_path: Path, fake: FakeDiscord) -> AsyncIterator[tuple[asyncio.subprocess.Process, Output]]:
-    """``threadline run`` with a Discord token for ``fake`` and the offline demo model."""
+async def threadline(
+    tmp_path: Path, fake: FakeDiscord, extra: dict[str, str] | None = None
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, Output]]:
+    """``threadline run`` with a Discord token for ``fake`` and the offline demo model (and the
+    ``extra`` environment)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
     env |= {
         "DISCORD_TOKEN": fake.token, "DISCORD_API_BASE": fake.api_base,
         "DISCORD_GATEWAY_URL": fake.gateway_url, "THREADLINE_DATA_DIR": str(tmp_path / "data"),
         "THREADLINE_HTTP_PORT": str(free_port()), "THREADLINE_DEMO_CHUNK_DELAY_S": "0",
-        "THREADLINE_WORKSPACE_TOOLS": "false",
+        "THREADLINE_WORKSPACE_TOOLS": "false", **(extra or {}),
     }  # fmt: skip
     sessions = len(fake.gateway.sessions)
     proc = await asyncio.create_subprocess_exec(
