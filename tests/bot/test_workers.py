@@ -51,6 +51,7 @@ class Model:
         self.release = asyncio.Event()
         self.hold = False
         self.label = "test model"
+        self.name = "test"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
         self.requests.append(request)
@@ -298,7 +299,7 @@ async def test_a_write_with_a_stale_token_is_refused_and_the_stale_run_stops(
         async with asyncio.timeout(WAIT_S):
             await work  # ends cleanly: its write is refused, nothing raised
         session = await other.load_session(KEY, time.time())
-        assert [m.text for m in session.messages] == ["Plan the week"]
+        assert [m.text for m in session.messages if isinstance(m, UserMessage)] == ["Plan the week"]
         assert not any(isinstance(m, AssistantMessage) for m in session.messages)
         assert KEY not in a.supervisor.active and KEY not in a.leases.held  # type: ignore[attr-defined]
     finally:
