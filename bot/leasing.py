@@ -129,15 +129,18 @@ class ThreadLeases:
             expires = loop.time() + self.ttl_s
 
 
+class SharedSessions(SessionStore, LeaseStore, Protocol):
+    """A store of sessions that also keeps their leases."""
+
+
 class LeasedSessions:
     """The sessions of a shared store as this worker may write them: a write carries the
     token of the lease held on its thread, and is refused (:class:`LeaseLost`, nothing
     written) when none is held or the token is no longer the thread's."""
 
-    def __init__(self, store: LeaseStore, leases: ThreadLeases) -> None:
+    def __init__(self, store: SharedSessions, leases: ThreadLeases) -> None:
         self._store = store
         self._leases = leases
-        self._reads = store.sessions_under(Lease(ThreadKey(""), "", 0, 0.0))
 
     def _writer(self, key: ThreadKey) -> SessionStore:
         lease = self._leases.held.get(key)
@@ -146,13 +149,13 @@ class LeasedSessions:
         return self._store.sessions_under(lease)
 
     async def load_session(self, key: ThreadKey, now: float) -> Session:
-        return await self._reads.load_session(key, now)
+        return await self._store.load_session(key, now)
 
     async def has_session(self, key: ThreadKey) -> bool:
-        return await self._reads.has_session(key)
+        return await self._store.has_session(key)
 
     async def keys_in_state(self, state: RunState, limit: int = 1000) -> list[ThreadKey]:
-        return await self._reads.keys_in_state(state, limit)
+        return await self._store.keys_in_state(state, limit)
 
     async def append_messages(self, session: Session, messages: Sequence[Message]) -> None:
         await self._writer(session.key).append_messages(session, messages)
