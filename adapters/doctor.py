@@ -48,7 +48,26 @@ async def _check_store(settings: Settings) -> bool:
 
     ok, words = await check_database(settings.database_url.get_secret_value())
     _line(ok, f"store: {words}")
-    return ok
+    return ok and _check_workers(settings)
+
+
+TAKEOVER_GOAL_S = 15.0
+
+
+def _check_workers(settings: Settings) -> bool:
+    """Several workers may share the database: how soon a dead one's threads are taken over."""
+    worst = settings.lease_ttl_s + settings.worker_poll_s
+    words = (
+        f"workers: any number may share this database; a thread's lease lasts "
+        f"{settings.lease_ttl_s:g} s (THREADLINE_LEASE_TTL_S), each worker looks for orphaned work "
+        f"every {settings.worker_poll_s:g} s (THREADLINE_WORKER_POLL_S): a dead worker's threads "
+        f"are taken over within {worst:g} s"
+    )
+    if worst > TAKEOVER_GOAL_S:
+        _line(None, f"{words}, longer than {TAKEOVER_GOAL_S:g} s: lower THREADLINE_LEASE_TTL_S to resume sooner")
+    else:
+        _line(True, words)
+    return True
 
 
 async def _check_model(settings: Settings) -> bool:

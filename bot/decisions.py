@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
@@ -20,6 +20,7 @@ from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
 from bot.engine.prompt import open_calls
 from bot.errors import SurfaceError
+from bot.leasing import Leasing, OneProcess
 from bot.present.approval_card import post_card, update_card
 from bot.present.surface import Surface
 from bot.scheduler.jobs import Job
@@ -36,6 +37,8 @@ Spawn = Callable[[Coroutine[Any, Any, None]], object]
 RESET_NOTE = "The thread was reset before anyone decided."
 APPROVED_NOT_RUN = "The thread was reset before the call ran: nothing was run."
 SOMEONE = Author(id="", display_name="someone")
+RESUME_WAIT_S = 60.0
+"""A click just after a run paused on another worker waits this long for it to let go."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,7 @@ class Decisions:
     scheduler: Scheduler
     surfaces: Surfaces
     spawn: Spawn
+    leases: Leasing = field(default_factory=OneProcess)
 
     def __post_init__(self) -> None:
         self.scheduler.handle(EXPIRE_JOB, self._expire_job)
@@ -133,8 +137,12 @@ class Decisions:
         return Batch(waiting, requester)
 
     async def resume(self, key: ThreadKey, surface: Surface) -> None:
-        """Go on with the thread's paused run once none of its calls waits any more."""
-        async with self.locks.hold(key):
+        """Go on with the thread's paused run once none of its calls waits any more (on
+        another worker's store: once that worker has let the thread go)."""
+        async with self.locks.hold(key), self.leases.hold(key, wait_s=RESUME_WAIT_S) as held:
+            if not held:
+                log.warning("%s is still held by another worker; its decision waits there", key)
+                return
             session = await self.sessions.load_session(key, self.clock.now())
             if session.state is not RunState.AWAITING_APPROVAL:
                 return
@@ -147,7 +155,9 @@ class Decisions:
         died between the decision and its card or its resume) shows the decisions on their
         cards and goes on; a request whose card never showed (the process died before posting
         it) gets its card now."""
-        async with self.locks.hold(key):
+        async with self.locks.hold(key), self.leases.hold(key) as held:
+            if not held:
+                return
             session = await self.sessions.load_session(key, self.clock.now())
             if session.state is not RunState.AWAITING_APPROVAL:
                 return

@@ -18,6 +18,7 @@ from bot.conversation import Author, ThreadKey
 from bot.engine.events import Finished, Notice, ToolFinished
 from bot.engine.loop import Engine
 from bot.engine.states import RunResult
+from bot.errors import LeaseLost
 from bot.llm.messages import Usage, UserMessage
 from bot.present.approval_card import ran_note, update_card
 from bot.present.budget import BudgetRegistry
@@ -38,6 +39,8 @@ class Active:
     run_id: str
     task: asyncio.Task[RunResult] | None = None
     stopped_by: Author | None = None
+    lost: bool = False
+    """Another worker took the thread over: the run stops without another write."""
 
 
 @dataclass(eq=False)
@@ -73,6 +76,15 @@ class Supervisor:
         active.stopped_by = actor
         active.task.cancel()
         return True
+
+    def abandon(self, key: ThreadKey) -> None:
+        """The thread's lease was lost: its run stops at once (its writes would be refused)."""
+        active = self.active.get(key)
+        if active is None:
+            return
+        active.lost = True
+        if active.task is not None:
+            active.task.cancel()
 
     async def drive(
         self,
@@ -135,6 +147,8 @@ class Supervisor:
             try:
                 return await active.task
             except asyncio.CancelledError:
+                if active.lost:
+                    raise LeaseLost(f"the lease on {session.key} was taken over") from None
                 if active.stopped_by is None:
                     raise
                 who = active.stopped_by.display_name
