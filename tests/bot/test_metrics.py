@@ -76,3 +76,15 @@ async def test_a_run_that_raises_is_counted_as_an_error_and_a_cancelled_one_as_c
     assert read("threadline_runs_finished_total", outcome="cancelled") == cancelled + 1
     assert metrics.outcome_of(ok=False, paused=False, stopped=True) == "stopped"
     assert metrics.outcome_of(ok=False, paused=False, stopped=False) == "failed"
+
+
+async def test_edits_granted_by_a_budget_are_counted_by_platform_and_priority() -> None:
+    from bot.clock import ManualClock
+    from bot.present.budget import EditBudget, Priority
+
+    budget = EditBudget(ManualClock(start=0.0), None, platform="slack")
+    final, interim = (read("threadline_edits_total", platform="slack", priority=p) for p in ("final", "interim"))
+    await budget.acquire(object(), Priority.FINAL)
+    await budget.acquire(object())
+    assert read("threadline_edits_total", platform="slack", priority="final") == final + 1
+    assert read("threadline_edits_total", platform="slack", priority="interim") == interim + 1
