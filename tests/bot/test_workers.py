@@ -180,7 +180,7 @@ async def test_a_worker_killed_mid_run_is_taken_over_within_the_lease_time(
     assert work is not None
     await until(lambda: "Here is the whole answer." in cluster.platform.text())
     took = time.monotonic() - killed
-    assert took < TTL_S + 5.0, took
+    assert took < TTL_S + 10.0, took  # the lease expires, then the next poll takes it over (figures: bench/workers.py)
 
     shown = cluster.platform.text()
     assert shown.count(RESUMING) == 1
