@@ -58,6 +58,14 @@ class CoreApi(Protocol):
 
     async def stop(self, key: ThreadKey, actor: Author) -> bool: ...
 
+    async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
+        """``/threadline model [NAME]``: show or change the thread's model; what to tell the person."""
+        ...
+
+    def refusal(self, actor: Author, key: ThreadKey, *, dm: bool) -> str | None:
+        """Why ``actor`` may not use the bot in the thread ``key`` (None: they may)."""
+        ...
+
     async def wait_idle(self) -> None: ...
 
     def register_surfaces(

@@ -30,12 +30,12 @@ from typing import Any
 import discord
 
 from adapters.discord.catchup import CatchUp
-from adapters.discord.commands import Command, run_command
 from adapters.discord.identity import author_of, parse_key, thread_key
 from adapters.discord.parse import Where, from_a_person, mentions_me, thread_name, to_inbound
 from adapters.discord.ratelimit import GlobalPacer, RateLimitWatch
 from adapters.discord.surface import NO_PINGS, DiscordSurface, Link
 from bot.clock import Clock
+from bot.commands import Command, run_command
 from bot.conversation import ThreadKey
 from bot.errors import SurfaceError
 from bot.ports import CoreApi
@@ -243,9 +243,10 @@ class Listeners:
 
     async def _command(self, interaction: discord.Interaction[Any], command: Command) -> None:
         actor = author_of(interaction.user)
+        dm = interaction.guild_id is None
         await self._privately(
             interaction, f"/threadline {command}", COMMAND_FAILED,
-            lambda surface: run_command(self.core, command, surface.thread_key, surface, actor),
+            lambda surface: run_command(self.core, command, surface.thread_key, surface, actor, dm=dm),
         )  # fmt: skip
 
     async def _privately(
