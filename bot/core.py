@@ -307,6 +307,10 @@ class Core:
         """Whether the bot has joined the thread (adapters answer un-mentioned messages only there)."""
         return await self.store.has_session(key)
 
+    async def latest_thread(self, prefix: str) -> ThreadKey | None:
+        """The thread under ``prefix`` (a channel) whose session changed last."""
+        return await self.store.latest_under(prefix)
+
     async def describe(self, key: ThreadKey) -> str:
         """A short status of the thread for people: model, state, usage, todos."""
         session = await self.store.load_session(key, self.clock.now())

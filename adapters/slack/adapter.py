@@ -24,7 +24,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.api import Identity, SlackApi, auth_problem, build_client, error_code
-from adapters.slack.config import EVENTS_PATH, SlackConfig, SlackSettings
+from adapters.slack.config import COMMAND, EVENTS_PATH, SlackConfig, SlackSettings
 from adapters.slack.groups import UserGroups, configured_groups
 from adapters.slack.http_mode import EventsEndpoint
 from adapters.slack.listeners import SlackListeners
@@ -185,6 +185,7 @@ def _bolt_app(client: AsyncWebClient, handlers: SlackListeners, identity: Identi
     app.event("app_mention")(handlers.on_message)
     app.event(re.compile(".*"))(handlers.on_other_event)
     app.action(re.compile(".*"))(handlers.on_action)
+    app.command(COMMAND)(handlers.on_command)
     return app
 
 
