@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NewType
 
+SCHEDULED_BY = "scheduled by "
+"""How the model is told who a scheduled prompt is from: ``[scheduled by Alice]: …``."""
+
 ThreadKey = NewType("ThreadKey", str)
 """Opaque to the engine: ``slack:{team}:{channel}:{thread_ts}``,
 ``discord:{guild}:{thread_id}``, ``playground:{thread_id}``."""
@@ -17,6 +20,17 @@ class Author:
     display_name: str
     roles: frozenset[str] = field(default_factory=frozenset)
     """Platform roles or user groups, for approval policy."""
+
+    @property
+    def person(self) -> str:
+        """The name to show people: ``Alice``, or ``Alice (scheduled)`` for a turn that a
+        prompt Alice scheduled started (named ``scheduled by Alice`` for the model)."""
+        name = self.display_name
+        if not name.startswith(SCHEDULED_BY):
+            return name
+        while name.startswith(SCHEDULED_BY):
+            name = name.removeprefix(SCHEDULED_BY)
+        return f"{name or 'someone'} (scheduled)"
 
 
 @dataclass(frozen=True, slots=True)
