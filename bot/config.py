@@ -295,6 +295,11 @@ class Settings(SettingsBase):
     """Per thread and UTC day."""
     day_max_cost_usd: float | None = Field(default=None, gt=0)
 
+    thread_history_messages: int = Field(default=50, ge=0, le=200)
+    """First mentioned in an existing thread: how many of its earlier messages to read (0: none)."""
+    thread_history_chars: int = Field(default=8_000, ge=0, le=100_000)
+    """How many characters of them the model reads (the most recent messages first)."""
+
     # --- approvals and tools ---
     approval_ttl_s: float = Field(default=1800.0, gt=0)
     workspace_tools: bool = True

@@ -41,6 +41,15 @@ class Attachment:
 
 
 @dataclass(frozen=True, slots=True)
+class Earlier:
+    """A message of the thread from before the bot was first mentioned there."""
+
+    author: str
+    """Its author's display name."""
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Inbound:
     thread_key: ThreadKey
     author: Author
@@ -50,3 +59,6 @@ class Inbound:
     files: tuple[Attachment, ...] = ()
     dm: bool = False
     """A direct message with the bot (``[access] dms`` applies)."""
+    history: tuple[Earlier, ...] = ()
+    """The thread's earlier messages, oldest first, when this is the bot's first mention in a
+    thread that existed before (shown to the model once, with this message)."""

@@ -27,6 +27,7 @@ from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
 from bot.errors import Refused, SurfaceError
+from bot.history import earlier_note
 from bot.llm.messages import SystemMessage, UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
@@ -194,14 +195,23 @@ class Core:
             return None
         text, cut = _cap(inbound.text, self.settings.max_input_chars)
         author = inbound.author
+        earlier = await self._earlier(inbound)
         message = UserMessage(
-            text=text, author_id=author.id, author_name=author.display_name, event_id=inbound.event_id
-        )
+            text=text, author_id=author.id, author_name=author.display_name, event_id=inbound.event_id,
+            earlier=earlier,
+        )  # fmt: skip
         if not await self.deliveries.accept(inbound.thread_key, message):
             log.info("ignoring a redelivery of %s", inbound.event_id)
             return None
         notice = _cut_notice(len(inbound.text), len(text)) if cut else None
         return await self._place(inbound.thread_key, message, author, surface, notice, awaited=True)
+
+    async def _earlier(self, inbound: Inbound) -> str | None:
+        """The thread's earlier messages, for a first mention in a thread that existed before
+        (once: a thread with a session has its transcript)."""
+        if not inbound.history or await self.store.has_session(inbound.thread_key):
+            return None
+        return earlier_note(inbound.history, self.settings.thread_history_chars)
 
     async def _place(
         self,

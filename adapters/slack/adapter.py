@@ -58,6 +58,7 @@ class SlackAdapter:
         self.core = core
         self.config = SlackConfig.from_settings(slack_settings)
         self._groups = configured_groups(settings)
+        self._history_messages = settings.thread_history_messages
         self._clock = clock or SystemClock()
         self._stop_grace = stop_grace
         self._ping_interval = ping_interval
@@ -98,7 +99,9 @@ class SlackAdapter:
         limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
         names = DisplayNames(api.user, self._clock)
         groups = UserGroups(api.group_members, self._groups, self._clock)
-        self.listeners = SlackListeners(self.core, api, identity, names, groups, limits, self.tasks)
+        self.listeners = SlackListeners(
+            self.core, api, identity, names, groups, limits, self.tasks, self._history_messages
+        )
         self.core.register_surfaces(
             f"slack:{identity.team_id}:", self.listeners.surface, channel_of=_channel_of
         )

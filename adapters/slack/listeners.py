@@ -25,6 +25,7 @@ from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
 from adapters.slack.commands import SlashCommand, read_payload, respond, target
 from adapters.slack.groups import UserGroups
+from adapters.slack.history import earlier
 from adapters.slack.names import DisplayNames
 from adapters.slack.parse import (
     Click,
@@ -38,7 +39,7 @@ from adapters.slack.parse import (
 from adapters.slack.render import render
 from adapters.slack.surface import SlackSurface, StatusSupport
 from bot.commands import run_command
-from bot.conversation import Author, Inbound, ThreadKey
+from bot.conversation import Author, Earlier, Inbound, ThreadKey
 from bot.errors import SurfaceError
 from bot.ports import CoreApi
 from bot.present.surface import SurfaceLimits
@@ -65,6 +66,8 @@ class SlackListeners:
     groups: UserGroups
     limits: SurfaceLimits
     tasks: TaskSet
+    history_messages: int = 50
+    """First mentioned in an existing thread: how many earlier messages to read."""
     _status: StatusSupport = field(default_factory=StatusSupport, init=False)
     _order: ThreadLocks[ThreadKey] = field(default_factory=ThreadLocks, init=False)
 
@@ -124,13 +127,15 @@ class SlackListeners:
     async def _inbound(self, message: PersonMessage, key: ThreadKey) -> Inbound:
         """Names and groups are looked up within a bound (the message must be stored before
         Slack's 3 s are up); one that is slower is shown by its id, and kept for next time."""
+        mentioned = sorted(mentioned_users(message.text))
+        history_read = asyncio.ensure_future(_within(self._earlier(message, key), ()))
         name, roles = await asyncio.gather(
             _within(self.names.name(message.user), message.user),
             _within(self.groups.roles_of(message.user), frozenset[str]()),
         )
-        mentioned = sorted(mentioned_users(message.text))
         found = await asyncio.gather(*(_within(self.names.name(u), u) for u in mentioned))
         names = dict(zip(mentioned, found, strict=True))
+        history: tuple[Earlier, ...] = await history_read
         return Inbound(
             thread_key=key,
             author=Author(f"slack:{message.user}", name, roles),
@@ -138,6 +143,15 @@ class SlackListeners:
             event_id=message.event_id(self.identity.team_id),
             files=message.files,
             dm=message.direct,
+            history=history,
+        )
+
+    async def _earlier(self, message: PersonMessage, key: ThreadKey) -> tuple[Earlier, ...]:
+        """A first mention inside a thread that existed before: what was said there."""
+        if message.needs_session or message.ts == message.root_ts or await self.core.has_session(key):
+            return ()
+        return await earlier(
+            self.api, self.identity, self.names, message.channel, message.root_ts, message.ts, self.history_messages
         )
 
     async def _handle(self, inbound: Inbound, work: Awaitable[None], surface: SlackSurface) -> None:
