@@ -502,6 +502,9 @@ def load(cls: type[S], **overrides: Any) -> S:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "configuration"
+        if field == "channels" and len(first["loc"]) > 2:  # name the section and the key
+            where = ".".join(str(p) for p in first["loc"][2:])
+            raise ConfigError(f'[channels."{first["loc"][1]}"] {where}', first["msg"]) from None
         raise ConfigError(setting_name(cls, field), first["msg"]) from None
     except (ValueError, OSError) as exc:  # unreadable TOML, bad .env
         raise ConfigError(str(config_path()), str(exc)) from None
