@@ -30,7 +30,13 @@ def test_doctor_prints_each_channels_effective_settings(tmp_path: Path) -> None:
 
 
 def test_a_mistaken_channel_setting_is_named(tmp_path: Path) -> None:
-    (tmp_path / "threadline.toml").write_text('[channels."slack:T1:C1"]\nsystem_prompt_mode = "append"\n')
+    (tmp_path / "threadline.toml").write_text(
+        '[channels."slack:T1:C1"]\nsystem_prompt_mode = "append"\n'
+    )
     out = threadline("doctor", env={"THREADLINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
-    assert '[channels."slack:T1:C1"] system_prompt_mode' in out.stderr and "'add' or 'replace'" in out.stderr and "Traceback" not in out.stderr
+    assert (
+        '[channels."slack:T1:C1"] system_prompt_mode' in out.stderr
+        and "'add' or 'replace'" in out.stderr
+        and "Traceback" not in out.stderr
+    )

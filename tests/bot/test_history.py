@@ -19,4 +19,8 @@ def test_nothing_to_say_and_a_long_message_cut() -> None:
     assert earlier_note([], 8000) is None
     assert earlier_note([Earlier("Ada", "   ")], 8000) is None
     note = earlier_note([Earlier("Ada", "y" * 5000)], 8000)
-    assert note is not None and note.endswith("…") and len(note.splitlines()[1]) == len("[Ada]: ") + MAX_MESSAGE_CHARS
+    assert (
+        note is not None
+        and note.endswith("…")
+        and len(note.splitlines()[1]) == len("[Ada]: ") + MAX_MESSAGE_CHARS
+    )
