@@ -9,8 +9,10 @@ from zoneinfo import ZoneInfo
 
 from adapters.metering import describe_metrics
 from adapters.platforms import Platforms
+from bot.channels import describe_section
 from bot.clock import SystemClock
 from bot.config import Settings
+from bot.engine.states import EngineConfig
 from bot.errors import ModelError
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelRequest, TextPiece
@@ -114,6 +116,18 @@ def _schedules_and_memory(settings: Settings) -> None:
                 f"{settings.memory_note_items} most recent (up to {settings.memory_note_chars:,} characters)")
 
 
+def _channels(settings: Settings) -> None:
+    """The effective settings of each ``[channels."<prefix>"]`` section's threads."""
+    base = EngineConfig.from_settings(settings)
+    choices = ", ".join(settings.models) or "any name (the model server decides)"
+    _line(None, f"model: {settings.model}; /threadline model may choose {choices}; "
+                f"a first mention in an existing thread reads up to {settings.thread_history_messages} "
+                f"earlier messages ({settings.thread_history_chars:,} characters)")
+    for prefix in sorted(settings.channels):
+        lines = describe_section(settings, prefix, base)
+        _line(None, f"{lines[0]} " + "; ".join(line.strip() for line in lines[1:]))
+
+
 def _policy(settings: Settings) -> None:
     """Who can talk to the bot, use each tool that changes something, and approve it."""
     for text in [*access_lines(settings.access), *tool_lines(settings, builtin_tools(settings))]:
@@ -154,6 +168,7 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
             ok = ok and passed is not False
     _line(*describe_metrics(settings))
     _schedules_and_memory(settings)
+    _channels(settings)
     _policy(settings)
     print("all checks passed" if ok else "some checks failed", flush=True)
     return 0 if ok else 1

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Sequence
 from bot import actions
 from bot.access import refusal
 from bot.approvals.service import ApprovalService
+from bot.channels import Channels
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
@@ -25,7 +26,8 @@ from bot.decisions import Decisions
 from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
-from bot.errors import SurfaceError
+from bot.errors import Refused, SurfaceError
+from bot.history import earlier_note
 from bot.leasing import LeasedSessions, Leasing, OneProcess, ThreadLeases
 from bot.llm.messages import SystemMessage, UserMessage
 from bot.llm.model import Model
@@ -86,6 +88,7 @@ class Core:
         tools.attach(ScheduleToolkit(self.schedules), own=schedule_tools.NAMES)
         tools.attach(MemoryToolkit(self.memory), own=memory_tools.NAMES)
         config = EngineConfig.from_settings(settings)
+        self.channels = Channels(settings, config)
         self._locks: ThreadLocks[ThreadKey] = ThreadLocks()
         self.leases: Leasing = OneProcess()
         self.sessions: SessionStore = store
@@ -94,7 +97,10 @@ class Core:
             owner = settings.worker_id or worker_id()
             leases = ThreadLeases(store, owner, settings.lease_ttl_s, on_lost=self._lost)
             self.leases, self.sessions = leases, LeasedSessions(store, leases)
-        self.engine = Engine(model, tools, self.sessions, clock, config, gate=self.approvals, notes=self._notes)
+        self.engine = Engine(
+            model, tools, self.sessions, clock, config, gate=self.approvals, notes=self._notes,
+            configure=lambda session: self.channels.config(session.key, session.model),
+        )  # fmt: skip
         self.supervisor = Supervisor(self.engine, self.sessions, store, clock, BudgetRegistry(clock))
         self.decisions = Decisions(
             self.approvals, store, self.sessions, self.supervisor, self._locks, clock, self.scheduler,
@@ -212,14 +218,23 @@ class Core:
             return None
         text, cut = _cap(inbound.text, self.settings.max_input_chars)
         author = inbound.author
+        earlier = await self._earlier(inbound)
         message = UserMessage(
-            text=text, author_id=author.id, author_name=author.display_name, event_id=inbound.event_id
-        )
+            text=text, author_id=author.id, author_name=author.display_name, event_id=inbound.event_id,
+            earlier=earlier,
+        )  # fmt: skip
         if not await self.deliveries.accept(inbound.thread_key, message):
             log.info("ignoring a redelivery of %s", inbound.event_id)
             return None
         notice = _cut_notice(len(inbound.text), len(text)) if cut else None
         return await self._place(inbound.thread_key, message, author, surface, notice, awaited=True)
+
+    async def _earlier(self, inbound: Inbound) -> str | None:
+        """The thread's earlier messages, for a first mention in a thread that existed before
+        (once: a thread with a session has its transcript)."""
+        if not inbound.history or await self.store.has_session(inbound.thread_key):
+            return None
+        return earlier_note(inbound.history, self.settings.thread_history_chars)
 
     async def _place(
         self,
@@ -234,7 +249,7 @@ class Core:
     ) -> Awaitable[None] | None:
         """An accepted message: handed to the thread's running run, or given its place in line
         and the work that answers it (``fresh``: accepted just now by this worker)."""
-        steer = self.settings.during_run == "steer" and notice is None
+        steer = self.channels.during_run(key) == "steer" and notice is None
         if steer and await self.supervisor.steer(key, message):
             return None
         turn = self._locks.reserve(key)
@@ -344,16 +359,21 @@ class Core:
         """Whether the bot has joined the thread (adapters answer un-mentioned messages only there)."""
         return await self.store.has_session(key)
 
+    async def latest_thread(self, prefix: str) -> ThreadKey | None:
+        """The thread under ``prefix`` (a channel) whose session changed last."""
+        return await self.store.latest_under(prefix)
+
     async def describe(self, key: ThreadKey) -> str:
         """A short status of the thread for people: model, state, usage, todos."""
         session = await self.store.load_session(key, self.clock.now())
+        label = self._model_label(key, session.model)
         if not session.messages:
-            return "\n".join([f"Model: {self.model_label}. No conversation in this thread yet.", *self.tools.status(session)])
+            return "\n".join([f"Model: {label}. No conversation in this thread yet.", *self.tools.status(session)])
         usage = session.usage
         done = sum(t.status == "completed" for t in session.todos)
         state = "running" if self.supervisor.running(key) else session.state.value.replace("_", " ")
         lines = [
-            f"Model: {self.model_label}",
+            f"Model: {label}",
             f"State: {state}",
             f"Messages: {len(session.messages)}",
             f"Tokens: {usage.prompt_tokens:,} in, {usage.completion_tokens:,} out",
@@ -364,6 +384,32 @@ class Core:
             lines.append(f"Todos: {done} of {len(session.todos)} done")
         lines.extend(self.tools.status(session))
         return "\n".join(lines)
+
+    def _model_label(self, key: ThreadKey, chosen: str | None) -> str:
+        model = self.channels.model(key, chosen)
+        if model.source == "THREADLINE_MODEL" or model.name == self.model.name:
+            return self.model_label
+        return f"{model.name} ({model.source})"
+
+    def refusal(self, actor: Author, key: ThreadKey, *, dm: bool) -> str | None:
+        """Why ``actor`` may not use the bot in the thread ``key`` (commands check it too)."""
+        return refusal(self.settings.access, actor, key, dm=dm)
+
+    async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
+        """``/threadline model [NAME]``: show or change the model of this thread only (kept with
+        its session; ``default`` goes back to the channel's); what to tell the person."""
+        async with self._locks.hold(key):
+            session = await self.store.load_session(key, self.clock.now())
+            try:
+                chosen, note = self.channels.choose(key, session.model, name)
+            except Refused as exc:
+                return f"Nothing changed: {exc}"
+            if chosen != session.model:
+                session.model = chosen
+                session.updated_at = self.clock.now()
+                await self.store.save_state(session)
+                log.info("%s chose the model %s for %s", actor.id, chosen or "of the channel", key)
+        return note
 
     async def load_skill(self, key: ThreadKey, name: str, actor: Author) -> str:
         """Load the skill ``name`` into the thread (``/threadline skill NAME``), once the run

@@ -57,7 +57,7 @@ class DiscordAdapter:
         self._settings = settings
         self._discord = discord_settings
         self._stop_grace = stop_grace
-        self.listeners = Listeners(core, core.clock)
+        self.listeners = Listeners(core, core.clock, settings.thread_history_messages)
         self._client: ThreadlineClient | None = None
         self._runner: asyncio.Task[None] | None = None
 

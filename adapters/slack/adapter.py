@@ -31,7 +31,7 @@ from adapters.slack.api import (
     error_code,
     http_session,
 )
-from adapters.slack.config import EVENTS_PATH, SlackConfig, SlackSettings
+from adapters.slack.config import COMMAND, EVENTS_PATH, SlackConfig, SlackSettings
 from adapters.slack.groups import UserGroups, configured_groups
 from adapters.slack.http_mode import EventsEndpoint
 from adapters.slack.listeners import SlackListeners
@@ -65,6 +65,7 @@ class SlackAdapter:
         self.core = core
         self.config = SlackConfig.from_settings(slack_settings)
         self._groups = configured_groups(settings)
+        self._history_messages = settings.thread_history_messages
         self._clock = clock or SystemClock()
         self._stop_grace = stop_grace
         self._ping_interval = ping_interval
@@ -105,7 +106,9 @@ class SlackAdapter:
         limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
         names = DisplayNames(api.user, self._clock)
         groups = UserGroups(api.group_members, self._groups, self._clock)
-        self.listeners = SlackListeners(self.core, api, identity, names, groups, limits, self.tasks)
+        self.listeners = SlackListeners(
+            self.core, api, identity, names, groups, limits, self.tasks, self._history_messages
+        )
         self.core.register_surfaces(
             f"slack:{identity.team_id}:", self.listeners.surface, channel_of=_channel_of
         )
@@ -192,6 +195,7 @@ def _bolt_app(client: AsyncWebClient, handlers: SlackListeners, identity: Identi
     app.event("app_mention")(handlers.on_message)
     app.event(re.compile(".*"))(handlers.on_other_event)
     app.action(re.compile(".*"))(handlers.on_action)
+    app.command(COMMAND)(handlers.on_command)
     return app
 
 

@@ -210,7 +210,7 @@ class SlackApi:
         )
         return response is not None
 
-    async def ephemeral(self, channel: str, user: str, thread_ts: str, payload: dict[str, Any]) -> None:
+    async def ephemeral(self, channel: str, user: str, thread_ts: str | None, payload: dict[str, Any]) -> None:
         await guarded(
             "chat.postEphemeral",
             self.client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **payload),

@@ -88,7 +88,7 @@ class ApprovalService:
 
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
         if not may_use_tool(self._settings, ctx.thread_key, tool.name, ctx.requester):
-            who = ctx.requester.display_name if ctx.requester else "this person"
+            who = ctx.requester.person if ctx.requester else "this person"
             return Refuse(f"refused: {who} may not have me use {tool.name} here (an operator's setting); it was not run.")
         if self.free(ctx, tool):
             return Proceed()  # nothing to ask and nothing that could have been asked before
@@ -104,7 +104,7 @@ class ApprovalService:
             if rule is not None:
                 await self._store.record_audit(AuditEntry(
                     self._clock.now(), ctx.thread_key, "allowed by rule", tool.name,
-                    arguments_hash(call.arguments), requester.id, requester.display_name,
+                    arguments_hash(call.arguments), requester.id, requester.person,
                     detail=f"rule {rule.id} by {rule.created_by_name}",
                 ))  # fmt: skip
             return Proceed()
@@ -117,7 +117,7 @@ class ApprovalService:
             arguments=call.arguments,
             args_hash=arguments_hash(call.arguments),
             requester_id=requester.id,
-            requester_name=requester.display_name,
+            requester_name=requester.person,
             approvers=self.rules.approvers(ctx.thread_key, tool.name),
             created_at=now,
             expires_at=now + self._settings.approval_ttl_s,
