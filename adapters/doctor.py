@@ -7,9 +7,12 @@ import tempfile
 import time
 from zoneinfo import ZoneInfo
 
+from adapters.metering import describe_metrics
 from adapters.platforms import Platforms
+from bot.channels import describe_section
 from bot.clock import SystemClock
 from bot.config import Settings
+from bot.engine.states import EngineConfig
 from bot.errors import ModelError
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelRequest, TextPiece
@@ -47,7 +50,26 @@ async def _check_store(settings: Settings) -> bool:
 
     ok, words = await check_database(settings.database_url.get_secret_value())
     _line(ok, f"store: {words}")
-    return ok
+    return ok and _check_workers(settings)
+
+
+TAKEOVER_GOAL_S = 15.0
+
+
+def _check_workers(settings: Settings) -> bool:
+    """Several workers may share the database: how soon a dead one's threads are taken over."""
+    worst = settings.lease_ttl_s + settings.worker_poll_s
+    words = (
+        f"workers: any number may share this database; a thread's lease lasts "
+        f"{settings.lease_ttl_s:g} s (THREADLINE_LEASE_TTL_S), each worker looks for orphaned work "
+        f"every {settings.worker_poll_s:g} s (THREADLINE_WORKER_POLL_S): a dead worker's threads "
+        f"are taken over within {worst:g} s"
+    )
+    if worst > TAKEOVER_GOAL_S:
+        _line(None, f"{words}, longer than {TAKEOVER_GOAL_S:g} s: lower THREADLINE_LEASE_TTL_S to resume sooner")
+    else:
+        _line(True, words)
+    return True
 
 
 async def _check_model(settings: Settings) -> bool:
@@ -94,6 +116,18 @@ def _schedules_and_memory(settings: Settings) -> None:
                 f"{settings.memory_note_items} most recent (up to {settings.memory_note_chars:,} characters)")
 
 
+def _channels(settings: Settings) -> None:
+    """The effective settings of each ``[channels."<prefix>"]`` section's threads."""
+    base = EngineConfig.from_settings(settings)
+    choices = ", ".join(settings.models) or "any name (the model server decides)"
+    _line(None, f"model: {settings.model}; /threadline model may choose {choices}; "
+                f"a first mention in an existing thread reads up to {settings.thread_history_messages} "
+                f"earlier messages ({settings.thread_history_chars:,} characters)")
+    for prefix in sorted(settings.channels):
+        lines = describe_section(settings, prefix, base)
+        _line(None, f"{lines[0]} " + "; ".join(line.strip() for line in lines[1:]))
+
+
 def _policy(settings: Settings) -> None:
     """Who can talk to the bot, use each tool that changes something, and approve it."""
     for text in [*access_lines(settings.access), *tool_lines(settings, builtin_tools(settings))]:
@@ -132,7 +166,9 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
         for passed, text in check_playground(settings):
             _line(passed, text)
             ok = ok and passed is not False
+    _line(*describe_metrics(settings))
     _schedules_and_memory(settings)
+    _channels(settings)
     _policy(settings)
     print("all checks passed" if ok else "some checks failed", flush=True)
     return 0 if ok else 1

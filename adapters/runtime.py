@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import hmac
 import logging
 from typing import Protocol
 
@@ -9,6 +11,7 @@ from aiohttp import web
 
 from adapters.platforms import Platforms
 from adapters.playground import PlaygroundAdapter
+from bot import metrics
 from bot.clock import Clock
 from bot.config import Settings
 from bot.core import Core
@@ -73,6 +76,7 @@ class Runtime:
             app = web.Application()
             app.router.add_get("/healthz", self._healthz)
             app.router.add_get("/readyz", self._readyz)
+            app.router.add_get("/metrics", self._metrics)
             for adapter in adapters:
                 adapter.install(app)
                 self.adapters.append(adapter)
@@ -141,3 +145,18 @@ class Runtime:
         if not self.started:
             waiting["threadline"] = "starting"
         return web.json_response({"ready": not waiting, "waiting": waiting}, status=503 if waiting else 200)
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        """The process's metrics for Prometheus (with ``THREADLINE_METRICS_TOKEN`` set: only for
+        ``Authorization: Bearer <token>``)."""
+        token = self.settings.metrics_token
+        if token is not None and token.get_secret_value():
+            given = request.headers.get("Authorization", "").encode()
+            if not hmac.compare_digest(given, f"Bearer {token.get_secret_value()}".encode()):
+                return web.Response(
+                    status=401, text="a bearer token is required\n",
+                    headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+                )  # fmt: skip
+        # a busy worker's body takes milliseconds to build: off the event loop
+        body, content_type = await asyncio.to_thread(metrics.exposition, request.headers.get("Accept", ""))
+        return web.Response(body=body, headers={"Content-Type": content_type})

@@ -104,14 +104,66 @@ TOOL_SECTIONS: dict[str, type[ToolSettings]] = {"fetch_url": FetchUrlSettings, "
 """Tools whose ``[tools.NAME]`` section holds settings of their own."""
 
 
-class ChannelSettings(BaseModel):
-    """Settings for the threads whose key starts with this section's name."""
+TOOL_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}\*?$|^\*$")
+"""A tool name in ``offer_tools``/``hide_tools``; a trailing ``*`` matches a prefix (``tickets__*``)."""
 
-    model_config = ConfigDict(extra="forbid")
+
+class ChannelSettings(BaseModel):
+    """Settings for the threads whose key starts with this section's name. Everything left
+    out is the global setting; the most specific section (the longest prefix) applies."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
     approvers: ApproversSettings | None = None
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     mcp_servers: list[str] | None = None
     """The MCP servers whose tools these threads are offered (default: every one)."""
+    model: str | None = Field(default=None, min_length=1, max_length=200)
+    models: list[str] | None = None
+    """The models ``/threadline model NAME`` may choose here (default: the global ``models``)."""
+    system_prompt: str | None = Field(default=None, min_length=1, max_length=20_000)
+    system_prompt_mode: Literal["add", "replace"] = "add"
+    """``add``: the channel's prompt follows the global one; ``replace``: it stands alone."""
+    offer_tools: list[str] | None = None
+    """Only these tools are offered (names; ``tickets__*`` for a prefix); default: all."""
+    hide_tools: list[str] = Field(default_factory=list)
+    """These tools are not offered (same forms), whatever ``offer_tools`` says."""
+    max_turns: int | None = Field(default=None, ge=1, le=500)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    context_window: int | None = Field(default=None, ge=1_000)
+    run_max_tokens: int | None = Field(default=None, ge=1)
+    run_max_cost_usd: float | None = Field(default=None, gt=0)
+    day_max_tokens: int | None = Field(default=None, ge=1)
+    day_max_cost_usd: float | None = Field(default=None, gt=0)
+    during_run: Literal["steer", "queue"] | None = None
+
+    @field_validator("offer_tools", "hide_tools")
+    @classmethod
+    def _tool_names(cls, names: list[str] | None) -> list[str] | None:
+        for name in names or ():
+            if not TOOL_PATTERN.match(name):
+                raise ValueError(f"{name!r} is not a tool name (1-64 letters, digits, _ or -, optionally ending in *)")
+        return names
+
+    @field_validator("model")
+    @classmethod
+    def _model_name(cls, value: str | None) -> str | None:
+        return None if value is None else model_name(value)
+
+    @field_validator("models")
+    @classmethod
+    def _model_names(cls, values: list[str] | None) -> list[str] | None:
+        return None if values is None else [model_name(v) for v in values]
+
+
+MODEL_NAME = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
+
+
+def model_name(value: str) -> str:
+    """A model name as sent to the server: 1-200 characters, no spaces or control characters."""
+    value = value.strip()
+    if not MODEL_NAME.match(value):
+        raise ValueError(f"{value[:60]!r} is not a model name (1-200 characters without spaces)")
+    return value
 
 
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -214,6 +266,8 @@ class Settings(SettingsBase):
     openai_api_key: SecretStr | None = secret("OPENAI_API_KEY")
     openai_base_url: str | None = secret("OPENAI_BASE_URL")
     model: str = "gpt-4o-mini"
+    models: list[str] = Field(default_factory=list)
+    """The models ``/threadline model NAME`` may choose (empty: any name; the server decides)."""
     context_window: int = Field(default=128_000, ge=1_000)
     max_output_tokens: int | None = Field(default=None, ge=1)
     model_timeout_s: float = Field(default=120.0, gt=0)
@@ -240,6 +294,11 @@ class Settings(SettingsBase):
     day_max_tokens: int | None = Field(default=None, ge=1)
     """Per thread and UTC day."""
     day_max_cost_usd: float | None = Field(default=None, gt=0)
+
+    thread_history_messages: int = Field(default=50, ge=0, le=200)
+    """First mentioned in an existing thread: how many of its earlier messages to read (0: none)."""
+    thread_history_chars: int = Field(default=8_000, ge=0, le=100_000)
+    """How many characters of them the model reads (the most recent messages first)."""
 
     # --- approvals and tools ---
     approval_ttl_s: float = Field(default=1800.0, gt=0)
@@ -281,8 +340,17 @@ class Settings(SettingsBase):
     playground: bool | None = None
     """Serve the local playground. Default: on when no platform token is set."""
     playground_token: SecretStr | None = None
+    metrics_token: SecretStr | None = None
+    """When set, ``/metrics`` answers only requests with ``Authorization: Bearer <token>``."""
     database_url: SecretStr | None = None
     """``postgresql://user:password@host:5432/dbname``: the PostgreSQL store (SQLite when unset)."""
+    lease_ttl_s: float = Field(default=10.0, ge=1.0, le=300.0)
+    """With several workers: a thread's lease lasts this long unless renewed (every third of it);
+    a dead worker's threads are taken over once it has passed."""
+    worker_poll_s: float = Field(default=1.0, gt=0.0, le=60.0)
+    """With several workers: how often each looks for work no nudge announced."""
+    worker_id: str | None = Field(default=None, max_length=200)
+    """This worker's name in the leases (default: host, process id and a random part)."""
 
     @field_validator("log_level")
     @classmethod
@@ -363,6 +431,11 @@ class Settings(SettingsBase):
                 raise _invalid(f"[custom_tools.{name}]: {problem}")
         return found
 
+    @field_validator("models")
+    @classmethod
+    def _models(cls, values: list[str]) -> list[str]:
+        return [model_name(v) for v in values]
+
     @field_validator("channels")
     @classmethod
     def _channel_servers(cls, channels: dict[str, ChannelSettings], info: Any) -> dict[str, ChannelSettings]:
@@ -438,6 +511,9 @@ def load(cls: type[S], **overrides: Any) -> S:
     except ValidationError as exc:
         first = exc.errors()[0]
         field = str(first["loc"][0]) if first["loc"] else "configuration"
+        if field == "channels" and len(first["loc"]) > 2:  # name the section and the key
+            where = ".".join(str(p) for p in first["loc"][2:])
+            raise ConfigError(f'[channels."{first["loc"][1]}"] {where}', first["msg"]) from None
         raise ConfigError(setting_name(cls, field), first["msg"]) from None
     except (ValueError, OSError) as exc:  # unreadable TOML, bad .env
         raise ConfigError(str(config_path()), str(exc)) from None

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NewType
 
+SCHEDULED_BY = "scheduled by "
+"""How the model is told who a scheduled prompt is from: ``[scheduled by Alice]: …``."""
+
 ThreadKey = NewType("ThreadKey", str)
 """Opaque to the engine: ``slack:{team}:{channel}:{thread_ts}``,
 ``discord:{guild}:{thread_id}``, ``playground:{thread_id}``."""
@@ -18,12 +21,32 @@ class Author:
     roles: frozenset[str] = field(default_factory=frozenset)
     """Platform roles or user groups, for approval policy."""
 
+    @property
+    def person(self) -> str:
+        """The name to show people: ``Alice``, or ``Alice (scheduled)`` for a turn that a
+        prompt Alice scheduled started (named ``scheduled by Alice`` for the model)."""
+        name = self.display_name
+        if not name.startswith(SCHEDULED_BY):
+            return name
+        while name.startswith(SCHEDULED_BY):
+            name = name.removeprefix(SCHEDULED_BY)
+        return f"{name or 'someone'} (scheduled)"
+
 
 @dataclass(frozen=True, slots=True)
 class Attachment:
     name: str
     url: str
     size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Earlier:
+    """A message of the thread from before the bot was first mentioned there."""
+
+    author: str
+    """Its author's display name."""
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,3 +59,6 @@ class Inbound:
     files: tuple[Attachment, ...] = ()
     dm: bool = False
     """A direct message with the bot (``[access] dms`` applies)."""
+    history: tuple[Earlier, ...] = ()
+    """The thread's earlier messages, oldest first, when this is the bot's first mention in a
+    thread that existed before (shown to the model once, with this message)."""

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Sequence
 from bot import actions
 from bot.access import refusal
 from bot.approvals.service import ApprovalService
+from bot.channels import Channels
 from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
@@ -25,7 +26,9 @@ from bot.decisions import Decisions
 from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
-from bot.errors import SurfaceError
+from bot.errors import Refused, SurfaceError
+from bot.history import earlier_note
+from bot.leasing import LeasedSessions, Leasing, OneProcess, ThreadLeases
 from bot.llm.messages import SystemMessage, UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
@@ -36,6 +39,7 @@ from bot.recovery import Recovery
 from bot.scheduler.prompts import PromptSchedules
 from bot.scheduler.service import Scheduler
 from bot.sessions.model import RunState
+from bot.sessions.store import SessionStore
 from bot.storage.choose import store_for
 from bot.storage.protocol import Store
 from bot.supervisor import Supervisor
@@ -51,10 +55,16 @@ from bot.tools.builtin.schedule import ScheduleToolkit
 from bot.tools.registry import ToolRegistry
 from bot.tools.skills import TOOLKIT as SKILLS
 from bot.tools.skills import SkillsToolkit
+from bot.workers import Alone, Workers, WorkStore, worker_id
 
 log = logging.getLogger(__name__)
 
 WAITING = "I'll read this once the approval above is decided."
+BUSY = "Another of my workers is busy in this thread; try again once it has answered."
+SCHEDULED_WAIT_S = 600.0
+"""A scheduled prompt waits this long for a run on another worker to end."""
+COMMAND_WAIT_S = 120.0
+"""A reset or a skill waits this long for a run on another worker to end."""
 
 
 class Core:
@@ -78,14 +88,31 @@ class Core:
         tools.attach(ScheduleToolkit(self.schedules), own=schedule_tools.NAMES)
         tools.attach(MemoryToolkit(self.memory), own=memory_tools.NAMES)
         config = EngineConfig.from_settings(settings)
-        self.engine = Engine(model, tools, store, clock, config, gate=self.approvals, notes=self._notes)
-        self.supervisor = Supervisor(self.engine, store, store, clock, BudgetRegistry(clock))
+        self.channels = Channels(settings, config)
         self._locks: ThreadLocks[ThreadKey] = ThreadLocks()
-        self.decisions = Decisions(
-            self.approvals, store, store, self.supervisor, self._locks, clock, self.scheduler,
-            self.surfaces, self.tasks.spawn,
+        self.leases: Leasing = OneProcess()
+        self.sessions: SessionStore = store
+        """The sessions as this worker may write them (with several workers: under a lease)."""
+        if isinstance(store, WorkStore):  # several workers may share it
+            owner = settings.worker_id or worker_id()
+            leases = ThreadLeases(store, owner, settings.lease_ttl_s, on_lost=self._lost)
+            self.leases, self.sessions = leases, LeasedSessions(store, leases)
+        self.engine = Engine(
+            model, tools, self.sessions, clock, config, gate=self.approvals, notes=self._notes,
+            configure=lambda session: self.channels.config(session.key, session.model),
         )  # fmt: skip
-        self.recovery = Recovery(store, self.decisions, self.supervisor, clock, self._locks)
+        self.supervisor = Supervisor(self.engine, self.sessions, store, clock, BudgetRegistry(clock))
+        self.decisions = Decisions(
+            self.approvals, store, self.sessions, self.supervisor, self._locks, clock, self.scheduler,
+            self.surfaces, self.tasks.spawn, self.leases,
+        )  # fmt: skip
+        self.recovery = Recovery(self.sessions, self.decisions, self.supervisor, clock, self._locks, self.leases)
+        self.work: Alone | Workers = Alone()
+        if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
+            self.work = Workers(
+                store, self.leases.owner, self.supervisor, clock, poll_s=settings.worker_poll_s,
+                busy=self._locks.busy, place=self._pick_up, recover=self._take_over,
+            )  # fmt: skip
         self.decide = self.decisions.decide
         """``decide(approval_id, actor, choice, surface=None, *, card_id=None)``: a decision
         on an approval request, as a click makes it (see :class:`Decisions`)."""
@@ -117,6 +144,7 @@ class Core:
 
     async def start(self) -> None:
         await self.store.open()
+        await self.work.start()
         purged = await self.deliveries.start()
         log.info("core ready (model: %s; %d old delivery ids purged)", self.model_label, purged)
 
@@ -151,6 +179,7 @@ class Core:
         await self.tasks.idle()
 
     async def aclose(self) -> None:
+        await self.work.aclose()
         await self.tasks.drain()
         await self.supervisor.budgets.aclose()
         await self.model.aclose()
@@ -190,14 +219,23 @@ class Core:
             return None
         text, cut = _cap(inbound.text, self.settings.max_input_chars)
         author = inbound.author
+        earlier = await self._earlier(inbound)
         message = UserMessage(
-            text=text, author_id=author.id, author_name=author.display_name, event_id=inbound.event_id
-        )
+            text=text, author_id=author.id, author_name=author.display_name, event_id=inbound.event_id,
+            earlier=earlier,
+        )  # fmt: skip
         if not await self.deliveries.accept(inbound.thread_key, message):
             log.info("ignoring a redelivery of %s", inbound.event_id)
             return None
         notice = _cut_notice(len(inbound.text), len(text)) if cut else None
         return await self._place(inbound.thread_key, message, author, surface, notice, awaited=True)
+
+    async def _earlier(self, inbound: Inbound) -> str | None:
+        """The thread's earlier messages, for a first mention in a thread that existed before
+        (once: a thread with a session has its transcript)."""
+        if not inbound.history or await self.store.has_session(inbound.thread_key):
+            return None
+        return earlier_note(inbound.history, self.settings.thread_history_chars)
 
     async def _place(
         self,
@@ -208,14 +246,16 @@ class Core:
         notice: str | None,
         *,
         awaited: bool,
+        fresh: bool = True,
     ) -> Awaitable[None] | None:
         """An accepted message: handed to the thread's running run, or given its place in line
-        and the work that answers it."""
-        steer = self.settings.during_run == "steer" and notice is None
+        and the work that answers it (``fresh``: accepted just now by this worker)."""
+        steer = self.channels.during_run(key) == "steer" and notice is None
         if steer and await self.supervisor.steer(key, message):
             return None
         turn = self._locks.reserve(key)
-        work = self.tasks.spawn(self._answer(key, turn, message, author, surface, notice), awaited=awaited)
+        answer = self._answer(key, turn, message, author, surface, notice, arrival=True, fresh=fresh)
+        work = self.tasks.spawn(answer, awaited=awaited)
         if work is None:  # shutting down
             turn.cancel()
         else:  # a task cancelled before it began never enters its turn: give the place up
@@ -235,7 +275,8 @@ class Core:
         text, _ = _cap(inbound.text, self.settings.max_input_chars)
         message = UserMessage(text=text, author_id=author.id, author_name=author.display_name)
         turn = self._locks.reserve(key)
-        work = self.tasks.spawn(self._answer(key, turn, message, author, surface, notice))
+        wait_s = SCHEDULED_WAIT_S
+        work = self.tasks.spawn(self._answer(key, turn, message, author, surface, notice, wait_s=wait_s))
         if work is None:
             turn.cancel()
         else:
@@ -250,20 +291,34 @@ class Core:
         author: Author,
         surface: Surface,
         notice: str | None,
+        *,
+        arrival: bool = False,
+        fresh: bool = False,
+        wait_s: float = 0.0,
     ) -> None:
-        async with turn:
+        """Answer ``message`` in its turn, holding the thread's lease. Held elsewhere: the
+        ``arrival`` (a message kept until its session holds it) is left to the holder, nudged
+        when ``fresh``."""
+        async with turn, self.leases.hold(key, wait_s=wait_s) as held:
+            if not held:
+                if fresh:
+                    await self.work.nudge(key)
+                return
+            if arrival and await self.work.answered(message):
+                return
             session = await self.store.load_session(key, self.clock.now())
             await self.recovery.repair(session, surface)
             session.inbox.append(message)
             if session.state is RunState.AWAITING_APPROVAL:
-                await self.store.save_state(session)
+                await self.sessions.save_state(session)
                 if (await self.decisions.batch(session, surface)).waiting:
                     await self.supervisor.say(session, surface, WAITING)
                     return
                 await self.supervisor.drive(session, author, surface, resume=True, notice=notice)
                 return
             arrived, session.inbox = session.inbox, []
-            await self.store.append_messages(session, arrived)
+            session.state = RunState.RUNNING  # stored with the message: a crash now is a cut-off run
+            await self.sessions.append_messages(session, arrived)
             await self.supervisor.drive(session, author, surface, notice=notice)
 
     async def _notes(self, key: str) -> Sequence[SystemMessage]:
@@ -273,8 +328,8 @@ class Core:
         return await self.memory.notes(key)
 
     async def stop(self, key: ThreadKey, actor: Author) -> bool:
-        """Stop the thread's run; False when nothing runs."""
-        return self.supervisor.stop(key, actor)
+        """Stop the thread's run (here or on the worker that holds it); False when nothing runs."""
+        return self.supervisor.stop(key, actor) or await self.work.stop_elsewhere(key, None, actor)
 
     # --- buttons ---
 
@@ -288,6 +343,8 @@ class Core:
                 return await self.decide(approval_id, actor, choice, surface, card_id=message_id)
             case actions.StopRun(run_id):
                 if self.supervisor.stop(surface.thread_key, actor, run_id):
+                    return None
+                if await self.work.stop_elsewhere(surface.thread_key, run_id, actor):
                     return None
                 if message_id is not None:  # a button its run left behind: it goes now
                     with contextlib.suppress(SurfaceError):
@@ -303,16 +360,21 @@ class Core:
         """Whether the bot has joined the thread (adapters answer un-mentioned messages only there)."""
         return await self.store.has_session(key)
 
+    async def latest_thread(self, prefix: str) -> ThreadKey | None:
+        """The thread under ``prefix`` (a channel) whose session changed last."""
+        return await self.store.latest_under(prefix)
+
     async def describe(self, key: ThreadKey) -> str:
         """A short status of the thread for people: model, state, usage, todos."""
         session = await self.store.load_session(key, self.clock.now())
+        label = self._model_label(key, session.model)
         if not session.messages:
-            return "\n".join([f"Model: {self.model_label}. No conversation in this thread yet.", *self.tools.status(session)])
+            return "\n".join([f"Model: {label}. No conversation in this thread yet.", *self.tools.status(session)])
         usage = session.usage
         done = sum(t.status == "completed" for t in session.todos)
         state = "running" if self.supervisor.running(key) else session.state.value.replace("_", " ")
         lines = [
-            f"Model: {self.model_label}",
+            f"Model: {label}",
             f"State: {state}",
             f"Messages: {len(session.messages)}",
             f"Tokens: {usage.prompt_tokens:,} in, {usage.completion_tokens:,} out",
@@ -324,25 +386,56 @@ class Core:
         lines.extend(self.tools.status(session))
         return "\n".join(lines)
 
+    def _model_label(self, key: ThreadKey, chosen: str | None) -> str:
+        model = self.channels.model(key, chosen)
+        if model.source == "THREADLINE_MODEL" or model.name == self.model.name:
+            return self.model_label
+        return f"{model.name} ({model.source})"
+
+    def refusal(self, actor: Author, key: ThreadKey, *, dm: bool) -> str | None:
+        """Why ``actor`` may not use the bot in the thread ``key`` (commands check it too)."""
+        return refusal(self.settings.access, actor, key, dm=dm)
+
+    async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
+        """``/threadline model [NAME]``: show or change the model of this thread only (kept with
+        its session; ``default`` goes back to the channel's); what to tell the person."""
+        async with self._locks.hold(key):
+            session = await self.store.load_session(key, self.clock.now())
+            try:
+                chosen, note = self.channels.choose(key, session.model, name)
+            except Refused as exc:
+                return f"Nothing changed: {exc}"
+            if chosen != session.model:
+                session.model = chosen
+                session.updated_at = self.clock.now()
+                await self.store.save_state(session)
+                log.info("%s chose the model %s for %s", actor.id, chosen or "of the channel", key)
+        return note
+
     async def load_skill(self, key: ThreadKey, name: str, actor: Author) -> str:
         """Load the skill ``name`` into the thread (``/threadline skill NAME``), once the run
         going on there, if any, has ended; what to tell the person."""
         skills = self.tools.toolkit(SKILLS)
         if not isinstance(skills, SkillsToolkit):
             return "No skills are set up for this bot."
-        async with self._locks.hold(key):
+        async with self._locks.hold(key), self.leases.hold(key, wait_s=COMMAND_WAIT_S) as held:
+            if not held:
+                return BUSY
             session = await self.store.load_session(key, self.clock.now())
             try:
                 note = await skills.load(session, name, actor.display_name)
             except ToolError as exc:
                 return f"Not loaded: {exc}."
             session.updated_at = self.clock.now()
-            await self.store.save_state(session)
+            await self.sessions.save_state(session)
         return note
 
     async def reset(self, key: ThreadKey, surface: Surface) -> None:
         """Start a fresh session in the thread (after the running run, if any, ends)."""
-        async with self._locks.hold(key):
+        async with self._locks.hold(key), self.leases.hold(key, wait_s=COMMAND_WAIT_S) as held:
+            if not held:
+                await surface.post(BUSY)
+                return
             session = await self.store.load_session(key, self.clock.now())
             if session.panel is not None and session.panel.pinned:
                 with contextlib.suppress(SurfaceError):
@@ -352,8 +445,34 @@ class Core:
             session.toolkits = {}
             session.state = RunState.IDLE
             session.updated_at = self.clock.now()
-            await self.store.replace_messages(session, [])
+            await self.sessions.replace_messages(session, [])
             log.info("session %s reset", key)
+
+
+    # --- several workers ---
+
+    def _lost(self, key: ThreadKey) -> None:
+        self.supervisor.abandon(key)
+
+    def _pick_up(self, key: ThreadKey, message: UserMessage) -> Awaitable[None] | None:
+        """A message another worker accepted that is now this worker's to answer."""
+        surface = self.surfaces.surface_for(key)
+        if surface is None:
+            return None
+        author = Author(message.author_id or "", message.author_name or "someone")
+        return self.tasks.spawn(_settle(self._place(key, message, author, surface, None, awaited=False, fresh=False)))
+
+    def _take_over(self, key: ThreadKey) -> None:
+        """A thread whose worker died mid-run: resumed here as after a restart."""
+        surface = self.surfaces.surface_for(key)
+        if surface is not None:
+            self.tasks.spawn(self.recovery.recover(key, surface))
+
+
+async def _settle(work: Awaitable[Awaitable[None] | None]) -> None:
+    placed = await work
+    if placed is not None:
+        await placed
 
 
 def _cap(text: str, limit: int) -> tuple[str, bool]:

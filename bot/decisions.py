@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
@@ -19,7 +19,9 @@ from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
 from bot.engine.prompt import open_calls
-from bot.present.approval_card import update_card
+from bot.errors import SurfaceError
+from bot.leasing import Leasing, OneProcess
+from bot.present.approval_card import post_card, update_card
 from bot.present.surface import Surface
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
@@ -35,6 +37,8 @@ Spawn = Callable[[Coroutine[Any, Any, None]], object]
 RESET_NOTE = "The thread was reset before anyone decided."
 APPROVED_NOT_RUN = "The thread was reset before the call ran: nothing was run."
 SOMEONE = Author(id="", display_name="someone")
+RESUME_WAIT_S = 60.0
+"""A click just after a run paused on another worker waits this long for it to let go."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +62,7 @@ class Decisions:
     scheduler: Scheduler
     surfaces: Surfaces
     spawn: Spawn
+    leases: Leasing = field(default_factory=OneProcess)
 
     def __post_init__(self) -> None:
         self.scheduler.handle(EXPIRE_JOB, self._expire_job)
@@ -132,8 +137,12 @@ class Decisions:
         return Batch(waiting, requester)
 
     async def resume(self, key: ThreadKey, surface: Surface) -> None:
-        """Go on with the thread's paused run once none of its calls waits any more."""
-        async with self.locks.hold(key):
+        """Go on with the thread's paused run once none of its calls waits any more (on
+        another worker's store: once that worker has let the thread go)."""
+        async with self.locks.hold(key), self.leases.hold(key, wait_s=RESUME_WAIT_S) as held:
+            if not held:
+                log.warning("%s is still held by another worker; its decision waits there", key)
+                return
             session = await self.sessions.load_session(key, self.clock.now())
             if session.state is not RunState.AWAITING_APPROVAL:
                 return
@@ -144,8 +153,11 @@ class Decisions:
     async def recover(self, key: ThreadKey, surface: Surface) -> None:
         """After a restart: a paused run whose requests were all decided before it (the process
         died between the decision and its card or its resume) shows the decisions on their
-        cards and goes on."""
-        async with self.locks.hold(key):
+        cards and goes on; a request whose card never showed (the process died before posting
+        it) gets its card now."""
+        async with self.locks.hold(key), self.leases.hold(key) as held:
+            if not held:
+                return
             session = await self.sessions.load_session(key, self.clock.now())
             if session.state is not RunState.AWAITING_APPROVAL:
                 return
@@ -154,7 +166,18 @@ class Decisions:
             for request in found.values():
                 if not request.pending:
                     await update_card(surface, self.clock, request)
+                elif request.card_id is None:
+                    await self._post_late_card(request, surface)
         await self.resume(key, surface)
+
+    async def _post_late_card(self, request: ApprovalRequest, surface: Surface) -> None:
+        try:
+            card_id = await post_card(surface, self.clock, request)
+        except SurfaceError:
+            log.warning("could not post the card of approval %s in %s", request.id, request.key)
+            return
+        await self.store.set_approval_card(request.id, card_id)
+        log.info("approval %s in %s: its card is shown after a restart", request.id, request.key)
 
     async def _show_and_resume(self, request: ApprovalRequest, surface: Surface | None) -> None:
         key = ThreadKey(request.key)

@@ -16,6 +16,7 @@ from bot.conversation import Author, ThreadKey
 from bot.decisions import Decisions
 from bot.engine.prompt import open_calls
 from bot.errors import SurfaceError
+from bot.leasing import Leasing, OneProcess
 from bot.llm.messages import Message, ToolResult, UserMessage
 from bot.present.surface import Surface
 from bot.sessions.model import RunState, Session
@@ -42,12 +43,14 @@ class Recovery:
         supervisor: Supervisor,
         clock: Clock,
         locks: ThreadLocks[ThreadKey],
+        leases: Leasing | None = None,
     ) -> None:
         self._store = store
         self._decisions = decisions
         self._supervisor = supervisor
         self._clock = clock
         self._locks = locks
+        self._leases = leases or OneProcess()
 
     async def cut_off(self) -> list[ThreadKey]:
         """The threads whose run a restart cut off, oldest first."""
@@ -56,19 +59,23 @@ class Recovery:
     async def recover(self, key: ThreadKey, surface: Surface, turn: Turn[ThreadKey] | None = None) -> None:
         """Mend one thread cut off mid-run (its surface reaches it without an incoming event),
         in its ``turn`` of the thread when one was reserved."""
-        async with turn if turn is not None else self._locks.hold(key):
+        async with (
+            turn if turn is not None else self._locks.hold(key),
+            self._leases.hold(key) as held,  # not held: another worker has it in hand
+        ):
             session = await self._store.load_session(key, self._clock.now())
-            if session.state not in CUT_OFF:
+            if not held or session.state not in CUT_OFF:
                 return
             again = session.state is RunState.RESUMED
             await self.repair(session, surface)
             if session.state is RunState.AWAITING_APPROVAL:
                 return  # the click resumes it
-            session.state = RunState.IDLE
-            await self._store.save_state(session)
+            # until the run below stores its own state, the thread stays cut off: a crash in
+            # between finds it so again
             if session.inbox:
                 first = session.inbox[0]
                 arrived, session.inbox = session.inbox, []
+                session.state = RunState.RUNNING
                 await self._store.append_messages(session, arrived)
                 await self._supervisor.drive(session, _author_of(first), surface)
             elif not again and (asked := _unanswered(session.messages)) is not None:
@@ -76,14 +83,16 @@ class Recovery:
                     session, _author_of(asked), surface, notice=RESUMING, state=RunState.RESUMED
                 )
             else:
+                session.state = RunState.IDLE
+                await self._store.save_state(session)
                 await self._supervisor.say(session, surface, RESTARTED)
 
     async def paused(self, key: ThreadKey, surface: Surface) -> None:
         """Mend one thread whose run a restart found paused: the Stop buttons its run left go,
         and a run whose calls were all decided before the restart goes on."""
-        async with self._locks.hold(key):
+        async with self._locks.hold(key), self._leases.hold(key) as held:
             session = await self._store.load_session(key, self._clock.now())
-            if session.state is not RunState.AWAITING_APPROVAL:
+            if not held or session.state is not RunState.AWAITING_APPROVAL:
                 return
             await self._drop_stop_buttons(session, surface)
         await self._decisions.recover(key, surface)

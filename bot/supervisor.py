@@ -9,6 +9,7 @@ import logging
 import secrets
 from dataclasses import dataclass, field
 
+from bot import metrics
 from bot.actions import StopRun, encode
 from bot.approvals.models import ApprovalRequest, ApprovalStatus
 from bot.approvals.store import ApprovalStore
@@ -17,6 +18,7 @@ from bot.conversation import Author, ThreadKey
 from bot.engine.events import Finished, Notice, ToolFinished
 from bot.engine.loop import Engine
 from bot.engine.states import RunResult
+from bot.errors import LeaseLost
 from bot.llm.messages import Usage, UserMessage
 from bot.present.approval_card import ran_note, update_card
 from bot.present.budget import BudgetRegistry
@@ -37,6 +39,8 @@ class Active:
     run_id: str
     task: asyncio.Task[RunResult] | None = None
     stopped_by: Author | None = None
+    lost: bool = False
+    """Another worker took the thread over: the run stops without another write."""
 
 
 @dataclass(eq=False)
@@ -73,6 +77,15 @@ class Supervisor:
         active.task.cancel()
         return True
 
+    def abandon(self, key: ThreadKey) -> None:
+        """The thread's lease was lost: its run stops at once (its writes would be refused)."""
+        active = self.active.get(key)
+        if active is None:
+            return
+        active.lost = True
+        if active.task is not None:
+            active.task.cancel()
+
     async def drive(
         self,
         session: Session,
@@ -92,13 +105,18 @@ class Supervisor:
         try:
             while True:
                 active.run_id, active.stopped_by = secrets.token_hex(8), None
-                result = await self._run_once(
-                    active, author, surface, resume=resume, notice=notice, state=state
-                )
+                with metrics.counted_run() as counted:
+                    result = await self._run_once(
+                        active, author, surface, resume=resume, notice=notice, state=state
+                    )
+                    counted.outcome = metrics.outcome_of(
+                        ok=result.ok, paused=result.paused, stopped=active.stopped_by is not None
+                    )
                 session.state = RunState.AWAITING_APPROVAL if result.paused else RunState.IDLE
                 session.stop_buttons = []  # the presenter's last edit removed them
                 session.updated_at = self.clock.now()
                 await self.store.save_state(session)
+                log.info("the run in %s ended: %s", session.key, _outcome(result))
                 resume, notice, state = False, None, RunState.RUNNING
                 if result.paused or not session.inbox:
                     break  # a Stop ends the run; messages that arrived before it are answered now
@@ -129,6 +147,8 @@ class Supervisor:
             try:
                 return await active.task
             except asyncio.CancelledError:
+                if active.lost:
+                    raise LeaseLost(f"the lease on {session.key} was taken over") from None
                 if active.stopped_by is None:
                     raise
                 who = active.stopped_by.display_name
@@ -178,3 +198,9 @@ class Supervisor:
             stop_button=stop,
             on_tool=on_tool,
         )
+
+
+def _outcome(result: RunResult) -> str:
+    if result.paused:
+        return "paused for an approval"
+    return "answered" if result.ok else f"failed ({result.message})"

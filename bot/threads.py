@@ -12,6 +12,8 @@ from collections.abc import Hashable
 from types import TracebackType
 from typing import Generic, TypeVar
 
+from bot import metrics
+
 K = TypeVar("K", bound=Hashable)
 
 
@@ -64,6 +66,8 @@ class ThreadLocks(Generic[K]):
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if not line.waiting:
             ready.set_result(None)
+        else:
+            metrics.TURNS_WAITING.inc()
         line.waiting.append(ready)
         return Turn(self, key, ready)
 
@@ -79,10 +83,12 @@ class ThreadLocks(Generic[K]):
         line.waiting.remove(ready)
         if not ready.done():
             ready.cancel()
+            metrics.TURNS_WAITING.dec()  # it left the line without its turn
         if not line.waiting:
             del self._lines[key]
         elif first:
             line.waiting[0].set_result(None)
+            metrics.TURNS_WAITING.dec()
 
     def busy(self, key: K) -> bool:
         return key in self._lines

@@ -14,6 +14,7 @@ HOMES = {
     "asyncpg": ("bot/storage/postgres",),
     "apscheduler": ("bot/scheduler/timer.py",),
     "croniter": ("bot/scheduler/when.py",),
+    "prometheus_client": ("bot/metrics.py",),
     "mcp": ("bot/mcp/sdk/",),
     "mcp_types": ("bot/mcp/sdk/",),
     "httpx2": ("bot/llm/", "bot/mcp/sdk/"),

@@ -15,7 +15,7 @@ import logging
 import discord
 from aiohttp import web
 
-from adapters.discord.client import ThreadlineClient
+from adapters.discord.client import ThreadlineClient, make_client
 from adapters.discord.config import DiscordSettings
 from adapters.discord.endpoints import point_at
 from adapters.discord.listeners import Listeners
@@ -53,10 +53,11 @@ class DiscordAdapter:
         stop_grace: float = STOP_GRACE,
     ) -> None:
         self._token = discord_settings.token()
+        self._shards = discord_settings.shards()
         self._settings = settings
         self._discord = discord_settings
         self._stop_grace = stop_grace
-        self.listeners = Listeners(core, core.clock)
+        self.listeners = Listeners(core, core.clock, settings.thread_history_messages)
         self._client: ThreadlineClient | None = None
         self._runner: asyncio.Task[None] | None = None
 
@@ -80,6 +81,8 @@ class DiscordAdapter:
         self._client = await self._login(message_content=True)
         self.listeners.core.register_surfaces(KEY_PREFIX, self.listeners.surface_for_key)
         self._runner = asyncio.get_running_loop().create_task(self._run())
+        if self._shards is not None:
+            log.info("Discord: connecting %s", self._shards.describe())
 
     async def stop(self) -> None:
         await self.listeners.tasks.drain(self._stop_grace)
@@ -91,7 +94,9 @@ class DiscordAdapter:
         await _finish_dispatched_events()
 
     async def _login(self, *, message_content: bool) -> ThreadlineClient:
-        client = ThreadlineClient(self.listeners, self._settings.data_dir, message_content=message_content)
+        client = make_client(
+            self.listeners, self._settings.data_dir, message_content=message_content, shards=self._shards
+        )
         try:
             await client.login(self._token)
         except discord.LoginFailure:

@@ -14,6 +14,7 @@ import discord
 from discord import app_commands
 
 from adapters.discord.commands import command_group, sync_if_changed
+from adapters.discord.config import Shards
 from adapters.discord.guard import guard_parsers
 from adapters.discord.listeners import Listeners
 from adapters.discord.surface import NO_PINGS
@@ -33,10 +34,16 @@ def intents(*, message_content: bool) -> discord.Intents:
 
 
 class ThreadlineClient(discord.Client):
-    def __init__(self, listeners: Listeners, data_dir: Path, *, message_content: bool) -> None:
+    def __init__(
+        self, listeners: Listeners, data_dir: Path, *, message_content: bool,
+        shards: Shards | None = None,
+    ) -> None:  # fmt: skip
         # Threadline has no voice: discord.py's warnings about missing voice libraries are noise
         discord.VoiceClient.warn_nacl = False
         discord.VoiceClient.warn_dave = False
+        sharding: dict[str, Any] = (
+            {} if shards is None else {"shard_ids": list(shards.ids), "shard_count": shards.count}
+        )
         super().__init__(
             intents=intents(message_content=message_content),
             allowed_mentions=NO_PINGS,
@@ -44,6 +51,7 @@ class ThreadlineClient(discord.Client):
             max_messages=None,
             chunk_guilds_at_startup=False,
             member_cache_flags=discord.MemberCacheFlags.none(),
+            **sharding,
         )
         self.listeners = listeners
         self.data_dir = data_dir
@@ -86,3 +94,15 @@ class ThreadlineClient(discord.Client):
 
     async def on_message(self, message: discord.Message) -> None:
         self.listeners.on_message(message)
+
+
+class ShardedThreadlineClient(ThreadlineClient, discord.AutoShardedClient):
+    """The same client over the shards this process was given (one gateway connection each;
+    Discord sends each shard the events of its servers, and direct messages to shard 0)."""
+
+
+def make_client(
+    listeners: Listeners, data_dir: Path, *, message_content: bool, shards: Shards | None
+) -> ThreadlineClient:
+    kind = ThreadlineClient if shards is None else ShardedThreadlineClient
+    return kind(listeners, data_dir, message_content=message_content, shards=shards)

@@ -1,4 +1,5 @@
-"""``/threadline status|reset|stop|schedules|memory|skill NAME``, and registering them with Discord only when
+"""``/threadline status|reset|stop|model|schedules|memory|skill`` as Discord application
+commands (what each does is :mod:`bot.commands`), and registering them with Discord only when
 they change.
 
 Discord rate-limits command registration hard, so :func:`sync_if_changed` keeps a hash of the
@@ -12,49 +13,18 @@ import asyncio
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import discord
 from discord import app_commands
 
-from bot.conversation import Author, ThreadKey
-from bot.errors import Refused
-from bot.ports import CoreApi
-from bot.present.surface import Surface
+from bot.commands import ChooseModel, Command, Kept, LoadSkill
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Kept:
-    """``/threadline schedules [cancel:ID]`` and ``/threadline memory [forget:ID]``: the thread's
-    list, or the one with that id removed."""
-
-    what: Literal["schedules", "memory"]
-    target: str = ""
-
-    def __str__(self) -> str:
-        removing = {"schedules": "cancel", "memory": "forget"}[self.what]
-        return f"{self.what} {removing}:{self.target}" if self.target else self.what
-
-
-
-
-@dataclass(frozen=True, slots=True)
-class LoadSkill:
-    """``/threadline skill NAME``."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return f"skill {self.name}"
-
-
-Command = Literal["status", "reset", "stop"] | Kept | LoadSkill
 HASH_FILE = "discord-commands.json"
-RESET_DONE = "Done: the next message in this thread starts a fresh conversation."
 
 
 class CommandHandler(Protocol):
@@ -76,6 +46,11 @@ def command_group(handler: CommandHandler) -> app_commands.Group:
     async def stop(interaction: discord.Interaction[Any]) -> None:
         await handler.on_command(interaction, "stop")
 
+    @group.command(name="model", description="Show the model of this thread, or change it for this thread only")
+    @app_commands.describe(name="The model to use in this thread ('default': the channel's)")
+    async def model(interaction: discord.Interaction[Any], name: app_commands.Range[str, 1, 200] | None = None) -> None:
+        await handler.on_command(interaction, ChooseModel((name or "").strip()))
+
     @group.command(name="schedules", description="This thread's scheduled prompts; cancel one by id")
     @app_commands.describe(cancel="The id of a scheduled prompt to cancel (s12)")
     async def schedules(interaction: discord.Interaction[Any], cancel: str | None = None) -> None:
@@ -92,39 +67,6 @@ def command_group(handler: CommandHandler) -> app_commands.Group:
         await handler.on_command(interaction, LoadSkill(name))
 
     return group
-
-
-async def run_command(
-    core: CoreApi, command: Command, key: ThreadKey, surface: Surface, actor: Author
-) -> str:
-    """What the command does in the thread ``key``; returns the answer for the person."""
-    if isinstance(command, Kept):
-        return await _kept(core, command, key)
-    if isinstance(command, LoadSkill):
-        return await core.load_skill(key, command.name, actor)
-    if command == "status":
-        return await core.describe(key)
-    if command == "reset":
-        await core.reset(key, surface)
-        return RESET_DONE
-    if await core.stop(key, actor):
-        return "Stopping the run in this thread."
-    return "Nothing is running in this thread."
-
-
-async def _kept(core: CoreApi, command: Kept, key: ThreadKey) -> str:
-    try:
-        if command.what == "schedules" and command.target:
-            removed = await core.schedules.cancel(key, command.target)
-            return f"Cancelled {core.schedules.describe(removed)}"
-        if command.what == "schedules":
-            return await core.schedules.listing(key)
-        if command.target:
-            forgotten = await core.memory.forget(key, command.target)
-            return f"Forgot {forgotten.id}: {forgotten.note[:300]}"
-        return await core.memory.listing(key)
-    except Refused as exc:
-        return f"Nothing changed: {exc}"
 
 
 async def sync_if_changed(tree: app_commands.CommandTree[Any], application_id: int, data_dir: Path) -> bool:

@@ -1,5 +1,5 @@
 """``threadline doctor`` for Discord: the token, the bot's name, the Message Content intent,
-the interactions endpoint and the gateway — in plain words, never the token."""
+the interactions endpoint, the gateway and the shards — in plain words, never the token."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from discord.http import Route
 from adapters.discord.config import DiscordSettings
 from adapters.discord.endpoints import point_at, rest_base
 from adapters.discord.invite import INTENT_HELP
+from bot.errors import ConfigError
 
 Check = tuple[bool | None, str]
 CONTENT = 1 << 18
@@ -34,9 +35,10 @@ async def check_discord(settings: DiscordSettings) -> list[Check]:
         checks.append((True, f"token accepted: the bot is {me['username']} (id {me['id']})"))
         app: dict[str, Any] = await http.request(Route("GET", "/applications/@me"))
         checks.extend(_application(app))
-        _, url, limit = await http.get_bot_gateway()
+        recommended, url, limit = await http.get_bot_gateway()
         checks.append((True, f"gateway {url} answers; {limit['remaining']} of {limit['total']} "
                              "connection starts left today"))
+        checks.append(sharding(settings, recommended))
         checks.append((None, "invite link: run `threadline discord-invite`"))
     except discord.LoginFailure:
         checks.append((False, REFUSED))
@@ -62,3 +64,18 @@ def _application(app: dict[str, Any]) -> list[Check]:
                               "buttons and slash commands there, not to this bot. Clear it under "
                               "General Information in the Developer Portal"))
     return checks
+
+
+def sharding(settings: DiscordSettings, recommended: int) -> Check:
+    """The shards this process connects, against the number Discord recommends."""
+    try:
+        shards = settings.shards()
+    except ConfigError as exc:
+        return False, f"shards: {exc}"
+    advice = f"Discord recommends {recommended} shard{'s' if recommended > 1 else ''} for this bot"
+    if shards is None:
+        if recommended > 1:
+            return None, f"shards: one connection for every server; {advice}: set THREADLINE_DISCORD_SHARD_COUNT"
+        return None, f"shards: one connection for every server (no sharding; {advice})"
+    others = "" if len(shards.ids) == shards.count else "; other processes must connect the rest"
+    return True, f"shards: this process connects {shards.describe()} ({advice}){others}"

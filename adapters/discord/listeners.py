@@ -25,18 +25,26 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import discord
 
 from adapters.discord.catchup import CatchUp
-from adapters.discord.commands import Command, run_command
 from adapters.discord.identity import author_of, parse_key, thread_key
-from adapters.discord.parse import Where, from_a_person, mentions_me, thread_name, to_inbound
+from adapters.discord.parse import (
+    Where,
+    clean_text,
+    from_a_person,
+    mentions_me,
+    thread_name,
+    to_inbound,
+)
 from adapters.discord.ratelimit import GlobalPacer, RateLimitWatch
 from adapters.discord.surface import NO_PINGS, DiscordSurface, Link
 from bot.clock import Clock
-from bot.conversation import ThreadKey
+from bot.commands import Command, run_command
+from bot.conversation import Earlier, ThreadKey
 from bot.errors import SurfaceError
 from bot.ports import CoreApi
 from bot.tasks import TaskSet
@@ -52,8 +60,10 @@ THREAD_EXISTS = 160004
 
 
 class Listeners:
-    def __init__(self, core: CoreApi, clock: Clock) -> None:
+    def __init__(self, core: CoreApi, clock: Clock, history_messages: int = 50) -> None:
         self.core = core
+        self.history_messages = history_messages
+        """First mentioned in an existing thread: how many earlier messages to read."""
         self.clock = clock
         self.watch = RateLimitWatch(clock)
         self.pacer = GlobalPacer(clock)
@@ -117,14 +127,33 @@ class Listeners:
         if where is None:
             return False
         surface = self.surface(where.channel_id, where.guild_id)
+        inbound = to_inbound(message, where, me)
+        if where.channel_id == message.channel.id and where.guild_id is not None and mentions_me(message, me):
+            inbound = replace(inbound, history=await self._earlier(message, inbound.thread_key, me))
         try:
-            work = await self.core.admit(to_inbound(message, where, me), surface)
+            work = await self.core.admit(inbound, surface)
         except Exception:
             log.exception("answering discord:%s in %s failed", message.id, surface.thread_key)
             self.tasks.spawn(_say_failed(surface))
             return False
         self.tasks.spawn(self._answer(work, surface, message.id))
         return work is not None
+
+    async def _earlier(
+        self, message: discord.Message, key: ThreadKey, me: discord.ClientUser
+    ) -> tuple[Earlier, ...]:
+        """A first mention inside a thread that existed before: what was said there before it
+        (one page of history, at most ``history_messages``), the bot's own words left out."""
+        if self.history_messages <= 0 or await self.core.has_session(key):
+            return ()
+        await self.pacer.acquire()
+        try:
+            found = [m async for m in message.channel.history(limit=min(self.history_messages, 100), before=message)]
+        except discord.HTTPException as exc:
+            log.warning("could not read the earlier messages of %s: %s %s", key, exc.status, exc.text)
+            return ()
+        said = ((m, clean_text(m, me)) for m in reversed(found) if m.author.id != me.id)
+        return tuple(Earlier(m.author.display_name + (" (an app)" if m.author.bot else ""), t) for m, t in said if t)
 
     # --- catching up after a new session ------------------------------------------------------
     def on_guild_available(self, guild: discord.Guild) -> None:
@@ -243,9 +272,10 @@ class Listeners:
 
     async def _command(self, interaction: discord.Interaction[Any], command: Command) -> None:
         actor = author_of(interaction.user)
+        dm = interaction.guild_id is None
         await self._privately(
             interaction, f"/threadline {command}", COMMAND_FAILED,
-            lambda surface: run_command(self.core, command, surface.thread_key, surface, actor),
+            lambda surface: run_command(self.core, command, surface.thread_key, surface, actor, dm=dm),
         )  # fmt: skip
 
     async def _privately(

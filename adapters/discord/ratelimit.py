@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import aiohttp
+from yarl import URL
 
+from adapters.metering import request_trace
 from bot.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -36,6 +38,10 @@ log = logging.getLogger(__name__)
 GLOBAL_PER_SECOND = 45
 """Discord allows 50 requests a second per bot; we leave room for discord.py's own calls."""
 _MESSAGE_ROUTE = re.compile(r"/channels/(\d+)/messages(?:/(\d+))?$")
+_VERSION = re.compile(r"^v\d+$")
+_WORD = re.compile(r"^[a-z@_-]+$")
+_TOKEN_AFTER = ("interactions", "webhooks")
+"""``/interactions/{id}/{token}``, ``/webhooks/{id}/{token}``: the segment after the id is a secret."""
 _surface_call: ContextVar[bool] = ContextVar("threadline_discord_surface_call", default=False)
 
 
@@ -63,7 +69,9 @@ class RateLimitWatch:
         self.seen_429 = 0
 
     def trace_config(self) -> aiohttp.TraceConfig:
-        trace = aiohttp.TraceConfig()
+        """The trace for discord.py's HTTP session: every request counted by route for
+        ``/metrics`` (429s included), then read here."""
+        trace = request_trace("discord", route_of)
         trace.on_request_end.append(self._on_request_end)
         return trace
 
@@ -120,6 +128,26 @@ class RateLimitWatch:
         self._message_buckets[int(match.group(1))] = _Bucket(
             name, remaining, self._clock.monotonic() + reset_after
         )
+
+
+def route_of(method: str, url: URL) -> str:
+    """The route a REST request takes, without ids or tokens (``PATCH /channels/{id}/messages/{id}``),
+    for ``/metrics``; anything but the REST API (the gateway) is ``GET (other)``."""
+    parts = url.path.strip("/").split("/")
+    start = next((i + 1 for i, part in enumerate(parts) if _VERSION.match(part)), None)
+    if start is None:
+        return f"{method} (other)"
+    route: list[str] = []
+    for part in parts[start:]:
+        if len(route) >= 2 and route[-1] == "{id}" and route[-2] in _TOKEN_AFTER:
+            route.append("{token}")
+        elif route and route[-1] == "reactions":
+            route.append("{emoji}")
+        elif part.isdigit():
+            route.append("{id}")
+        else:
+            route.append(part if _WORD.match(part) else "{value}")
+    return f"{method} /{'/'.join(route)}"
 
 
 class GlobalPacer:

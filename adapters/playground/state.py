@@ -289,6 +289,9 @@ class PlaygroundState:
     def _emit_pins(self, thread: ThreadData) -> None:
         self._emit({"type": "pins", "thread_id": thread.id, "pins": list(thread.pins)})
 
+    def message(self, thread_id: str, message_id: str) -> MessageData:
+        return self._message(thread_id, message_id)
+
     def _message(self, thread_id: str, message_id: str) -> MessageData:
         message = self.thread(thread_id).find(message_id)
         if message is None:

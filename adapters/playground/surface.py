@@ -74,18 +74,22 @@ class PlaygroundSurface:
         self, message_id: str, text: str, buttons: Sequence[Button] = (), *, final: bool = False
     ) -> None:
         _check_length(text)
+        shown = _buttons(buttons)
         try:
-            self._state.edit(self._thread_id, message_id, text, _buttons(buttons))
+            before = self._state.message(self._thread_id, message_id).buttons
+            self._state.edit(self._thread_id, message_id, text, shown)
         except (UnknownThread, UnknownMessage) as exc:
             raise EditRefused(f"message {message_id} is gone") from exc
+        if before != shown:  # a run's last edit or a decided card: kept at once, as a platform
+            await self._state.flush()  # keeps it (streamed text alone is saved a moment later)
 
     async def drop_buttons(self, message_id: str) -> None:
         try:
-            thread = self._state.thread(self._thread_id)
-            shown = next(m for m in thread.messages if m.id == message_id)
+            shown = self._state.message(self._thread_id, message_id)
             self._state.edit(self._thread_id, message_id, shown.text, ())
-        except (UnknownThread, UnknownMessage, StopIteration) as exc:
+        except (UnknownThread, UnknownMessage) as exc:
             raise EditRefused(f"message {message_id} is gone") from exc
+        await self._state.flush()
 
     async def delete(self, message_id: str) -> None:
         try:

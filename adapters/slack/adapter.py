@@ -23,8 +23,15 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from adapters.slack.api import Identity, SlackApi, auth_problem, build_client, error_code
-from adapters.slack.config import EVENTS_PATH, SlackConfig, SlackSettings
+from adapters.slack.api import (
+    Identity,
+    SlackApi,
+    auth_problem,
+    build_client,
+    error_code,
+    http_session,
+)
+from adapters.slack.config import COMMAND, EVENTS_PATH, SlackConfig, SlackSettings
 from adapters.slack.groups import UserGroups, configured_groups
 from adapters.slack.http_mode import EventsEndpoint
 from adapters.slack.listeners import SlackListeners
@@ -59,6 +66,7 @@ class SlackAdapter:
         self.core = core
         self.config = SlackConfig.from_settings(slack_settings)
         self._groups = configured_groups(settings)
+        self._history_messages = settings.thread_history_messages
         self._clock = clock or SystemClock()
         self._stop_grace = stop_grace
         self._ping_interval = ping_interval
@@ -80,7 +88,7 @@ class SlackAdapter:
             app.router.add_post(EVENTS_PATH, self._endpoint.handle)
 
     async def start(self) -> None:
-        self._session = aiohttp.ClientSession()
+        self._session = http_session()
         try:
             await self._start(self._session)
         except BaseException:
@@ -104,7 +112,8 @@ class SlackAdapter:
             config.stream_max_age,
         ))
         self.listeners = SlackListeners(
-            self.core, api, identity, names, groups, limits, self.tasks, streams
+            self.core, api, identity, names, groups, limits, self.tasks, self._history_messages,
+            streams,
         )
         self.core.register_surfaces(
             f"slack:{identity.team_id}:", self.listeners.surface, channel_of=_channel_of
@@ -192,6 +201,7 @@ def _bolt_app(client: AsyncWebClient, handlers: SlackListeners, identity: Identi
     app.event("app_mention")(handlers.on_message)
     app.event(re.compile(".*"))(handlers.on_other_event)
     app.action(re.compile(".*"))(handlers.on_action)
+    app.command(COMMAND)(handlers.on_command)
     return app
 
 

@@ -1,7 +1,7 @@
 """The Slack Web API calls the adapter makes, with Slack's failures turned into ours.
 
 One :class:`AsyncWebClient` per process, on one aiohttp session, pointed at ``SLACK_API_URL``
-when set. Its retry handlers are given explicitly: only connection errors are retried (once);
+when set; every request on that session is counted for ``/metrics`` by Web API method. Its retry handlers are given explicitly: only connection errors are retried (once);
 a 429 is never retried inside the SDK but raised as :class:`SurfaceRateLimited` with Slack's
 ``Retry-After``, so the presenter's edit budget sees every rate limit and decides what waits.
 """
@@ -9,6 +9,7 @@ a 429 is never retried inside the SDK but raised as :class:`SurfaceRateLimited` 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
@@ -18,12 +19,15 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
+from yarl import URL
 
+from adapters.metering import request_trace
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
 
 log = logging.getLogger(__name__)
 
 DEFAULT_RETRY_AFTER = 1.0
+_API_METHOD = re.compile(r"^[a-z]+(\.[a-zA-Z]+)+$")
 TIMEOUT_S = 30
 TOO_LONG = frozenset({"msg_too_long", "msg_blocks_too_long"})
 NOT_EDITABLE = frozenset(
@@ -61,6 +65,17 @@ AUTH_PROBLEMS = {
 def auth_problem(code: str) -> str:
     """Plain words for a token Slack refused."""
     return AUTH_PROBLEMS.get(code, f"Slack refused the token ({code})")
+
+
+def method_of(http_method: str, url: URL) -> str:
+    """The Web API method a request calls (``chat.update``), for ``/metrics``."""
+    name = url.path.rstrip("/").rpartition("/")[2]
+    return name if _API_METHOD.match(name) else "(other)"
+
+
+def http_session() -> aiohttp.ClientSession:
+    """The adapter's one HTTP session: every Web API call on it is counted by method."""
+    return aiohttp.ClientSession(trace_configs=[request_trace("slack", method_of)])
 
 
 def build_client(token: str | None, base_url: str, session: aiohttp.ClientSession) -> AsyncWebClient:
@@ -223,7 +238,7 @@ class SlackApi:
         )
         return response is not None
 
-    async def ephemeral(self, channel: str, user: str, thread_ts: str, payload: dict[str, Any]) -> None:
+    async def ephemeral(self, channel: str, user: str, thread_ts: str | None, payload: dict[str, Any]) -> None:
         await guarded(
             "chat.postEphemeral",
             self.client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **payload),

@@ -18,6 +18,8 @@ from bot.errors import ConfigError
 
 SLACK_API = "https://slack.com/api/"
 EVENTS_PATH = "/slack/events"
+COMMAND = "/threadline"
+"""The slash command in the manifests (events, clicks and commands share ``EVENTS_PATH``)."""
 
 
 class SlackSettings(SettingsBase):

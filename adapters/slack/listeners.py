@@ -7,7 +7,8 @@ and hands an :class:`~bot.conversation.Inbound` to the core. Messages of one thr
 prepared one at a time, in the order they arrived, and each takes its place in the core
 (``core.admit``) before the next is prepared, so a slow name lookup cannot let a later message
 overtake an earlier one. A click is acknowledged first, then routed to ``core.on_action``; its
-note goes to the clicker alone with ``chat.postEphemeral``.
+note goes to the clicker alone with ``chat.postEphemeral``. A ``/threadline`` command is
+acknowledged first too, then answered to the person alone (:mod:`adapters.slack.commands`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
+from adapters.slack.commands import SlashCommand, read_payload, respond, target
 from adapters.slack.groups import UserGroups
+from adapters.slack.history import earlier
 from adapters.slack.names import DisplayNames
 from adapters.slack.parse import (
     Click,
@@ -36,7 +39,8 @@ from adapters.slack.parse import (
 from adapters.slack.render import render
 from adapters.slack.streams import StreamSupport
 from adapters.slack.surface import SlackSurface, StatusSupport
-from bot.conversation import Author, Inbound, ThreadKey
+from bot.commands import run_command
+from bot.conversation import Author, Earlier, Inbound, ThreadKey
 from bot.errors import SurfaceError
 from bot.ports import CoreApi
 from bot.present.surface import SurfaceLimits
@@ -51,6 +55,7 @@ LOOKUP_BUDGET_S = 1.0
 acknowledgement within 3 s)."""
 FAILED = "Something went wrong while answering; the server log has the details."
 CLICK_FAILED = "Something went wrong with that button; the server log has the details."
+COMMAND_FAILED = "Something went wrong; the server log has the details."
 
 
 @dataclass(eq=False)
@@ -62,6 +67,8 @@ class SlackListeners:
     groups: UserGroups
     limits: SurfaceLimits
     tasks: TaskSet
+    history_messages: int = 50
+    """First mentioned in an existing thread: how many earlier messages to read."""
     streams: StreamSupport | None = None
     _status: StatusSupport = field(default_factory=StatusSupport, init=False)
     _order: ThreadLocks[ThreadKey] = field(default_factory=ThreadLocks, init=False)
@@ -94,6 +101,14 @@ class SlackListeners:
             return
         self.tasks.spawn(self._click(click))
 
+    async def on_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        command = read_payload(body)
+        if command is None:
+            log.info("ignoring a slash command payload without a user and a channel")
+            return
+        self.tasks.spawn(self._command(command))
+
     # --- the work ----------------------------------------------------------------------------
     async def _accept(self, message: PersonMessage) -> None:
         key = message.thread_key(self.identity.team_id)
@@ -116,13 +131,15 @@ class SlackListeners:
     async def _inbound(self, message: PersonMessage, key: ThreadKey) -> Inbound:
         """Names and groups are looked up within a bound (the message must be stored before
         Slack's 3 s are up); one that is slower is shown by its id, and kept for next time."""
+        mentioned = sorted(mentioned_users(message.text))
+        history_read = asyncio.ensure_future(_within(self._earlier(message, key), ()))
         name, roles = await asyncio.gather(
             _within(self.names.name(message.user), message.user),
             _within(self.groups.roles_of(message.user), frozenset[str]()),
         )
-        mentioned = sorted(mentioned_users(message.text))
         found = await asyncio.gather(*(_within(self.names.name(u), u) for u in mentioned))
         names = dict(zip(mentioned, found, strict=True))
+        history: tuple[Earlier, ...] = await history_read
         return Inbound(
             thread_key=key,
             author=Author(f"slack:{message.user}", name, roles),
@@ -130,6 +147,15 @@ class SlackListeners:
             event_id=message.event_id(self.identity.team_id),
             files=message.files,
             dm=message.direct,
+            history=history,
+        )
+
+    async def _earlier(self, message: PersonMessage, key: ThreadKey) -> tuple[Earlier, ...]:
+        """A first mention inside a thread that existed before: what was said there."""
+        if message.needs_session or message.ts == message.root_ts or await self.core.has_session(key):
+            return ()
+        return await earlier(
+            self.api, self.identity, self.names, message.channel, message.root_ts, message.ts, self.history_messages
         )
 
     async def _handle(self, inbound: Inbound, work: Awaitable[None], surface: SlackSurface) -> None:
@@ -158,6 +184,35 @@ class SlackListeners:
             await self.api.ephemeral(click.channel, click.user, click.root_ts, message_payload(render(note)))
         except SurfaceError:
             log.warning("could not show %s the note about their click", click.user, exc_info=True)
+
+
+    async def _command(self, command: SlashCommand) -> None:
+        """Run the command in the thread it names; its answer goes to the person alone."""
+        try:
+            note = await self._command_note(command)
+        except Exception:
+            log.exception("/threadline in %s failed", command.channel)
+            note = COMMAND_FAILED
+        session = self.api.client.session
+        url = command.response_url
+        if url is not None and session is not None and await respond(session, url, note):
+            return
+        try:
+            await self.api.ephemeral(command.channel, command.user, None, message_payload(render(note)))
+        except SurfaceError:
+            log.warning("could not answer /threadline to %s in %s", command.user, command.channel)
+
+    async def _command_note(self, command: SlashCommand) -> str:
+        team = self.identity.team_id
+        latest = await self.core.latest_thread(f"slack:{team}:{command.channel}:")
+        found = target(command, latest)
+        if found.command is None or found.key is None:
+            return found.note
+        name, roles = await asyncio.gather(self.names.name(command.user), self.groups.roles_of(command.user))
+        actor = Author(f"slack:{command.user}", name, roles)
+        dm = command.channel.startswith("D")
+        answer = await run_command(self.core, found.command, found.key, self.surface(found.key), actor, dm=dm)
+        return found.note + answer
 
 
 async def _within(lookup: Awaitable[T], fallback: T) -> T:

@@ -12,6 +12,7 @@ BOT_SCOPES = frozenset(
         "chat:write",  # post, update, delete, ephemeral notes, assistant.threads.setStatus
         "pins:write",  # the todo panel
         "users:read",  # display names
+        "commands",  # /threadline
     }
 )
 GROUP_SCOPE = "usergroups:read"

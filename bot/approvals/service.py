@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
 
+from bot import metrics
 from bot.access import may_use_tool
 from bot.approvals.models import (
     AllowRule,
@@ -87,7 +88,7 @@ class ApprovalService:
 
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
         if not may_use_tool(self._settings, ctx.thread_key, tool.name, ctx.requester):
-            who = ctx.requester.display_name if ctx.requester else "this person"
+            who = ctx.requester.person if ctx.requester else "this person"
             return Refuse(f"refused: {who} may not have me use {tool.name} here (an operator's setting); it was not run.")
         if self.free(ctx, tool):
             return Proceed()  # nothing to ask and nothing that could have been asked before
@@ -103,7 +104,7 @@ class ApprovalService:
             if rule is not None:
                 await self._store.record_audit(AuditEntry(
                     self._clock.now(), ctx.thread_key, "allowed by rule", tool.name,
-                    arguments_hash(call.arguments), requester.id, requester.display_name,
+                    arguments_hash(call.arguments), requester.id, requester.person,
                     detail=f"rule {rule.id} by {rule.created_by_name}",
                 ))  # fmt: skip
             return Proceed()
@@ -116,7 +117,7 @@ class ApprovalService:
             arguments=call.arguments,
             args_hash=arguments_hash(call.arguments),
             requester_id=requester.id,
-            requester_name=requester.display_name,
+            requester_name=requester.person,
             approvers=self.rules.approvers(ctx.thread_key, tool.name),
             created_at=now,
             expires_at=now + self._settings.approval_ttl_s,
@@ -124,6 +125,7 @@ class ApprovalService:
             allow_subject=subject,
         )
         await self._store.create_approval(request)
+        metrics.APPROVALS_REQUESTED.inc()
         await self._scheduler.schedule(
             Job(f"expire:{request.id}", EXPIRE_JOB, request.expires_at, {"approval_id": request.id})
         )
@@ -181,6 +183,7 @@ class ApprovalService:
             request, status=status, decided_by_id=actor.id, decided_by_name=actor.display_name, decided_at=now
         )
         log.info("approval %s %s by %s", approval_id, status.value, actor.id)
+        metrics.approval_decided(status.value)
         words = {ApprovalStatus.APPROVED: "Approved", ApprovalStatus.DENIED: "Denied"}[status]
         return Outcome(True, f"{words}.", decided)
 
@@ -190,6 +193,7 @@ class ApprovalService:
         if not await self._store.decide_approval(request.id, ApprovalStatus.EXPIRED, None, None, now):
             return None
         log.info("approval %s expired", request.id)
+        metrics.approval_decided(ApprovalStatus.EXPIRED.value)
         return replace(request, status=ApprovalStatus.EXPIRED, decided_at=now)
 
 

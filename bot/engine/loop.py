@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
 
+from bot import metrics
 from bot.clock import Clock
 from bot.conversation import Author
 from bot.engine.activity import preview, summarise
@@ -64,7 +66,15 @@ from bot.llm.messages import (
     Usage,
     UserMessage,
 )
-from bot.llm.model import FinishPiece, Model, ModelRequest, TextPiece, ToolCallPiece, UsagePiece
+from bot.llm.model import (
+    FinishPiece,
+    Model,
+    ModelRequest,
+    TextPiece,
+    ToolCallPiece,
+    ToolSpec,
+    UsagePiece,
+)
 from bot.sessions.model import RunState, Session
 from bot.sessions.store import SessionStore
 from bot.tools.base import Tool, ToolContext, ToolError
@@ -95,6 +105,8 @@ TURN_LIMIT_WORDS = (
 Notes = Callable[[str], Awaitable[Sequence[SystemMessage]]]
 """What the model is told about a thread besides its transcript and todos (its memory), read
 before each model call."""
+Configure = Callable[[Session], EngineConfig]
+"""The settings of one run in the session's thread (its channel's settings, its own model)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,9 +132,10 @@ class Engine:
         config: EngineConfig,
         gate: Gate | None = None,
         notes: Notes | None = None,
+        configure: Configure | None = None,
     ) -> None:
         self._deps = Deps(model, tools, store, clock, config, gate or OpenGate(), notes)
-        self._max_turns = config.max_turns
+        self._configure = configure
 
     async def run(
         self, session: Session, sink: EventSink, ctx: ToolContext, *, resume: bool = False
@@ -131,7 +144,10 @@ class Engine:
 
         With ``resume``, first run the calls left open by a paused run (their approvals decided).
         """
-        run = _Run(self._deps, session, sink, ctx)
+        deps = self._deps
+        if self._configure is not None:
+            deps = replace(deps, config=self._configure(session))
+        run = _Run(deps, session, sink, ctx)
         waiting = open_calls(session.messages) if resume else []
         state: State = RunTools(1, tuple(waiting)) if waiting else CallModel(1)
         try:
@@ -141,10 +157,10 @@ class Engine:
             raise
 
     async def _drive(self, run: _Run, state: State) -> RunResult:
-        sink = run.sink
+        sink, max_turns = run.sink, run.deps.config.max_turns
         while True:
             match state:
-                case CallModel(turn) if turn > self._max_turns:
+                case CallModel(turn) if turn > max_turns:
                     state = WrapUp(turn)
                 case CallModel(turn):
                     state = await run.call_model(turn, with_tools=True)
@@ -225,8 +241,9 @@ class _Run:
         request = ModelRequest(
             system=self._system(),
             messages=self._messages(wrap_up=not with_tools),
-            tools=self.deps.tools.specs(self.session.key, self.session) if with_tools else (),
+            tools=self._offered() if with_tools else (),
             max_tokens=self.deps.config.max_output_tokens,
+            model=self.deps.config.model,
         )
         await self.sink(ModelCallStarted(turn))
         got = ResponseCollector()
@@ -264,6 +281,19 @@ class _Run:
         if message.tool_calls:
             return RunTools(turn, message.tool_calls)
         return Finish()
+
+    def _offered(self) -> Sequence[ToolSpec]:
+        specs = self.deps.tools.specs(self.session.key, self.session)
+        config = self.deps.config
+        if config.offer_tools is None and not config.hide_tools:
+            return specs
+        return tuple(s for s in specs if config.offers(s.name))
+
+    def _tool(self, name: str) -> Tool | None:
+        """The tool called ``name`` if this thread is offered it."""
+        if not self.deps.config.offers(name):
+            return None
+        return self.deps.tools.get(name, self.session.key, self.session)
 
     def _system(self) -> str:
         """The system prompt, with what the thread's toolkits add (a loaded skill)."""
@@ -305,11 +335,11 @@ class _Run:
     def _all_free(self, calls: Sequence[ToolCall]) -> bool:
         """No call can wait for a person or change anything outside the thread (an unknown
         tool only gives an error result)."""
-        tools, gate, key = self.deps.tools, self.deps.gate, self.session.key
-        return all((t := tools.get(c.name, key, self.session)) is None or gate.free(self.ctx, t) for c in calls)
+        gate = self.deps.gate
+        return all((t := self._tool(c.name)) is None or gate.free(self.ctx, t) for c in calls)
 
     async def _stream(self, request: ModelRequest, got: ResponseCollector) -> None:
-        async for piece in self.deps.model.stream(request):
+        async for piece in metrics.metered(self.deps.model.stream(request)):
             match piece:
                 case TextPiece(text):
                     got.add_text(text)
@@ -343,9 +373,9 @@ class _Run:
         """Run, refuse or hold the call: its result is recorded, or ``_WAITING`` when it waits
         for a person, or ``_HELD`` when an earlier call waits (it runs after that one, in order).
         Calls whose arguments are invalid, over their limits or cut off never reach the gate."""
-        tool = self.deps.tools.get(call.name, self.session.key, self.session)  # offered in this thread
+        tool = self._tool(call.name)  # offered in this thread
         if tool is None:
-            known = ", ".join(self.deps.tools.names) or "none"
+            known = ", ".join(n for n in self.deps.tools.names if self.deps.config.offers(n)) or "none"
             return await self._refused(
                 call, f"error: there is no tool named {call.name!r}. Available tools: {known}."
             )
@@ -410,6 +440,7 @@ class _Run:
 
     async def _run_one(self, call: ToolCall, tool: Tool, args: BaseModel) -> ToolResult:
         await self.sink(ToolStarted(call.id, call.name, call.arguments))
+        began = time.perf_counter()
         try:
             content, is_error = await tool.invoke(self.ctx, args), False
         except ToolError as exc:
@@ -417,6 +448,7 @@ class _Run:
         except Exception as exc:  # a tool's bug is a result the model sees, not a crashed run
             log.warning("tool %s raised", call.name, exc_info=True)
             content, is_error = f"error: {call.name} failed: {type(exc).__name__}: {exc}", True
+        metrics.tool_ran(tool.name, is_error=is_error, began=began)
         result = await self._record(call, content, is_error=is_error)  # recorded, then announced
         said = summarise(content, is_error=is_error)
         shown = preview(content) if tool.side_effects else ""

@@ -26,14 +26,25 @@ class EngineConfig:
     run_max_cost_usd: float | None = None
     day_max_tokens: int | None = None
     day_max_cost_usd: float | None = None
+    model: str | None = None
+    """The model named in requests (None: the model's own name)."""
+    offer_tools: tuple[str, ...] | None = None
+    """Only these tools are offered (``name*`` matches a prefix); None: all."""
+    hide_tools: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EngineConfig:
         """Each field from the setting of the same name; the built-in prompt unless one is set."""
         values: dict[str, Any] = {
-            f.name: getattr(settings, f.name) for f in fields(cls) if f.name != "system_prompt"
+            f.name: getattr(settings, f.name) for f in fields(cls) if f.name in _FROM_SETTINGS
         }
         return cls(system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT, **values)
+
+    def offers(self, tool: str) -> bool:
+        """Whether the tool named ``tool`` is offered under this configuration."""
+        if any(_matches(p, tool) for p in self.hide_tools):
+            return False
+        return self.offer_tools is None or any(_matches(p, tool) for p in self.offer_tools)
 
     def cost(self, usage: Usage) -> float:
         if self.price_input_per_mtok is None or self.price_output_per_mtok is None:
@@ -42,6 +53,19 @@ class EngineConfig:
             usage.prompt_tokens * self.price_input_per_mtok
             + usage.completion_tokens * self.price_output_per_mtok
         ) / 1_000_000
+
+
+_FROM_SETTINGS = frozenset(
+    {
+        "max_turns", "max_output_tokens", "price_input_per_mtok", "price_output_per_mtok",
+        "context_window", "compact_at", "keep_recent_turns", "run_max_tokens", "run_max_cost_usd",
+        "day_max_tokens", "day_max_cost_usd",
+    }
+)  # fmt: skip
+
+
+def _matches(pattern: str, name: str) -> bool:
+    return name.startswith(pattern[:-1]) if pattern.endswith("*") else name == pattern
 
 
 @dataclass(frozen=True, slots=True)

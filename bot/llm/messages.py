@@ -36,6 +36,9 @@ class UserMessage(_Frozen):
     author_name: str | None = None
     event_id: str | None = None
     """The platform delivery it came in (its arrival is done once it is in the session)."""
+    earlier: str | None = None
+    """What the thread said before the bot was first mentioned there (read once from the
+    platform); the model reads it just before this message."""
 
 
 class AssistantMessage(_Frozen):

@@ -53,6 +53,8 @@ class ModelRequest:
     messages: Sequence[Message]
     tools: Sequence[ToolSpec]
     max_tokens: int | None = None
+    model: str | None = None
+    """The model to ask (a thread's or channel's choice); None: the model's own name."""
 
 
 class Model(Protocol):

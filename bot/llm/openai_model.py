@@ -112,15 +112,17 @@ class OpenAIModel:
 
     def request_body(self, request: ModelRequest) -> bytes:
         """The exact JSON body :meth:`stream` sends for ``request``."""
-        return self._encoder.body(self._model, request, max_tokens_field=self._max_tokens_field)
+        name = request.model or self._model
+        return self._encoder.body(name, request, max_tokens_field=self._max_tokens_field)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
         body = self.request_body(request)
+        name = request.model or self._model
         retry = 0
         while True:
             yielded = False
             try:
-                async with aclosing(self._attempt(body)) as pieces:
+                async with aclosing(self._attempt(body, name)) as pieces:
                     async for piece in pieces:
                         yielded = True
                         yield piece
@@ -139,7 +141,7 @@ class OpenAIModel:
                 )
                 await self._clock.sleep(delay)
 
-    async def _attempt(self, body: bytes) -> AsyncGenerator[ModelPiece, None]:
+    async def _attempt(self, body: bytes, name: str) -> AsyncGenerator[ModelPiece, None]:
         """One HTTP request: its pieces, or a :class:`ModelError`."""
         try:
             response: AsyncStream[object] = await self._client.post(
@@ -151,7 +153,7 @@ class OpenAIModel:
                 stream_cls=AsyncStream[object],
             )
         except openai.APIStatusError as exc:
-            raise self._status_error(exc) from None
+            raise self._status_error(exc, name) from None
         except openai.APIConnectionError as exc:
             raise self._connection_error(exc) from None
         except openai.OpenAIError as exc:
@@ -191,7 +193,7 @@ class OpenAIModel:
             message = exc.message
         return self._scrub(message)
 
-    def _status_error(self, exc: openai.APIStatusError) -> ModelError:
+    def _status_error(self, exc: openai.APIStatusError, name: str) -> ModelError:
         status = exc.status_code
         said = self._server_text(exc)
         if status == 429 and exc.code == "insufficient_quota":
@@ -218,9 +220,9 @@ class OpenAIModel:
             return ContextOverflow(
                 f"the conversation is longer than the model's context window: {said}", status=status
             )
-        return ModelRejected(self._rejection(status, said), status=status)
+        return ModelRejected(self._rejection(status, said, name), status=status)
 
-    def _rejection(self, status: int, said: str) -> str:
+    def _rejection(self, status: int, said: str, name: str) -> str:
         if status == 401:
             return (
                 f"the model server at {self._where} refused the API key (HTTP 401). "
@@ -228,15 +230,21 @@ class OpenAIModel:
             )
         if status == 403:
             return (
-                f"the API key may not use the model {self._model!r} (HTTP 403). "
-                "Check OPENAI_API_KEY and THREADLINE_MODEL."
+                f"the API key may not use the model {name!r} (HTTP 403). "
+                f"Check OPENAI_API_KEY and {self._model_setting(name)}."
             )
         if status == 404:
             return (
-                f"the model server at {self._where} does not know the model {self._model!r} "
-                "(HTTP 404). Check THREADLINE_MODEL, and OPENAI_BASE_URL if you set it."
+                f"the model server at {self._where} does not know the model {name!r} "
+                f"(HTTP 404). Check {self._model_setting(name)}, and OPENAI_BASE_URL if you set it."
             )
         return f"the model server rejected the request (HTTP {status}): {said}"
+
+    def _model_setting(self, name: str) -> str:
+        """Where the model's name was set."""
+        if name == self._model:
+            return "THREADLINE_MODEL"
+        return "the model chosen for this thread (/threadline model) or its channel"
 
     def _connection_error(self, exc: openai.APIConnectionError) -> ModelUnavailable:
         """The real reason from the cause chain: the client reports a refused connection or a

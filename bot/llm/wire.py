@@ -43,10 +43,10 @@ DEFAULT_CACHE_SIZE = 8192
 
 
 def user_content(message: UserMessage) -> str:
-    """The text the model sees for a user message: prefixed with the author's name if known."""
-    if message.author_name:
-        return f"[{message.author_name}]: {message.text}"
-    return message.text
+    """The text the model sees for a user message: prefixed with the author's name if known,
+    after the thread's earlier messages when it brought them."""
+    said = f"[{message.author_name}]: {message.text}" if message.author_name else message.text
+    return f"{message.earlier}\n\n{said}" if message.earlier else said
 
 
 def message_to_wire(message: Message, call_wire_ids: Mapping[str, str]) -> WireDict:

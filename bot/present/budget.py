@@ -22,10 +22,12 @@ place that sleeps, through the injected clock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import math
 from enum import IntEnum
 
+from bot import metrics
 from bot.clock import Clock, sleep_until_set
 from bot.present.surface import SurfaceLimits
 from bot.present.sweep import DraftSweeper
@@ -118,11 +120,19 @@ class EditBudget:
     """One key's budget; :meth:`acquire` before every edit."""
 
     def __init__(
-        self, clock: Clock, edits_per_minute: float | None, *, burst: int = 1, reserve: int = 0
+        self,
+        clock: Clock,
+        edits_per_minute: float | None,
+        *,
+        burst: int = 1,
+        reserve: int = 0,
+        platform: str | None = "",
     ) -> None:
+        """``platform`` labels the edit metrics; None: not an edit budget (no metrics)."""
         self._clock = clock
         self.scheduler = EditScheduler(edits_per_minute, burst=burst, reserve=reserve)
         self._turn_waiters: dict[object, asyncio.Future[None]] = {}
+        self._metered = None if platform is None else metrics.EditMeter(platform, edits_per_minute)
         self._promoted: dict[object, asyncio.Event] = {}
         """Set when a waiting owner's place becomes final (its wait may be shorter now)."""
 
@@ -141,21 +151,25 @@ class EditBudget:
         if sched.holds(owner):
             raise RuntimeError("an owner waits for one edit at a time")
         sched.request(owner, priority)
+        began = self._clock.monotonic()
         try:
-            while True:
-                if interrupt is not None and interrupt.is_set():
-                    return False
-                now = self._clock.monotonic()
-                due = sched.due(owner, now)
-                if due is None:
-                    await self._wait_for_turn(owner)
-                elif due > now:
-                    promoted = self._promoted.setdefault(owner, asyncio.Event())
-                    await sleep_until_set(self._clock, due - now, promoted)
-                    promoted.clear()
-                else:
-                    sched.grant(owner, now)
-                    return True
+            with self._metered.waiting() if self._metered else contextlib.nullcontext():
+                while True:
+                    if interrupt is not None and interrupt.is_set():
+                        return False
+                    now = self._clock.monotonic()
+                    due = sched.due(owner, now)
+                    if due is None:
+                        await self._wait_for_turn(owner)
+                    elif due > now:
+                        promoted = self._promoted.setdefault(owner, asyncio.Event())
+                        await sleep_until_set(self._clock, due - now, promoted)
+                        promoted.clear()
+                    else:
+                        sched.grant(owner, now)
+                        if self._metered is not None:
+                            self._metered.granted(priority.name.lower(), now - began)
+                        return True
         finally:
             sched.cancel(owner)
             self._promoted.pop(owner, None)
@@ -213,6 +227,7 @@ class BudgetRegistry:
                 limits.edits_per_minute,
                 burst=self._burst,
                 reserve=limits.final_reserve,
+                platform=metrics.platform_of(limits.budget_key),
             )
             self._budgets[limits.budget_key] = budget
         return budget
@@ -221,7 +236,9 @@ class BudgetRegistry:
         """The budget of another rate-limited method (native streams' starts, appends, stops)."""
         budget = self._budgets.get(key)
         if budget is None:
-            budget = self._budgets[key] = EditBudget(self._clock, per_minute, burst=burst)
+            budget = self._budgets[key] = EditBudget(
+                self._clock, per_minute, burst=burst, platform=None
+            )
         return budget
 
     async def aclose(self) -> None:

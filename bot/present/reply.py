@@ -299,8 +299,11 @@ class ReplyStream:
     async def _call(self, op: _Op) -> None:
         now = self._clock.monotonic()
         if op.kind == "post":
-            message_id = await self._surface.post(op.text, op.buttons)
-            self._messages.append(_Message(message_id, op.text, now, op.seal, op.buttons))
+            # a message whose id must be recorded first is posted without its buttons: they come
+            # with the next edit, so a crash right after the post leaves no button behind
+            shown = () if self._on_posted is not None else op.buttons
+            message_id = await self._surface.post(op.text, shown)
+            self._messages.append(_Message(message_id, op.text, now, op.seal, shown))
             if self._on_posted is not None:
                 await self._on_posted(message_id)
         elif op.kind == "edit":

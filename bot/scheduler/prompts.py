@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 from bot.access import refusal
 from bot.clock import Clock
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
+from bot.conversation import SCHEDULED_BY, Author, Inbound, ThreadKey
 from bot.errors import Refused, SurfaceError
 from bot.present.surface import Surface
 from bot.scheduler.jobs import Job
@@ -29,7 +29,6 @@ from bot.surfaces import Surfaces
 
 log = logging.getLogger(__name__)
 
-SCHEDULED_BY = "scheduled by "
 LATE_AFTER_S = 60.0
 """A run that starts this long after its time says it is late."""
 UNREACHABLE_RETRY_S = 60.0

@@ -21,6 +21,9 @@ as a cron schedule's); None: a one-off job is done, a repeating one follows its 
 MAX_ATTEMPTS = 8
 RETRY_BASE_S = 10.0
 RETRY_CAP_S = 3600.0
+CLAIM_S = 300.0
+"""A claimed job is not handed to another worker for this long (it runs again after it only if
+its worker died while running it)."""
 
 
 def retry_delay(attempts: int) -> float:
@@ -58,9 +61,10 @@ class Scheduler:
         return await self._store.next_due()
 
     async def run_due(self) -> int:
-        """Run every job due now; returns how many ran (successfully or not)."""
+        """Run every job due now that no other worker claimed; returns how many ran
+        (successfully or not)."""
         now = self._clock.now()
-        jobs = await self._store.due_jobs(now)
+        jobs = await self._store.claim_due_jobs(now, CLAIM_S)
         for job in jobs:
             await self._run(job, now)
         return len(jobs)

@@ -16,6 +16,13 @@ class JobStore(Protocol):
         """Jobs due at ``now``, earliest first."""
         ...
 
+    async def claim_due_jobs(self, now: float, hold_s: float, limit: int = 100) -> list[Job]:
+        """Jobs due at ``now``, earliest first, each claimed: its due time moves ``hold_s``
+        ahead, so no other caller (another worker on the same store) gets it meanwhile. The
+        runner then deletes or reschedules it; one that dies while running it leaves it due
+        again after ``hold_s``."""
+        ...
+
     async def next_due(self) -> float | None: ...
 
     async def delete_job(self, job_id: str) -> None: ...

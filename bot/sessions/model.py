@@ -60,3 +60,5 @@ class Session:
     toolkits: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each toolkit's state in this thread (a JSON object by toolkit name; see
     :mod:`bot.tools.state`), saved with the session."""
+    model: str | None = None
+    """The model chosen for this thread (``/threadline model``); None: its channel's."""

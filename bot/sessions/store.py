@@ -37,3 +37,12 @@ class SessionStore(Protocol):
     async def keys_in_state(self, state: RunState, limit: int = 1000) -> list[ThreadKey]:
         """Threads whose session is in ``state`` (``running`` after a crash), oldest first."""
         ...
+
+
+class RecentThreads(Protocol):
+    """Which thread of a channel was active last (``/threadline`` on Slack names no thread)."""
+
+    async def latest_under(self, prefix: str) -> ThreadKey | None:
+        """The thread whose key starts with ``prefix`` (a channel) and whose session changed
+        last; None when there is none."""
+        ...

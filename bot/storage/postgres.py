@@ -28,6 +28,7 @@ from bot.storage.postgres_memory import MemoryTables
 from bot.storage.postgres_schedules import ScheduleTables
 from bot.storage.postgres_sessions import DeliveryTables, SessionTables
 from bot.storage.postgres_url import describe_failure, redacted
+from bot.storage.postgres_work import WorkTables
 
 if TYPE_CHECKING:
     from bot.storage.postgres_db import Conn
@@ -51,7 +52,8 @@ def migrations() -> list[tuple[int, str, str]]:
 
 
 class PostgresStore(
-    SessionTables, DeliveryTables, ApprovalTables, JobTables, ScheduleTables, MemoryTables, LeaseTables
+    SessionTables, DeliveryTables, ApprovalTables, JobTables, ScheduleTables, MemoryTables, LeaseTables,
+    WorkTables,
 ):
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
         self._url = url

@@ -32,6 +32,21 @@ class JobTables:
         )
         return [Job(r[0], r[1], r[3], json.loads(r[2]), r[4], r[5], r[6]) for r in rows]
 
+    async def claim_due_jobs(self: PgDb, now: float, hold_s: float, limit: int = 100) -> list[Job]:
+        """Due jobs, each claimed by pushing its due time ``hold_s`` ahead, in one statement:
+        rows another worker is claiming are skipped (``FOR UPDATE SKIP LOCKED``), so of several
+        workers waking together each job goes to one."""
+        rows = await self.pool.fetch(
+            "WITH due AS (SELECT id, due_at FROM jobs WHERE due_at <= $1 ORDER BY due_at, id"
+            " LIMIT $2 FOR UPDATE SKIP LOCKED)"
+            " UPDATE jobs SET due_at = $1 + $3 FROM due WHERE jobs.id = due.id"
+            " RETURNING jobs.id, jobs.kind, jobs.payload, due.due_at, jobs.interval_s,"
+            " jobs.attempts, jobs.last_error",
+            now, limit, hold_s,
+        )  # fmt: skip
+        jobs = [Job(r[0], r[1], r[3], json.loads(r[2]), r[4], r[5], r[6]) for r in rows]
+        return sorted(jobs, key=lambda j: (j.due_at, j.id))
+
     async def next_due(self: PgDb) -> float | None:
         due = await self.pool.fetchval("SELECT MIN(due_at) FROM jobs")
         return float(due) if due is not None else None

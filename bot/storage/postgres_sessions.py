@@ -90,6 +90,12 @@ class SessionTables:
         )
         return [ThreadKey(row["key"]) for row in rows]
 
+    async def latest_under(self: PgDb, prefix: str) -> ThreadKey | None:
+        found = await self.pool.fetchval(
+            "SELECT key FROM sessions WHERE starts_with(key, $1) ORDER BY updated_at DESC, key LIMIT 1", prefix
+        )
+        return None if found is None else ThreadKey(found)
+
 
 def changed(status: str) -> int:
     """The row count in a command status (``INSERT 0 1``, ``DELETE 3``, ``UPDATE 0``)."""

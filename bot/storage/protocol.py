@@ -3,6 +3,7 @@
 Each concern's Protocol lives beside the code that uses it; a store implements them all:
 
 - :class:`bot.sessions.store.SessionStore`: sessions and their transcript
+- :class:`bot.sessions.store.RecentThreads`: a channel's latest active thread
 - :class:`bot.deliveries.DeliveryStore`: delivery ids already answered
 - :class:`bot.approvals.store.ApprovalStore`: approval requests and allow rules
 - :class:`bot.scheduler.store.JobStore`: scheduled jobs
@@ -22,11 +23,12 @@ from bot.deliveries import DeliveryStore
 from bot.memory.model import MemoryStore
 from bot.scheduler.schedules import ScheduleStore
 from bot.scheduler.store import JobStore
-from bot.sessions.store import SessionStore
+from bot.sessions.store import RecentThreads, SessionStore
 
 
 class Store(
-    SessionStore, DeliveryStore, ApprovalStore, JobStore, ScheduleStore, MemoryStore, Protocol
+    SessionStore, RecentThreads, DeliveryStore, ApprovalStore, JobStore, ScheduleStore, MemoryStore,
+    Protocol,
 ):
     async def open(self) -> None:
         """Create or migrate the schema. Idempotent."""

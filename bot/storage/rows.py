@@ -39,6 +39,22 @@ SESSION_COLUMNS = (
 _TODOS: TypeAdapter[tuple[Todo, ...]] = TypeAdapter(tuple[Todo, ...])
 _INBOX: TypeAdapter[list[UserMessage]] = TypeAdapter(list[UserMessage])
 _TOOLKITS: TypeAdapter[dict[str, dict[str, Any]]] = TypeAdapter(dict[str, dict[str, Any]])
+THREAD = "@thread"
+"""The entry of the ``toolkits`` column that holds the thread's own settings (its model); no
+toolkit can be named so. Kept there so that a thread setting needs no column of its own."""
+
+
+def _toolkits_column(session: Session) -> str:
+    kept: dict[str, dict[str, Any]] = dict(session.toolkits)
+    if session.model is not None:
+        kept[THREAD] = {"model": session.model}
+    return _TOOLKITS.dump_json(kept).decode()
+
+
+def _thread_model(toolkits: dict[str, dict[str, Any]]) -> str | None:
+    own = toolkits.pop(THREAD, {})
+    model = own.get("model")
+    return model if isinstance(model, str) and model else None
 
 
 def session_row(session: Session) -> tuple[Any, ...]:
@@ -63,7 +79,7 @@ def session_row(session: Session) -> tuple[Any, ...]:
         session.day_tokens,
         session.day_cost_usd,
         json.dumps(session.stop_buttons),
-        _TOOLKITS.dump_json(session.toolkits).decode(),
+        _toolkits_column(session),
     )
 
 
@@ -76,6 +92,8 @@ def arrived(session: Session, messages: Sequence[Message] = ()) -> list[str]:
 def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:
     """The session stored as ``row`` (its :data:`SESSION_COLUMNS`) with the transcript ``bodies``."""
     try:
+        toolkits = _TOOLKITS.validate_json(row[12])
+        model = _thread_model(toolkits)  # taken out of the toolkits' states
         return Session(
             key=key,
             messages=[load_message(body) for body in bodies],
@@ -91,7 +109,8 @@ def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:
             day_tokens=int(row[9]),
             day_cost_usd=float(row[10]),
             stop_buttons=[str(m) for m in json.loads(row[11])],
-            toolkits=_TOOLKITS.validate_json(row[12]),
+            toolkits=toolkits,
+            model=model,
         )
     except (ValidationError, ValueError, TypeError) as exc:
         raise StoreError(f"the stored session {key} is unreadable: {exc}") from exc

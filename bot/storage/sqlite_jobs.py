@@ -33,6 +33,22 @@ class JobTables:
             rows = await cur.fetchall()
         return [Job(r[0], r[1], r[3], json.loads(r[2]), r[4], r[5], r[6]) for r in rows]
 
+    async def claim_due_jobs(self: Db, now: float, hold_s: float, limit: int = 100) -> list[Job]:
+        """Due jobs, each claimed by pushing its due time ``hold_s`` ahead (one process: the
+        claim only keeps a job that fails to finish from running again at once)."""
+        async with self.transaction() as db:
+            async with db.execute(
+                "SELECT id, kind, payload, due_at, interval_s, attempts, last_error FROM jobs"
+                " WHERE due_at <= ? ORDER BY due_at LIMIT ?",
+                (now, limit),
+            ) as cur:
+                rows = await cur.fetchall()
+            if rows:
+                await db.executemany(
+                    "UPDATE jobs SET due_at = ? WHERE id = ?", [(now + hold_s, r[0]) for r in rows]
+                )
+        return [Job(r[0], r[1], r[3], json.loads(r[2]), r[4], r[5], r[6]) for r in rows]
+
     async def next_due(self: Db) -> float | None:
         async with self.db.execute("SELECT MIN(due_at) FROM jobs") as cur:
             row = await cur.fetchone()

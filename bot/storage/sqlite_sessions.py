@@ -68,6 +68,14 @@ class SessionTables:
         ) as cur:
             return [ThreadKey(row[0]) for row in await cur.fetchall()]
 
+    async def latest_under(self: Db, prefix: str) -> ThreadKey | None:
+        async with self.db.execute(
+            "SELECT key FROM sessions WHERE substr(key, 1, ?) = ? ORDER BY updated_at DESC, key LIMIT 1",
+            (len(prefix), prefix),
+        ) as cur:
+            row = await cur.fetchone()
+        return None if row is None else ThreadKey(row[0])
+
 
 async def _upsert(
     db: aiosqlite.Connection, session: Session, messages: Sequence[Message] = ()

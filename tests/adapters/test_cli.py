@@ -122,6 +122,18 @@ def test_doctor_checks_the_playground_token_beyond_loopback(tmp_path: Path) -> N
     assert token not in out.stdout + out.stderr
 
 
+def test_doctor_says_who_can_read_the_metrics(tmp_path: Path) -> None:
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
+    out = threadline("doctor", env=env, cwd=tmp_path)
+    assert "[--  ] metrics: http://127.0.0.1:8765/metrics, readable from this machine only" in out.stdout
+    out = threadline("doctor", env=env | {"THREADLINE_HTTP_HOST": "0.0.0.0", "THREADLINE_PLAYGROUND": "false"}, cwd=tmp_path)
+    assert "metrics: http://0.0.0.0:8765/metrics answers anyone who reaches the port" in out.stdout
+    token = "scrape-token-0123456789"
+    out = threadline("doctor", env=env | {"THREADLINE_METRICS_TOKEN": token}, cwd=tmp_path)
+    assert "[ok  ] metrics: http://127.0.0.1:8765/metrics, for requests with the bearer token" in out.stdout
+    assert token not in out.stdout + out.stderr
+
+
 def test_doctor_says_commands_run_in_the_sandbox(tmp_path: Path) -> None:
     from tests.sandboxing import sandbox_runner
 

@@ -4,7 +4,9 @@ steering and stop — with a scripted model, a recording surface and the real SQ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -540,6 +542,25 @@ async def test_a_crash_between_the_card_and_storing_the_pause_keeps_the_request_
     assert "Approval needed" in world.cards()[0].text and world.cards()[0].buttons
     await world.click("Approve", ALICE)
     assert world.ran == ["prod"] and world.surface.texts()[-1] == "Deployed after the restart."
+
+
+async def test_a_card_a_crash_kept_from_showing_is_posted_after_the_restart(world: World) -> None:
+    world.model.steps = deploy_then("Deployed after the restart.")
+    await world.say("ship it")
+    card = world.cards()[0]
+    await world.core.aclose()  # as if killed after storing the request, before posting its card
+    del world.surface.messages[card.id]
+    with contextlib.closing(sqlite3.connect(world.settings.database_path)) as db, db:
+        assert db.execute("UPDATE approvals SET card_id = NULL").rowcount == 1
+    world.core = world._core()
+    await world.core.start()
+    await drive(world.clock, world.core.recover())
+    await drive(world.clock, world.core.wait_idle())
+    shown = world.cards()
+    assert len(shown) == 1 and shown[0].id != card.id and shown[0].buttons
+    assert await world.click("Approve", ALICE) == "Approved."
+    assert world.ran == ["prod"] and world.surface.texts()[-1] == "Deployed after the restart."
+    assert world.cards()[0].buttons == ()
 
 
 async def test_a_decision_whose_run_a_restart_cut_off_before_it_resumed_goes_on(world: World) -> None:

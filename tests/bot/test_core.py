@@ -298,3 +298,44 @@ async def test_a_message_accepted_before_a_crash_is_answered_after_the_restart(w
     await world.restart()
     world.core.register_surfaces(KEY, lambda key: world.surface)
     assert await drive(world.clock, world.core.recover()) == 0  # answered once
+
+
+class Killed(BaseException):
+    """The process died at this write (nothing after it runs)."""
+
+
+class DyingStore(SqliteStore):
+    """The real store; ``die_after_append`` kills the process right after the next transcript
+    write (before anything else is written)."""
+
+    die_after_append = False
+    dying = False
+
+    async def append_messages(self, session, messages):  # type: ignore[no-untyped-def]
+        await super().append_messages(session, messages)
+        self.dying = self.die_after_append
+
+    async def save_state(self, session):  # type: ignore[no-untyped-def]
+        if self.dying:
+            raise Killed
+        await super().save_state(session)
+
+
+async def test_a_crash_right_after_a_message_is_stored_leaves_a_run_that_is_picked_up(tmp_path: Path) -> None:
+    world = World(tmp_path, [text("Here I am.")])
+    store = DyingStore(world.settings.database_path)
+    world.core = Core(world.settings, store, world.model, ToolRegistry(builtin_tools()), world.clock)
+    await world.core.start()
+    store.die_after_append = True
+    with pytest.raises(Killed):
+        await world.say("are you there?")
+    assert world.surface.texts() == []
+    await world.restart()
+    try:
+        world.core.register_surfaces(KEY, lambda key: world.surface)
+        assert await drive(world.clock, world.core.recover()) == 1  # a cut-off run, not a quiet one
+        await drive(world.clock, world.core.wait_idle())
+        assert world.surface.texts()[-1].endswith("picking up where I left off._\n\nHere I am.")
+        assert [type(m) for m in (await world.session()).messages] == [UserMessage, AssistantMessage]
+    finally:
+        await world.core.aclose()

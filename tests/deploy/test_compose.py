@@ -1,5 +1,6 @@
 """deploy/compose.yaml read with a YAML parser: what it names exists and agrees with the image,
-the settings and the README (no Docker daemon here, so nothing is built)."""
+the settings and the README (no Docker daemon here, so nothing is built; tests/e2e/
+test_compose_workers.py starts what it describes)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -18,23 +20,48 @@ from tests.deploy.dockerfile import Instruction, env_of, last, read
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
-_VARIABLE = re.compile(r"\$\{(\w+)(?::-([^}]*))?\}")
+_VARIABLE = re.compile(r"\$\{(\w+)(?::([-?])([^}]*))?\}")
+COMPOSE_VARIABLES = {"POSTGRES_PASSWORD"}
+"""Variables the compose file reads from ``deploy/.env`` for itself (not Threadline settings)."""
+
+
+def compose() -> dict[str, Any]:
+    found: dict[str, Any] = yaml.safe_load((DEPLOY / "compose.yaml").read_text(encoding="utf-8"))
+    return found
+
+
+def workers() -> dict[str, dict[str, Any]]:
+    """The services built from the image: the Threadline workers."""
+    described = compose()
+    found = {name: s for name, s in described["services"].items() if "build" in s}
+    for worker in found.values():
+        for volume in worker["volumes"]:
+            source = volume.split(":")[0]
+            assert source.startswith(".") or source in described["volumes"], source
+    return found
 
 
 def service() -> dict[str, Any]:
-    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text(encoding="utf-8"))
-    services: dict[str, Any] = compose["services"]
-    assert list(services) == ["threadline"]
-    named: dict[str, Any] = services["threadline"]
-    for volume in named["volumes"]:
-        source = volume.split(":")[0]
-        assert source.startswith(".") or source in compose["volumes"], source
-    return named
+    """The first worker (every worker is built and configured alike, but for its shard)."""
+    return next(iter(workers().values()))
+
+
+def database() -> tuple[str, dict[str, Any]]:
+    """The PostgreSQL service: its name and description."""
+    (found,) = [(n, s) for n, s in compose()["services"].items() if str(s.get("image", "")).startswith("postgres:")]
+    return found
 
 
 def interpolate(text: str, env: dict[str, str]) -> str:
-    """Compose's ``${NAME}`` and ``${NAME:-default}``."""
-    return _VARIABLE.sub(lambda m: env.get(m.group(1)) or m.group(2) or "", text)
+    """Compose's ``${NAME}``, ``${NAME:-default}`` and ``${NAME:?error}`` (which must be set)."""
+
+    def value(m: re.Match[str]) -> str:
+        name, kind, rest = m.groups()
+        if kind == "?":
+            assert env.get(name), f"compose refuses to start without {name}: {rest}"
+        return env.get(name) or (rest if kind == "-" else "")
+
+    return _VARIABLE.sub(value, text)
 
 
 def dockerfile() -> list[Instruction]:
@@ -69,25 +96,60 @@ def test_every_setting_in_the_example_is_a_real_setting() -> None:
         for field in model.model_fields
     }
     named = re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", (DEPLOY / ".env.example").read_text(), re.M)
-    assert named and set(named) <= known, set(named) - known
+    assert named and set(named) <= known | COMPOSE_VARIABLES, set(named) - known
+    assert set(named) >= COMPOSE_VARIABLES
     assert "THREADLINE_PLAYGROUND_TOKEN" in named
 
 
-def test_the_port_follows_the_port_setting() -> None:
+def test_each_worker_listens_where_the_image_says_and_is_published_on_this_machine_only() -> None:
     image = dockerfile()
     default = str(Settings.model_fields["http_port"].default)
     assert env_of(image)["THREADLINE_HTTP_PORT"] == default == last(image, "EXPOSE").value
-    (mapping,) = service()["ports"]
-    listening = service()["environment"]["THREADLINE_HTTP_PORT"]
-    for env, port in (({}, default), ({"THREADLINE_HTTP_PORT": "9100"}, "9100")):
-        assert interpolate(mapping, env) == f"127.0.0.1:{port}:{port}"  # this machine only
-        assert interpolate(listening, env) == port  # where the bot listens in the container
+    published = []
+    for worker in workers().values():
+        assert worker["environment"]["THREADLINE_HTTP_PORT"] == default  # the healthcheck's port
+        (mapping,) = worker["ports"]
+        host, outside, inside = mapping.split(":")
+        assert (host, inside) == ("127.0.0.1", default)  # this machine only
+        published.append(outside)
+    assert len(set(published)) == len(published) == 2
+
+
+def test_the_workers_use_the_compose_database_once_it_is_healthy() -> None:
+    name, db = database()
+    env = {"POSTGRES_PASSWORD": "pw-0123"}
+    for worker in workers().values():
+        url = urlsplit(interpolate(worker["environment"]["THREADLINE_DATABASE_URL"], env))
+        assert (url.scheme, url.hostname, url.port) == ("postgresql", name, 5432)
+        assert url.username == db["environment"]["POSTGRES_USER"]
+        assert url.password == interpolate(db["environment"]["POSTGRES_PASSWORD"], env) == "pw-0123"
+        assert url.path == f"/{db['environment']['POSTGRES_DB']}"
+        assert worker["depends_on"] == {name: {"condition": "service_healthy"}}
+        assert worker["environment"]["THREADLINE_PLAYGROUND"] == "false"  # one playground per worker makes no sense
+    assert "pg_isready" in db["healthcheck"]["test"]
+    assert any(v.endswith(":/var/lib/postgresql/data") for v in db["volumes"])  # the data outlives the container
+    assert "ports" not in db  # reachable by the workers only
+
+
+def test_the_workers_split_the_discord_shards() -> None:
+    shards = []
+    for worker in workers().values():
+        settings = DiscordSettings(
+            _env_file=None, discord_token="x",
+            discord_shard_count=worker["environment"]["THREADLINE_DISCORD_SHARD_COUNT"],
+            discord_shard_ids=worker["environment"]["THREADLINE_DISCORD_SHARD_IDS"],
+        )  # fmt: skip
+        found = settings.shards()
+        assert found is not None
+        shards.append(found)
+    assert sorted(i for s in shards for i in s.ids) == list(range(shards[0].count))
 
 
 def test_the_volumes_are_where_the_image_expects_them() -> None:
     image = dockerfile()
     mounts = dict(v.split(":")[:2] for v in service()["volumes"])
     assert mounts["threadline-data"] == env_of(image)["THREADLINE_DATA_DIR"] == last(image, "VOLUME").value
+    assert all(w["volumes"] == service()["volumes"] for w in workers().values())  # one shared data volume
     config = [v for v in service()["volumes"] if v.startswith("./config:")]
     assert config == [f"./config:{last(image, 'WORKDIR').value}:ro"]  # threadline.toml is read there
     example = DEPLOY / "config" / "threadline.toml.example"

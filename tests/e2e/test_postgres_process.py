@@ -145,6 +145,12 @@ async def test_doctor_says_whether_the_database_answers_and_its_schema_version(
         pass  # start-up creates the tables
     code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url)
     assert f"schema version {newest} (current)" in out and code == 0, out
+    assert "[ok  ] workers: any number may share this database; a thread's lease lasts 10 s" in out
+    assert "a dead worker's threads are taken over within 11 s" in out
+
+    code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url, THREADLINE_LEASE_TTL_S="20")
+    line = next(x for x in out.splitlines() if "workers:" in x)
+    assert line.startswith("[--  ]") and line.endswith("lower THREADLINE_LEASE_TTL_S to resume sooner"), line
 
     closed = free_port()
     secret = f"postgresql://bot:pg-secret-2718@127.0.0.1:{closed}/threadline"

@@ -60,7 +60,8 @@ class ScriptedModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
         self.requests.append(
-            ModelRequest(request.system, list(request.messages), list(request.tools), request.max_tokens)
+            ModelRequest(request.system, list(request.messages), list(request.tools), request.max_tokens,
+                         request.model)
         )
         if len(self.requests) > self.max_calls:
             raise AssertionError(f"the model was called more than {self.max_calls} times")

@@ -223,13 +223,6 @@ async def why_not(person: Person, database: Path) -> str:
     }, indent=1)[:6000]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open: after 50 kills a few runs still end with a Stop button left behind, an approved "
-    "call cut off before it ran (its message kept in the inbox of a run that never resumes), or "
-    "an orphan tool call (last run: lost=4 orphans=2 stop_buttons=8, unanswered=0, duplicates=0); "
-    "the figures are printed on every run",
-)
 @pytest.mark.timeout(240)
 async def test_fifty_random_kills_lose_nothing_and_do_nothing_twice(tmp_path: Path) -> None:
     sandbox_runner()

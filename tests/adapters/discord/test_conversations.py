@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bot.history import HEAD
 from bot.llm.messages import UserMessage
 from tests.adapters.discord.conftest import Discord, GatedModel
 from tests.fakes.scripted_model import ScriptedModel, text
@@ -58,11 +59,15 @@ async def test_a_mention_inside_an_existing_thread_starts_a_session_there(runnin
     d.fake.say(thread, d.bob, "before the bot was asked")
     d.fake.say(thread, d.bob, d.mention("what do you think?"))
     await d.shows(thread, ["Bob said: what do you think?"])
+    first = next(m for m in d.model.requests[0].messages if isinstance(m, UserMessage))
+    assert first.earlier == f"{HEAD}\n[Bob]: before the bot was asked"  # read once, with the mention
     assert d.fake.world.messages  # no new thread was opened from the message
     assert all(m.thread_id is None for m in d.fake.world.in_channel(thread.id))
 
     d.fake.say(thread, d.ada, "and now without mention")
     await d.shows(thread, ["Bob said: what do you think?", "Ada L. said: and now without mention"])
+    later = [m for m in d.model.requests[-1].messages if isinstance(m, UserMessage)]
+    assert [m.earlier is not None for m in later] == [True, False]
 
 
 async def test_direct_messages_are_answered_without_a_mention(running: Discord) -> None:

@@ -40,6 +40,19 @@ async def test_doctor_names_the_bot_and_finds_the_intent(fake: FakeDiscord, tmp_
     assert all(fake.token not in text for _, text in checks)
 
 
+async def test_doctor_names_the_shards_this_process_connects(fake: FakeDiscord, tmp_path: Path) -> None:
+    settings = discord_settings(fake)
+    assert (None, "shards: one connection for every server (no sharding; Discord recommends 1 shard "
+                  "for this bot)") in await check_discord(settings)
+    sharded = settings.model_copy(update={"discord_shard_count": 2, "discord_shard_ids": "1"})
+    assert (True, "shards: this process connects shard 1 of 2 (Discord recommends 1 shard for this "
+                  "bot); other processes must connect the rest") in await check_discord(sharded)
+    wrong = settings.model_copy(update={"discord_shard_count": 2, "discord_shard_ids": "2"})
+    failed = [text for ok, text in await check_discord(wrong) if ok is False]
+    assert failed == ["shards: THREADLINE_DISCORD_SHARD_IDS: names shard 2, but shards are numbered "
+                      "0 to 1 (THREADLINE_DISCORD_SHARD_COUNT=2)"]
+
+
 async def test_doctor_says_how_to_switch_the_intent_on(clock: FastClock, tmp_path: Path) -> None:
     fake = FakeDiscord(clock, app_flags=1 << 19)  # the "limited" flag counts as on
     fake.world.interactions_endpoint_url = "https://example.com/interactions"

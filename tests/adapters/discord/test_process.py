@@ -18,6 +18,7 @@ from tests.fakes.discord import Channel, FakeDiscord, User
 
 WAIT = 30.0
 CAUGHT_UP = "caught up after a new Discord session"
+RUN_ENDED = "ended: answered"
 
 
 @dataclass
@@ -46,14 +47,17 @@ async def _read(stream: asyncio.StreamReader, output: Output) -> None:
 
 
 @asynccontextmanager
-async def threadline(tmp_path: Path, fake: FakeDiscord) -> AsyncIterator[tuple[asyncio.subprocess.Process, Output]]:
-    """``threadline run`` with a Discord token for ``fake`` and the offline demo model."""
+async def threadline(
+    tmp_path: Path, fake: FakeDiscord, extra: dict[str, str] | None = None
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, Output]]:
+    """``threadline run`` with a Discord token for ``fake`` and the offline demo model (and the
+    ``extra`` environment)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
     env |= {
         "DISCORD_TOKEN": fake.token, "DISCORD_API_BASE": fake.api_base,
         "DISCORD_GATEWAY_URL": fake.gateway_url, "THREADLINE_DATA_DIR": str(tmp_path / "data"),
         "THREADLINE_HTTP_PORT": str(free_port()), "THREADLINE_DEMO_CHUNK_DELAY_S": "0",
-        "THREADLINE_WORKSPACE_TOOLS": "false",
+        "THREADLINE_WORKSPACE_TOOLS": "false", **(extra or {}),
     }  # fmt: skip
     sessions = len(fake.gateway.sessions)
     proc = await asyncio.create_subprocess_exec(
@@ -99,11 +103,12 @@ async def test_a_message_posted_while_threadline_was_down_is_answered_once(tmp_p
         guild = fake.world.add_guild("Lab")
         channel = fake.world.add_channel(guild, "general")
         ada: User = fake.world.add_user("Ada", guild=guild)
-        async with threadline(tmp_path, fake) as (first, _):
+        async with threadline(tmp_path, fake) as (first, output):
             asked = fake.say(channel, ada, f"<@{fake.world.bot.id}> first question")
             await fake.wait_for(lambda: fake.world.messages[asked.id].thread_id is not None, WAIT)
             thread = fake.world.channels[asked.id]
             await fake.wait_for(lambda: settled(fake, thread, "first question"), WAIT)
+            await output.until(lambda line: RUN_ENDED in line)  # its last edit landed
             first.send_signal(signal.SIGKILL)
             await first.wait()
 
@@ -111,6 +116,7 @@ async def test_a_message_posted_while_threadline_was_down_is_answered_once(tmp_p
         async with threadline(tmp_path, fake) as (_, output):
             await fake.wait_for(lambda: settled(fake, thread, "sent while you were down"), WAIT)
             await output.until(lambda line: CAUGHT_UP in line)
+            await output.until(lambda line: RUN_ENDED in line)
             posted = bot_messages(fake, thread)
 
         async with threadline(tmp_path, fake) as (_, output):

@@ -100,3 +100,26 @@ async def test_a_thread_that_does_not_exist_fails_as_a_platform_error(state: Pla
         await surface.post("hello")
     with pytest.raises(SurfaceError):
         await surface.set_status("thinking…")
+
+
+async def test_an_edit_that_changes_buttons_is_on_disk_at_once(tmp_path: Path) -> None:
+    """A run's last edit takes its Stop button away; a process killed a moment later must not
+    bring the button back (streamed text alone may be saved a moment later)."""
+    path = tmp_path / "playground.json"
+    state = PlaygroundState(path, save_delay=3600)
+    try:
+        surface = PlaygroundSurface(state, state.create_thread("hello").id)
+        reply = await surface.post("Work", [Button("stop:1", "Stop", "danger")])
+        await surface.edit(reply, "Working on it", [Button("stop:1", "Stop", "danger")])
+        assert "Working on it" not in path.read_text()  # text alone waits for the timer
+        await surface.edit(reply, "Done.")
+        on_disk = PlaygroundState(path)
+        await on_disk.load()
+        shown = on_disk.message(surface.thread_key.removeprefix("playground:"), reply)
+        assert (shown.text, shown.buttons) == ("Done.", [])
+        card = await surface.post("Approve?", [Button("a:1", "Approve")])
+        await surface.drop_buttons(card)
+        await on_disk.load()
+        assert on_disk.message(surface.thread_key.removeprefix("playground:"), card).buttons == []
+    finally:
+        await state.close()

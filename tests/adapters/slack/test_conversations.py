@@ -152,8 +152,7 @@ async def test_events_are_acknowledged_at_once_while_the_core_is_busy(
         await world.fake.wait_for(lambda: bool(world.fake.replies("CGENERAL", root.ts)))
         for i in range(5):  # the thread's run is held: these wait in the core, not in the ack
             await world.fake.say("UGRACE", "CGENERAL", f"and {i}?", thread_ts=root.ts)
-        assert all(d.acked_in_time for d in world.fake.deliveries)
-        assert max(d.acked_in or 0 for d in world.fake.deliveries) < 1.0
+        assert all(d.acked_in_time for d in world.fake.deliveries)  # Slack's deadline; a held ack would miss it
         model.release()
         await world.fake.wait_for(
             lambda: world.fake.replies("CGENERAL", root.ts)[-1].shown == "Grace said: and 4?"

@@ -62,6 +62,8 @@ async def test_the_approvals_of_a_scheduled_run_go_to_the_person_who_scheduled_i
     world.model.steps = [step(call("deploy", {"target": "staging"})), text("Deployed to staging.")]
     await world.later(3600)
     assert world.cards() and world.ran == []
+    assert "Asked by Alice (scheduled)." in world.cards()[-1].text
+    assert "scheduled by" not in world.cards()[-1].text
     assert "isn't yours to decide" in (await world.click("Approve", BOB) or "")
     assert world.ran == []
     assert await world.click("Approve", ALICE) == "Approved."

@@ -44,6 +44,7 @@ async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> Non
     session.inbox = [UserMessage(text="later", author_id="U2", author_name="Bob")]
     session.day, session.day_tokens, session.day_cost_usd = "2026-01-02", 15, 0.25
     session.toolkits = {"skills": {"loaded": [{"name": "deploy", "text": "Ünïcode ✓", "cut": False}]}}
+    session.model = "gpt-4o"
     session.updated_at = 5.0
     await store.save_state(session)
 
@@ -57,7 +58,7 @@ async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> Non
     assert again.inbox == session.inbox
     assert (again.day, again.day_tokens, again.day_cost_usd) == ("2026-01-02", 15, 0.25)
     assert (again.created_at, again.updated_at) == (1.0, 5.0)
-    assert again.toolkits == session.toolkits
+    assert again.toolkits == session.toolkits and again.model == "gpt-4o"
     assert await store.keys_in_state(RunState.RUNNING) == [KEY]
 
 
@@ -108,6 +109,16 @@ async def test_threads_in_a_state_oldest_first(store: Store) -> None:
         await store.append_messages(session, [UserMessage(text=name)])
     assert await store.keys_in_state(RunState.RUNNING) == ["b", "a"]
     assert await store.keys_in_state(RunState.RUNNING, limit=1) == ["b"]
+
+
+async def test_the_latest_thread_under_a_prefix(store: Store) -> None:
+    for name, at in (("slack:T:C1:1", 3.0), ("slack:T:C1:2", 5.0), ("slack:T:C10:3", 9.0), ("slack:T:C2:4", 7.0)):
+        session = await store.load_session(ThreadKey(name), at)
+        await store.append_messages(session, [UserMessage(text=name)])
+    assert await store.latest_under("slack:T:C1:") == "slack:T:C1:2"
+    assert await store.latest_under("slack:T:C2:") == "slack:T:C2:4"
+    assert await store.latest_under("slack:T:C3:") is None
+    assert await store.latest_under("slack:T:C_:") is None  # no pattern characters
 
 
 async def test_deliveries_are_deduplicated_and_purged(stores: Stores, store: Store) -> None:

@@ -2,8 +2,12 @@
 
 HELLO → IDENTIFY (token, intents) → READY (``session_id``, ``resume_gateway_url``) and a
 GUILD_CREATE per guild; HEARTBEAT → HEARTBEAT_ACK; RESUME replays what the session missed and
-ends with RESUMED, or answers INVALID_SESSION. Close codes: 4004 (bad token), 4014 (a
-privileged intent the application does not have). Frames are plain JSON text.
+ends with RESUMED, or answers INVALID_SESSION. Close codes: 4004 (bad token), 4010 (an invalid
+``shard``), 4014 (a privileged intent the application does not have). Frames are plain JSON text.
+
+Sharding as on Discord: an IDENTIFY with ``shard: [id, count]`` gets the guilds whose
+``(guild_id >> 22) % count == id`` (in READY, GUILD_CREATE and every later event of theirs) and,
+on shard 0 only, direct messages; ``Session.shard`` records what each connection identified as.
 
 Dispatches follow the session's intents: guild and direct messages need their intents, and
 without MESSAGE_CONTENT a message's content is blank unless it is a DM, mentions the bot or is
@@ -38,6 +42,15 @@ class Session:
     ws: web.WebSocketResponse | None = None
     queue: asyncio.Queue[Frame | None] | None = None
     alive: bool = True
+    shard: tuple[int, int] | None = None
+    """``(id, count)`` from IDENTIFY; None: unsharded (every guild, and DMs)."""
+
+    def sees(self, guild_id: int | None) -> bool:
+        """Whether events of ``guild_id`` (None: a DM) go to this session's shard."""
+        if self.shard is None:
+            return True
+        shard_id, count = self.shard
+        return shard_id == 0 if guild_id is None else (guild_id >> 22) % count == shard_id
 
     @property
     def seq(self) -> int:
@@ -119,21 +132,29 @@ class Gateway:
             connection.close_code = 4014
             await ws.close(code=4014, message=b"Disallowed intent(s).")
             return None
-        session = Session(f"session-{next(self._ids)}", intents)
+        shard = data.get("shard")
+        if shard is not None and not _valid_shard(shard):
+            connection.close_code = 4010
+            await ws.close(code=4010, message=b"Invalid shard.")
+            return None
+        session = Session(f"session-{next(self._ids)}", intents, shard=tuple(shard) if shard else None)
         self.sessions[session.id] = session
         self._attach(session, ws, connection)
         ready = {
             "v": 10, "user": payloads.user(self.world.bot), "session_id": session.id,
             "resume_gateway_url": self.resume_url, "guilds": [
-                {"id": str(g), "unavailable": True} for g in self.world.guilds
+                {"id": str(g), "unavailable": True} for g in self.world.guilds if session.sees(g)
             ],
             "application": {"id": str(self.world.app_id), "flags": self.world.app_flags},
             "private_channels": [], "relationships": [], "presences": [], "guild_join_requests": [],
             "geo_ordered_rtc_regions": [], "user_settings": {}, "session_type": "normal",
         }
+        if session.shard is not None:
+            ready["shard"] = list(session.shard)
         self._enqueue(session, "READY", ready)
-        for guild in self.world.guilds.values():
-            self._enqueue(session, "GUILD_CREATE", payloads.guild_create(guild, self.world))
+        for guild_id, guild in self.world.guilds.items():
+            if session.sees(guild_id):
+                self._enqueue(session, "GUILD_CREATE", payloads.guild_create(guild, self.world))
         return session
 
     async def _resume(self, ws: web.WebSocketResponse, connection: Connection, data: Frame
@@ -177,10 +198,11 @@ class Gateway:
         if session.ws is not None and session.queue is not None:
             session.queue.put_nowait(frame)
 
-    def dispatch(self, event: str, data: Frame, *, needs: int = 0) -> None:
-        """Send ``event`` to every live session whose intents include ``needs``."""
+    def dispatch(self, event: str, data: Frame, *, needs: int = 0, guild_id: int | None = None) -> None:
+        """Send ``event`` (of ``guild_id``; None: a DM) to every live session whose intents
+        include ``needs`` and whose shard has that guild."""
         for session in self.sessions.values():
-            if session.alive and session.intents & needs == needs:
+            if session.alive and session.intents & needs == needs and session.sees(guild_id):
                 self._enqueue(session, event, self._visible(session, event, data))
 
     def send_raw(self, event: str, data: Any) -> None:
@@ -204,14 +226,16 @@ class Gateway:
         if event in ("MESSAGE_CREATE", "MESSAGE_UPDATE"):
             message = world.messages[ref["message"]]
             needs = GUILD_MESSAGES if message.guild_id is not None else DIRECT_MESSAGES
-            self.dispatch(event, payloads.message(message, world, gateway=True), needs=needs)
+            data = payloads.message(message, world, gateway=True)
+            self.dispatch(event, data, needs=needs, guild_id=message.guild_id)
         elif event in ("THREAD_CREATE", "THREAD_UPDATE"):
             data = payloads.channel(world.channels[ref["thread"]], world)
             if event == "THREAD_CREATE":
                 data["newly_created"] = ref.get("newly_created", False)
-            self.dispatch(event, data, needs=GUILDS)
+            self.dispatch(event, data, needs=GUILDS, guild_id=world.channels[ref["thread"]].guild_id)
         elif event == "INTERACTION_CREATE":
-            self.dispatch(event, payloads.interaction(world.interactions[ref["token"]], world))
+            interaction = world.interactions[ref["token"]]
+            self.dispatch(event, payloads.interaction(interaction, world), guild_id=interaction.guild_id)
 
     # --- what a test does ---------------------------------------------------------------------
     async def drop(self, code: int = 4000) -> None:
@@ -235,3 +259,11 @@ class Gateway:
         for session in self.sessions.values():
             if session.ws is not None:
                 await session.ws.close(code=1001, message=b"fake shutting down")
+
+
+def _valid_shard(shard: Any) -> bool:
+    """``[id, count]`` with ``0 <= id < count`` (Discord closes 4010 otherwise)."""
+    return (
+        isinstance(shard, list) and len(shard) == 2 and all(isinstance(n, int) for n in shard)
+        and 0 <= shard[0] < shard[1]
+    )  # fmt: skip

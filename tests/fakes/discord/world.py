@@ -79,8 +79,15 @@ class World:
                 await self._changed.wait()
 
     # --- setting up the world -----------------------------------------------------------------
-    def add_guild(self, name: str = "Guild") -> Guild:
-        guild = Guild(self.snowflake(), name, owner_id=0)
+    def add_guild(self, name: str = "Guild", *, shard: tuple[int, int] | None = None) -> Guild:
+        """A server; with ``shard=(id, count)``, one whose id falls on that shard (its creation
+        time moved back by up to ``count - 1`` ms)."""
+        guild_id = self.snowflake()
+        if shard is not None:
+            shard_id, count = shard
+            ms = guild_id >> 22
+            guild_id = ((ms - (ms - shard_id) % count) << 22) | (guild_id & 0x3FFFFF)
+        guild = Guild(guild_id, name, owner_id=0)
         guild.roles[guild.id] = Role(guild.id, "@everyone")
         guild.members[self.bot.id] = Member(self.bot)
         self.guilds[guild.id] = guild

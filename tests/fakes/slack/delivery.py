@@ -3,7 +3,7 @@
 Socket Mode: an envelope on the WebSocket, acknowledged by its ``envelope_id``. HTTP mode: a
 POST to the app's request URL, signed like Slack signs (``v0=`` HMAC-SHA256 of
 ``v0:{timestamp}:{body}``), with ``X-Slack-Retry-Num`` on redeliveries; events as JSON, clicks
-as a form with one ``payload`` field. A delivery can be forged (signed with another secret) or
+as a form with one ``payload`` field, slash commands as a form of their fields. A delivery can be forged (signed with another secret) or
 stale (timestamped six minutes ago). Slack wants the acknowledgement within 3 seconds.
 """
 
@@ -24,7 +24,7 @@ from tests.fakes.slack.socket_mode import SocketMode
 
 ACK_WINDOW = 3.0
 WAIT = 5.0
-Kind = Literal["events_api", "interactive"]
+Kind = Literal["events_api", "interactive", "slash_commands"]
 
 
 @dataclass
@@ -87,6 +87,9 @@ class Deliverer:
         if delivery.kind == "events_api":
             body = json.dumps(delivery.payload).encode()
             content_type = "application/json"
+        elif delivery.kind == "slash_commands":  # the command's fields, as a form
+            body = urlencode(delivery.payload).encode()
+            content_type = "application/x-www-form-urlencoded"
         else:
             body = urlencode({"payload": json.dumps(delivery.payload)}).encode()
             content_type = "application/x-www-form-urlencoded"

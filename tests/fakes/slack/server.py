@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-from tests.fakes.slack import payloads
+from tests.fakes.slack import commands, payloads
+from tests.fakes.slack.commands import ResponseUrls, SlashCall
 from tests.fakes.slack.delivery import Deliverer, Delivery, Kind
 from tests.fakes.slack.limits import RateLimits
 from tests.fakes.slack.socket_mode import SocketMode
@@ -35,7 +36,7 @@ APP_TOKEN = "xapp-1-A0FAKE-3333-fakeapptokenvalue"
 SIGNING_SECRET = "fake-signing-secret-0123456789abcdef"
 ALL_SCOPES = frozenset({
     "app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
-    "chat:write", "pins:write", "users:read", "usergroups:read",
+    "chat:write", "pins:write", "users:read", "usergroups:read", "commands",
 })
 MENTION = f"<@{BOT_USER}>"
 
@@ -60,6 +61,7 @@ class FakeSlack:
                           self._echo, self.socket.new_url, markdown_limit)
         self.echo_bot_events = echo_bot_events
         self.deliveries: list[Delivery] = []
+        self.responses = ResponseUrls(self.workspace, lambda: self.base_url)
         self._background: set[asyncio.Task[Any]] = set()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -86,6 +88,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self.api.handle)
         app.router.add_get("/link/", self.socket.endpoint)
+        app.router.add_post("/respond/{id}", self.responses.endpoint)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -166,6 +169,14 @@ class FakeSlack:
             self.workspace.users[user], self.workspace.channels[message.channel], message, button
         )
         return await self.deliver("interactive", payload)
+
+    async def slash(self, user: str, channel: str, text: str) -> SlashCall:
+        """``user`` types ``/threadline {text}`` in ``channel`` (Slack runs slash commands in
+        channels, never in threads); what comes back to its ``response_url`` is on the call."""
+        call, url = self.responses.issue(user, channel, text)
+        payload = commands.payload(call, self.workspace.users[user], self.workspace.channels[channel], url)
+        call.delivery = await self.deliver("slash_commands", payload)
+        return call
 
     # --- Slack's side -------------------------------------------------------------------------
     async def deliver_event(self, event: dict[str, Any], **how: Any) -> Delivery:

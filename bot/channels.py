@@ -1,0 +1,159 @@
+"""Per-channel settings for one thread: ``[channels."<prefix>"]`` over the global settings (the
+most specific prefix wins, as for approvers and tools), and the thread's own model
+(``/threadline model NAME``, kept with its session) over both.
+
+What a section may set: the model, a system prompt (added to the default one, or replacing it),
+which tools are offered (``offer_tools``, ``hide_tools``; MCP servers with ``mcp_servers``),
+the limits of a run (``max_turns``, token and cost caps, the context window) and ``during_run``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from bot.config import ChannelSettings, Settings, model_name
+from bot.engine.states import EngineConfig
+from bot.errors import Refused
+
+LIMITS = (
+    "max_turns", "max_output_tokens", "context_window", "run_max_tokens", "run_max_cost_usd",
+    "day_max_tokens", "day_max_cost_usd",
+)  # fmt: skip
+"""The limits a channel section may set, by the names of their :class:`EngineConfig` fields."""
+DEFAULT_WORDS = frozenset({"default", "reset", "channel"})
+"""``/threadline model default``: back to the channel's model."""
+_MAX_CACHED = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """A thread's model and where it comes from."""
+
+    name: str
+    source: str
+
+
+class Channels:
+    """Resolves the settings of a thread from its key (and its session's own model)."""
+
+    def __init__(self, settings: Settings, base: EngineConfig) -> None:
+        self._settings = settings
+        self._base = base
+        self._configs: dict[tuple[str | None, str | None], EngineConfig] = {}
+
+    def section(self, key: str) -> tuple[str | None, ChannelSettings | None]:
+        """The most specific ``[channels."<prefix>"]`` section for ``key``, with its prefix."""
+        best = max((p for p in self._settings.channels if key.startswith(p)), key=len, default=None)
+        return best, (self._settings.channels[best] if best is not None else None)
+
+    def config(self, key: str, chosen: str | None = None) -> EngineConfig:
+        """The engine's settings for a run in the thread ``key`` (computed once per section
+        and chosen model)."""
+        prefix, channel = self.section(key)
+        kept = self._configs.get((prefix, chosen))
+        if kept is None:
+            kept = self._resolve(channel, chosen)
+            if len(self._configs) >= _MAX_CACHED:
+                self._configs.clear()
+            self._configs[(prefix, chosen)] = kept
+        return kept
+
+    def _resolve(self, channel: ChannelSettings | None, chosen: str | None) -> EngineConfig:
+        base = self._base
+        model = chosen or (channel.model if channel is not None else None)
+        if channel is None:
+            return replace(base, model=model)
+        limits = {f: getattr(channel, f) for f in LIMITS if getattr(channel, f) is not None}
+        prompt = base.system_prompt
+        if channel.system_prompt is not None:
+            prompt = (
+                channel.system_prompt
+                if channel.system_prompt_mode == "replace"
+                else f"{prompt}\n\n{channel.system_prompt}"
+            )
+        return replace(
+            base, **limits, system_prompt=prompt, model=model,
+            offer_tools=tuple(channel.offer_tools) if channel.offer_tools is not None else None,
+            hide_tools=tuple(channel.hide_tools),
+        )  # fmt: skip
+
+    def during_run(self, key: str) -> Literal["steer", "queue"]:
+        _, channel = self.section(key)
+        if channel is not None and channel.during_run is not None:
+            return channel.during_run
+        return self._settings.during_run
+
+    def model(self, key: str, chosen: str | None) -> Chosen:
+        """The model a run in the thread asks, and where that was set."""
+        if chosen:
+            return Chosen(chosen, "chosen for this thread")
+        prefix, channel = self.section(key)
+        if channel is not None and channel.model is not None:
+            return Chosen(channel.model, f'set for channel "{prefix}"')
+        return Chosen(self._settings.model, "THREADLINE_MODEL")
+
+    def choices(self, key: str) -> list[str]:
+        """The models ``/threadline model`` may choose in the thread (empty: any)."""
+        _, channel = self.section(key)
+        if channel is not None and channel.models is not None:
+            return channel.models
+        return self._settings.models
+
+    def choose(self, key: str, current: str | None, wanted: str) -> tuple[str | None, str]:
+        """``/threadline model [NAME]``: the thread's new own model (None: its channel's) and
+        what to tell the person; :class:`Refused` says why not."""
+        wanted = wanted.strip()
+        choices = self.choices(key)
+        offered = f" Choices: {', '.join(choices)}." if choices else ""
+        if not wanted:
+            now = self.model(key, current)
+            return current, f"Model here: {now.name} ({now.source}).{offered}"
+        if wanted.lower() in DEFAULT_WORDS:
+            back = self.model(key, None)
+            return None, f"This thread now uses {back.name} ({back.source})."
+        try:
+            name = model_name(wanted)
+        except ValueError as exc:
+            raise Refused(str(exc)) from None
+        if choices and name not in choices:
+            raise Refused(f"{name!r} is not among the models this bot may use here.{offered}")
+        return name, f"This thread now uses {name}; other threads are unchanged."
+
+
+def describe_section(settings: Settings, prefix: str, base: EngineConfig) -> list[str]:
+    """What ``threadline doctor`` says about one ``[channels."<prefix>"]`` section: the
+    effective settings of its threads, each with where it comes from."""
+    channel = settings.channels[prefix]
+    config = Channels(settings, base).config(prefix)
+    own = "this section"
+    lines = [f'channel "{prefix}":']
+    lines.append(
+        f"  model: {config.model or settings.model} ({own if channel.model else 'global'})"
+    )
+    if channel.models is not None:
+        lines.append(f"  /threadline model may choose: {', '.join(channel.models) or 'nothing'}")
+    if channel.system_prompt is None:
+        lines.append("  system prompt: the global one")
+    else:
+        how = (
+            "replaces the global one"
+            if channel.system_prompt_mode == "replace"
+            else "added to the global one"
+        )
+        lines.append(f"  system prompt: {len(channel.system_prompt):,} characters, {how}")
+    offered = "all" if channel.offer_tools is None else ", ".join(channel.offer_tools) or "none"
+    lines.append(
+        f"  tools offered: {offered}"
+        + (f"; hidden: {', '.join(channel.hide_tools)}" if channel.hide_tools else "")
+    )
+    if channel.mcp_servers is not None:
+        lines.append(f"  MCP servers: {', '.join(channel.mcp_servers) or 'none'}")
+    limits = ", ".join(
+        f"{f} {getattr(config, f)}{'' if getattr(channel, f) is not None else ' (global)'}"
+        for f in LIMITS if getattr(config, f) is not None
+    )  # fmt: skip
+    lines.append(f"  limits: {limits}")
+    during = channel.during_run or settings.during_run
+    lines.append(f"  during a run: {during}{'' if channel.during_run else ' (global)'}")
+    return lines
