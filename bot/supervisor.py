@@ -178,10 +178,12 @@ class Supervisor:
         async def on_card(request: ApprovalRequest, message_id: str) -> None:
             await approvals.set_approval_card(request.id, message_id)
 
-        async def on_tool(done: ToolFinished) -> None:  # its card shows what the call did
+        async def on_tool(done: ToolFinished) -> bool:  # its card, if any, shows what it did
             found = (await approvals.approvals_for(session.key, [done.call_id])).get(done.call_id)
-            if found is not None and found.status is ApprovalStatus.APPROVED:
-                await update_card(surface, self.clock, found, ran_note(done))
+            if found is None or found.status is not ApprovalStatus.APPROVED:
+                return False
+            await update_card(surface, self.clock, found, ran_note(done))
+            return True
 
         async def on_posted(message_id: str) -> None:  # it shows the Stop button: remembered
             session.stop_buttons.append(message_id)

@@ -160,8 +160,25 @@ def ran_note(done: ToolFinished) -> str:
     """What an approved call did, for its card: the outcome and its first lines of output."""
     mark = "✗ Failed" if done.is_error else "▶ Ran"
     note = f"{mark}: {done.summary}" if done.summary else mark
+    return _with_preview(note, done)
+
+
+def ran_line(done: ToolFinished) -> str:
+    """What a call that had no card did, for the reply: one line (the tool and its outcome) and
+    its first lines of output."""
+    line = f"▸ `{done.name}`" + (f" · {visible(done.summary)}" if done.summary else "")
+    return line if _said(done.summary, done.preview) else _with_preview(line, done)
+
+
+def _said(summary: str, preview: str) -> bool:
+    """The summary already is the whole preview (a one-line output)."""
+    one = preview.strip()
+    return "\n" not in one and (summary == one or (summary.endswith("…") and one.startswith(summary[:-1])))
+
+
+def _with_preview(head: str, done: ToolFinished) -> str:
     shown = visible(done.preview).replace("```", "`\u200b``")
-    return f"{note}\n```\n{shown}\n```" if shown.strip() else note
+    return f"{head}\n```\n{shown}\n```" if shown.strip() else head
 
 
 def _room(surface: Surface) -> int:

@@ -27,7 +27,7 @@ from bot.engine.events import (
     ToolStarted,
 )
 from bot.errors import SurfaceError
-from bot.present.approval_card import post_card
+from bot.present.approval_card import post_card, ran_line
 from bot.present.budget import BudgetRegistry
 from bot.present.native import NativeReply
 from bot.present.reply import OnPosted, ReplyStream
@@ -42,8 +42,9 @@ SILENT_TOOLS = frozenset({"todo_write"})
 """Tools whose work shows elsewhere (the todo panel) and need no footer."""
 OnCard = Callable[[ApprovalRequest, str], Awaitable[None]]
 """Told of each approval card posted: the request and the card's message id."""
-OnTool = Callable[[ToolFinished], Awaitable[None]]
-"""Told of each call of a tool with side effects that ran (to show what it did on its card)."""
+OnTool = Callable[[ToolFinished], Awaitable[bool]]
+"""Told of each call of a tool with side effects that ran: True when its card shows what it did
+(otherwise the reply shows it in a line)."""
 
 
 class Presenter:
@@ -126,8 +127,14 @@ class Presenter:
         status: TaskStatus = "error" if event.is_error else "complete"
         self._task(event.call_id, event.name, status, event.summary or None)
         self._status_while_silent(THINKING)
-        if event.side_effects and self._on_tool is not None:
-            await self._on_tool(event)
+        if not event.side_effects:
+            return
+        on_card = self._on_tool is not None and await self._on_tool(event)
+        # a native stream shows it as a task card; a tool's error is the model's to explain
+        if not on_card and self._native is None and not event.is_error:
+            self._paragraph = True
+            self._write(ran_line(event))
+            self._paragraph = True
 
     def _task(
         self, call_id: str, name: str, status: TaskStatus, details: str | None = None

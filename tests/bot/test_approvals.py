@@ -98,7 +98,7 @@ class World:
         return await drive(self.clock, self.core.on_action(button.action_id, who, self.surface))
 
     def cards(self, tool: str = "deploy") -> list[Any]:
-        return [m for m in self.surface.live() if f"`{tool}`" in m.text]
+        return [m for m in self.surface.live() if f"`{tool}`" in m.text and "▸ `" not in m.text]
 
     async def session(self) -> Any:
         return await self.core.store.load_session(KEY, self.clock.now())
@@ -573,3 +573,34 @@ async def test_a_decision_whose_run_a_restart_cut_off_before_it_resumed_goes_on(
     await drive(world.clock, world.core.recover())
     await drive(world.clock, world.core.wait_idle())
     assert world.ran == ["prod"] and world.surface.texts()[-1] == "Deployed after all."
+
+
+async def test_a_call_that_ran_without_a_card_shows_what_it_did_in_the_reply(tmp_path: Path) -> None:
+    """One line per call (the tool, its outcome) and its first lines of output, in the reply;
+    the rest of the output stays with the model. A call with a card shows it on the card."""
+    world = World(tmp_path, tools={"shell": {"approval": "never"}, "deploy": {"approval": "never"}})
+    await world.core.start()
+    try:
+        world.model.steps = [
+            step(call("shell", {"command": "ls"}, say="Looking.")),
+            step(call("deploy", {"target": "prod"})),
+            text("All done."),
+        ]
+        await world.say("look and ship")
+        [reply] = [m.text for m in world.surface.live()]
+        assert reply == "Looking.\n\n▸ `shell` · exit 0\n\n▸ `deploy` · deployed to prod\n\nAll done."
+        assert world.ran == ["ls", "prod"] and world.cards() == []
+    finally:
+        await world.core.aclose()
+
+
+def test_an_activity_line_shows_the_first_lines_of_a_long_output() -> None:
+    from bot.engine.activity import preview, summarise
+    from bot.engine.events import ToolFinished
+    from bot.present.approval_card import ran_line
+
+    output = "\n".join(f"line {i}" for i in range(40)) + "\n[exit code 0]"
+    done = ToolFinished("c1", "run_command", False, summarise(output, is_error=False), preview(output), True)
+    shown = ran_line(done)
+    assert shown.startswith("▸ `run_command` · exit code 0, 40 lines of output\n```\nline 0\nline 1\n")
+    assert "line 39" not in shown and shown.endswith("\n```")

@@ -14,7 +14,10 @@ async def test_schedules_are_listed_and_cancelled_by_id(running: Discord) -> Non
     d.model.steps.extend([step(call("schedule_prompt", {"prompt": "Post the standup notes", "when": "0 9 * * 1-5"})),
                           text("Every weekday at nine.")])  # fmt: skip
     thread = await d.thread_of(d.fake.say(d.channel, d.ada, d.mention("post the standup notes every weekday")))
-    await d.shows(thread, ["Every weekday at nine."])
+    await d.wait_for(lambda: d.fake.world.shown(thread.id)[-1:] != [] and
+                     d.fake.world.shown(thread.id)[-1].endswith("Every weekday at nine."))  # fmt: skip
+    [shown] = d.fake.world.shown(thread.id)
+    assert shown.startswith("▸ `schedule_prompt` · Scheduled s1: next run")  # what the call did, in a line
     assert {c["name"] for c in d.fake.world.commands[0]["options"]} >= {"schedules", "memory"}
 
     listed = d.fake.slash(thread, d.bob, "threadline", "schedules")
