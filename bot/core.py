@@ -164,7 +164,7 @@ class Core:
             surface = self.surfaces.surface_for(key)
             if surface is not None:  # decided before the restart, never resumed: it goes on now
                 self.tasks.spawn(self.recovery.paused(key, surface))
-        arrived = await self.store.arrivals()
+        arrived = await self.deliveries.left_over()
         for key, message in arrived:  # accepted before the restart, not in their session yet
             surface = self.surfaces.surface_for(key)
             if surface is not None:

@@ -48,13 +48,25 @@ class Deliveries:
         self._store = store
         self._clock = clock
         self._scheduler = scheduler
+        self._accepted_here: set[str] | None = set()
+        """Event ids this process accepted before :meth:`left_over` ran (its own work, never a
+        restart's leftover); None afterwards."""
         scheduler.handle(PURGE_JOB, self._purge_job)
 
     async def first(self, event_id: str) -> bool:
         return await self._store.first_delivery(event_id, self._clock.now())
 
     async def accept(self, key: ThreadKey, message: UserMessage) -> bool:
+        if message.event_id and self._accepted_here is not None:
+            self._accepted_here.add(message.event_id)  # before the write: left_over may read it
         return await self._store.accept(key, message, self._clock.now())
+
+    async def left_over(self) -> list[tuple[ThreadKey, UserMessage]]:
+        """Messages accepted before a restart and not in their session yet (not those this
+        process accepted: an adapter may accept while the restart is being mended)."""
+        found = await self._store.arrivals()
+        ours, self._accepted_here = self._accepted_here or set(), None
+        return [(key, m) for key, m in found if m.event_id not in ours]
 
     async def start(self) -> int:
         """Forget what is old now and purge every hour from now on; returns how many were purged."""

@@ -300,6 +300,16 @@ async def test_a_message_accepted_before_a_crash_is_answered_after_the_restart(w
     assert await drive(world.clock, world.core.recover()) == 0  # answered once
 
 
+async def test_a_message_this_process_accepted_is_not_taken_for_a_restarts_leftover(world: World) -> None:
+    """An adapter may accept a message (a catch-up after connecting) while the restart is being
+    mended: the adapter answers it; recovery must not answer it a second time."""
+    world.core.register_surfaces(KEY, lambda key: world.surface)
+    mine = UserMessage(text="hello again", author_id=ALICE.id, author_name="Alice", event_id="evY")
+    assert await world.core.deliveries.accept(KEY, mine)
+    assert await drive(world.clock, world.core.recover()) == 0
+    assert world.surface.texts() == [] and world.model.requests == []
+
+
 class Killed(BaseException):
     """The process died at this write (nothing after it runs)."""
 

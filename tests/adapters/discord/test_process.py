@@ -114,6 +114,7 @@ async def test_a_message_posted_while_threadline_was_down_is_answered_once(tmp_p
 
         fake.say(thread, ada, "sent while you were down")
         async with threadline(tmp_path, fake) as (_, output):
+            second = output
             await fake.wait_for(lambda: settled(fake, thread, "sent while you were down"), WAIT)
             await output.until(lambda line: CAUGHT_UP in line)
             await output.until(lambda line: RUN_ENDED in line)
@@ -123,7 +124,7 @@ async def test_a_message_posted_while_threadline_was_down_is_answered_once(tmp_p
             line = await output.until(lambda line: CAUGHT_UP in line)
             assert "0 started an answer" in line
             assert bot_messages(fake, thread) == posted  # nothing new (edits may still land)
-        assert len(answers_to(fake, thread, "sent while you were down")) == 1
+        assert len(answers_to(fake, thread, "sent while you were down")) == 1, "".join(second.lines)
         assert len(answers_to(fake, thread, "first question")) == 1
     finally:
         await fake.close()
