@@ -21,7 +21,7 @@ from bot.mcp.endpoint import RemoteTool
 from bot.mcp.schema import description, fix_schema, offered_names
 from bot.mcp.server import McpServer
 from bot.tools.base import AnyArguments, Tool, ToolContext, ToolError
-from bot.tools.gating import Gates
+from bot.tools.gating import Gates, states
 from bot.tools.state import EMPTY
 from bot.tools.toolkit import State
 
@@ -60,7 +60,8 @@ class McpToolkit:
         return ""
 
     def status(self, state: State) -> list[str]:
-        return []
+        on = states(state)
+        return [f"{self.name}: {', '.join(sorted(on))}"] if on else []
 
     def missing(self, key: str | None, name: str, state: State = EMPTY) -> str:
         server = self._server

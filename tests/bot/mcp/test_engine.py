@@ -169,3 +169,4 @@ async def test_declared_gating_offers_a_servers_tools_as_the_threads_state_says(
     assert "tickets__close_ticket" not in {s.name for s in last.tools}  # no ticket left to close
     session = await world.core.store.load_session(KEY, world.clock.now())
     assert session.toolkits == {"tickets": {"states": ["looked"]}}
+    assert "tickets: looked" in await world.core.describe(KEY)
