@@ -33,8 +33,10 @@ from bench.stats import percentile
 from bot.conversation import ThreadKey
 from bot.llm.wire import WireEncoder
 from bot.sessions.model import Session
+from bot.tool_settings import Gating
 from bot.tools import Tool, ToolContext, ToolRegistry
 from bot.tools.base import AnyArguments
+from bot.tools.gating import GatedToolkit, update
 from bot.tools.skills import TOOL, SkillsToolkit
 from bot.tools.state import set_state
 from bot.tools.toolkit import State
@@ -87,6 +89,23 @@ class Items:
 
     def status(self, state: State) -> list[str]:
         return []
+
+
+def _gated(name: str) -> GatedToolkit:
+    """20 tools with declared gating: every other one needs the state ``open``, every third
+    takes its ``item`` from the context's ``items`` (an enum), one opens, one closes."""
+    tools: list[tuple[Tool, Gating]] = []
+    for n in range(TOOLS_EACH):
+        properties: dict[str, Any] = {"note": {"type": "string", "description": "A note."}}
+        schema = {"type": "object", "properties": properties, "required": ["note"]}
+        gating = Gating(
+            requires=frozenset({"open"}) if n % 2 else frozenset(),
+            choices={"item": "items"} if n % 3 == 0 else {},
+            enables=frozenset({"open"}) if n == 2 else frozenset(),
+            disables=frozenset({"open"}) if n == 4 else frozenset(),
+        )
+        tools.append((Tool(f"tool{n}", f"Tool {n} of {name}.", AnyArguments, _noop, schema=schema), gating))
+    return GatedToolkit(name, tools)
 
 
 def _skills(root: Path) -> None:
@@ -147,6 +166,42 @@ def main() -> None:
             f"  after a state change: p50 {percentile(samples, 0.5):.0f} µs, p95 {percentile(samples, 0.95):.0f} µs, "
             f"mean {statistics.fmean(samples):.0f} µs (one toolkit's 20 tools rebuilt, then encoded)"
         )
+        _gated_figures(Path(tmp), args.rounds)
+
+
+def _gated_figures(skills: Path, rounds: int) -> None:
+    """The same with declared gating (:class:`GatedToolkit`): states and context per thread."""
+    registry = ToolRegistry()
+    for k in range(TOOLKITS):
+        registry.attach(_gated(f"gkit{k}"))
+    registry.attach(SkillsToolkit(skills), own=(TOOL,))
+    sessions = []
+    for t in range(THREADS):
+        session = Session(key=ThreadKey(f"slack:T1:C1:{t}"))
+        for k in range(TOOLKITS):
+            items = [f"item{t}-{j}" for j in range(t % 4)]
+            update(session, f"gkit{k}", on=["open"] if (t + k) % 2 else [], context_values={"items": items})
+        sessions.append(session)
+    encoder = WireEncoder()
+    for session in sessions:
+        encoder.tools_json(registry.specs(session.key, session))
+    offered = len(registry.specs(sessions[1].key, sessions[1]))
+    print(f"with declared gating ({TOOLKITS} gated toolkits of {TOOLS_EACH} tools): {offered} tools offered in one thread")
+    steady = _per_call_us(registry, encoder, sessions, rounds)
+    choosing = _per_call_us(registry, None, sessions, rounds)
+    print(f"  steady state ({THREADS} threads in turn): {steady:.1f} µs per model call ({choosing:.1f} µs choosing)")
+    samples = []
+    session = sessions[1]
+    for n in range(300):
+        update(session, "gkit0", on=["open"] if n % 2 else [], off=[] if n % 2 else ["open"], context_values={"items": [f"new{n}"]})
+        started = time.perf_counter()
+        encoder.tools_json(registry.specs(session.key, session))
+        registry.instructions(session)
+        samples.append((time.perf_counter() - started) * 1e6)
+    print(
+        f"  after a state change: p50 {percentile(samples, 0.5):.0f} µs, p95 {percentile(samples, 0.95):.0f} µs, "
+        f"mean {statistics.fmean(samples):.0f} µs (one gated toolkit's offer rebuilt, then encoded)"
+    )
 
 
 if __name__ == "__main__":

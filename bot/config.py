@@ -37,7 +37,7 @@ from pydantic_settings import (
 )
 
 from bot.errors import ConfigError
-from bot.tool_settings import CustomToolSettings, FetchUrlOptions, WebSearchOptions
+from bot.tool_settings import CustomToolSettings, FetchUrlOptions, Gating, WebSearchOptions
 
 
 class ApproversSettings(BaseModel):
@@ -188,6 +188,9 @@ class McpServerSettings(BaseModel):
     """For starting the server and for each call."""
     max_output_chars: int = Field(default=20_000, ge=100, le=1_000_000)
     enabled: bool = True
+    gating: dict[str, Gating] = Field(default_factory=dict)
+    """By the server's own tool name: when each tool is offered and what its calls turn on
+    and off (``[mcp_servers.NAME.gating.TOOL]``; a tool without one is always offered)."""
 
     def problem(self) -> str | None:
         """What is wrong with the combination of fields, if anything."""

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, IPvAnyNetwork, field_validator
+from pydantic import BaseModel, ConfigDict, Field, IPvAnyNetwork, field_validator, model_validator
 
 ENV_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """``${NAME}``: read from the environment when the tool runs."""
@@ -207,3 +207,68 @@ def tool_secrets(
     if search.key_variable is not None:
         names.add(search.key_variable)
     return [environ[name] for name in sorted(names) if environ.get(name)]
+
+
+STATE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+class Gating(BaseModel):
+    """What a toolkit's tool declares about the toolkit's state in a thread (Yggdrasil's
+    gating): the states it requires or forbids, the states a successful call enables or
+    disables, the context keys it needs, which parameters take their values from the context
+    (an enum of what exists now), and which arguments a successful call adds to the context.
+    In ``threadline.toml``: ``[mcp_servers.NAME.gating.TOOL]``; in code: beside the tool
+    (:class:`bot.tools.gating.GatedToolkit`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    requires: frozenset[str] = frozenset()
+    """Offered only while every one of these states is on."""
+    forbids: frozenset[str] = frozenset()
+    """Offered only while none of these states is on."""
+    enables: frozenset[str] = frozenset()
+    """Turned on when a call succeeds."""
+    disables: frozenset[str] = frozenset()
+    """Turned off when a call succeeds."""
+    needs: frozenset[str] = frozenset()
+    """Offered only while each of these context keys holds something."""
+    choices: dict[str, str] = Field(default_factory=dict)
+    """Parameter → context key: the parameter's values are the ones the key holds now (the
+    tool is offered only while it holds some; a call with another value is refused)."""
+    remembers: dict[str, str] = Field(default_factory=dict)
+    """Context key → argument: a successful call adds the argument's value to the key's list."""
+    forgets: dict[str, str] = Field(default_factory=dict)
+    """Context key → argument: a successful call removes the argument's value from the key's list."""
+
+    @field_validator("requires", "forbids", "enables", "disables", "needs")
+    @classmethod
+    def _names(cls, names: frozenset[str]) -> frozenset[str]:
+        for name in names:
+            if not STATE_NAME.match(name):
+                raise ValueError(f"{name!r} is not a state or context name (1-64 letters, digits, _ . : -)")
+        return names
+
+    @field_validator("choices", "remembers", "forgets")
+    @classmethod
+    def _pairs(cls, pairs: dict[str, str]) -> dict[str, str]:
+        for key, value in pairs.items():
+            for name in (key, value):
+                if not STATE_NAME.match(name):
+                    raise ValueError(f"{name!r} is not a parameter or context name (1-64 letters, digits, _ . : -)")
+        return pairs
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Gating:
+        for a, b, what in (
+            (self.requires, self.forbids, "both required and forbidden"),
+            (self.enables, self.disables, "both enabled and disabled"),
+        ):
+            if both := sorted(a & b):
+                raise ValueError(f"{', '.join(both)}: {what}")
+        return self
+
+    @property
+    def empty(self) -> bool:
+        return self == EMPTY_GATING
+
+
+EMPTY_GATING = Gating()

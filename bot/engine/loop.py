@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -353,12 +354,22 @@ class _Run:
                     got.finish_reason = reason
 
     async def run_tools(self, turn: int, calls: tuple[ToolCall, ...]) -> State:
-        """Run the calls in order; a call waiting for approval holds back the calls after it."""
+        """Run the calls in order; a call waiting for approval holds back the calls after it.
+
+        A call that proceeds with nothing to ask and no side effect starts beside the ones
+        before it when they are of other lanes (other toolkits, other plain tools); calls of
+        one lane run one after another. Results are recorded in call order either way."""
         before = self.session.todos
         waiting = False
-        for call in calls:
-            if await self._gated(call, blocked=waiting) is _WAITING:
-                waiting = True
+        flight = _Flight() if len(calls) > 1 else None
+        try:
+            for call in calls:
+                if await self._gated(call, blocked=waiting, flight=flight) is _WAITING:
+                    waiting = True
+            await self._land(flight)
+        finally:
+            if flight is not None:
+                await flight.cancel()  # a stop: what still runs ends now (answered as stopped)
         await self._save_unsaved()
         if self.session.todos is not before:  # stored with the result of the call that changed them
             await self.sink(TodosChanged(self.session.todos))
@@ -369,32 +380,66 @@ class _Run:
             await self._persist(self._unsaved)
             self._unsaved = []  # kept until stored: a stop during the write stores it then
 
-    async def _gated(self, call: ToolCall, *, blocked: bool) -> object:
+    async def _gated(self, call: ToolCall, *, blocked: bool, flight: _Flight | None = None) -> object:
         """Run, refuse or hold the call: its result is recorded, or ``_WAITING`` when it waits
-        for a person, or ``_HELD`` when an earlier call waits (it runs after that one, in order).
+        for a person, or ``_HELD`` when an earlier call waits (it runs after that one, in order),
+        or it is started in ``flight`` (its result recorded when the flight lands).
         Calls whose arguments are invalid, over their limits or cut off never reach the gate."""
-        tool = self._tool(call.name)  # offered in this thread
-        if tool is None:
-            known = ", ".join(n for n in self.deps.tools.names if self.deps.config.offers(n)) or "none"
-            return await self._refused(
-                call, f"error: there is no tool named {call.name!r}. Available tools: {known}."
-            )
-        if call.id in self._cut:
-            return await self._refused(call, CUT_RESULT)
-        try:
-            args = tool.parse(call.arguments)
-        except ToolError as exc:
-            return await self._refused(call, f"error: {exc}")
+        lane = self.deps.tools.lane(call.name)
+        if flight is not None and lane in flight.lanes:
+            await self._land(flight)  # it sees what the earlier call of its lane changed
+        tool, args, refusal = self._prepared(call)
+        beside = (
+            flight is not None and tool is not None and args is not None and not blocked
+            and self.deps.gate.free(self.ctx, tool)
+        )  # fmt: skip
+        if not beside:
+            await self._land(flight)  # what runs now comes after every earlier result
+        if tool is None or args is None:
+            return await self._refused(call, refusal)
         match await self.deps.gate.check(self.ctx, call, tool):
             case Wait(request, new):
+                await self._land(flight)
                 if new:
                     await self._pausing()
                     await self.sink(ApprovalNeeded(request))
                 return _WAITING
             case Refuse(text):
+                await self._land(flight)
                 return await self._refused(call, text)
+            case Proceed() if blocked:
+                return _HELD
+            case Proceed() if beside and flight is not None:
+                await self.sink(ToolStarted(call.id, call.name, call.arguments))
+                flight.start(lane, call, tool, self._invoke(call, tool, args))
+                return None
             case Proceed():
-                return _HELD if blocked else await self._run_one(call, tool, args)
+                return await self._run_one(call, tool, args)
+
+    def _prepared(self, call: ToolCall) -> tuple[Tool | None, BaseModel | None, str]:
+        """The tool the call names (as this thread is offered it now) and its arguments, or
+        why it cannot run."""
+        tool = self._tool(call.name)
+        if tool is None:
+            known = ", ".join(n for n in self.deps.tools.names if self.deps.config.offers(n)) or "none"
+            return None, None, f"error: there is no tool named {call.name!r}. Available tools: {known}."
+        if call.id in self._cut:
+            return tool, None, CUT_RESULT
+        try:
+            return tool, tool.parse(call.arguments), ""
+        except ToolError as exc:
+            return tool, None, f"error: {exc}"
+
+    async def _land(self, flight: _Flight | None) -> None:
+        """Record the results of the calls running in ``flight``, in call order."""
+        if flight is None:
+            return
+        while flight.running:
+            call, tool, task = flight.running[0]
+            content, is_error = await task
+            flight.running.pop(0)
+            await self._finished(call, tool, content, is_error)
+        flight.lanes.clear()
 
     async def _pausing(self) -> None:
         """The run will pause for a person: stored before any card shows, so that a restart
@@ -440,6 +485,11 @@ class _Run:
 
     async def _run_one(self, call: ToolCall, tool: Tool, args: BaseModel) -> ToolResult:
         await self.sink(ToolStarted(call.id, call.name, call.arguments))
+        content, is_error = await self._invoke(call, tool, args)
+        return await self._finished(call, tool, content, is_error)
+
+    async def _invoke(self, call: ToolCall, tool: Tool, args: BaseModel) -> tuple[str, bool]:
+        """Run the tool: its output, and whether it failed."""
         began = time.perf_counter()
         try:
             content, is_error = await tool.invoke(self.ctx, args), False
@@ -449,6 +499,9 @@ class _Run:
             log.warning("tool %s raised", call.name, exc_info=True)
             content, is_error = f"error: {call.name} failed: {type(exc).__name__}: {exc}", True
         metrics.tool_ran(tool.name, is_error=is_error, began=began)
+        return content, is_error
+
+    async def _finished(self, call: ToolCall, tool: Tool, content: str, is_error: bool) -> ToolResult:
         result = await self._record(call, content, is_error=is_error)  # recorded, then announced
         said = summarise(content, is_error=is_error)
         shown = preview(content) if tool.side_effects else ""
@@ -496,3 +549,24 @@ class _Run:
             return
         self.session.updated_at = self.deps.clock.now()
         await self.deps.store.append_messages(self.session, messages)
+
+
+class _Flight:
+    """Calls of one batch running side by side, at most one per lane, in call order."""
+
+    def __init__(self) -> None:
+        self.lanes: set[str] = set()
+        self.running: list[tuple[ToolCall, Tool, asyncio.Task[tuple[str, bool]]]] = []
+
+    def start(self, lane: str, call: ToolCall, tool: Tool, work: Coroutine[Any, Any, tuple[str, bool]]) -> None:
+        self.lanes.add(lane)
+        self.running.append((call, tool, asyncio.create_task(work, name=f"tool {call.name}")))
+
+    async def cancel(self) -> None:
+        """End the calls still running (the run was stopped or failed while they ran)."""
+        tasks = [task for _, _, task in self.running]
+        self.running.clear()
+        self.lanes.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

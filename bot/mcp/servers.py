@@ -65,6 +65,11 @@ async def _probe(name: str, config: McpServerSettings, clock: Clock) -> tuple[bo
         names = ", ".join(t.name + (" (asks first)" if t.approval != "never" else "") for t in offered)
         skipped = len(server.tools) - len(offered)
         note = f" ({skipped} not offered: see the log)" if skipped else ""
-        return True, f"MCP server {name}: {len(offered)} tools{note}: {names or 'none'}"
+        listed = {t.name for t in server.tools}
+        unknown = sorted(set(config.gating) - listed)
+        if unknown:
+            return False, f"MCP server {name}: gating declared for tools it does not have: {', '.join(unknown)}"
+        gated = f"; gated: {', '.join(sorted(config.gating))}" if config.gating else ""
+        return True, f"MCP server {name}: {len(offered)} tools{note}: {names or 'none'}{gated}"
     finally:
         await server.aclose()

@@ -4,6 +4,10 @@
 A tool annotated ``readOnlyHint: true`` runs without asking; every other one asks first
 (approval ``ask``: "Always allow here" is offered) and counts as having side effects.
 ``[tools."<server>__<tool>"]`` overrides either, as for any tool.
+
+``[mcp_servers.NAME.gating.TOOL]`` declares when a tool is offered in a thread and what its
+successful calls turn on and off (:mod:`bot.tools.gating`); a server with none declared offers
+every tool in every thread it is allowed in.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from bot.mcp.endpoint import RemoteTool
 from bot.mcp.schema import description, fix_schema, offered_names
 from bot.mcp.server import McpServer
 from bot.tools.base import AnyArguments, Tool, ToolContext, ToolError
+from bot.tools.gating import Gates, states
 from bot.tools.state import EMPTY
 from bot.tools.toolkit import State
 
@@ -32,6 +37,7 @@ class McpToolkit:
         self._allowed = allowed
         self._built = -1
         self._tools: dict[str, Tool] = {}
+        self._gates = Gates(server.name, {})
 
     @property
     def name(self) -> str:
@@ -39,7 +45,8 @@ class McpToolkit:
 
     def version(self, key: str | None, state: State = EMPTY) -> Hashable:
         self._server.poke()
-        return self._server.generation, key is None or self._allowed(key)
+        allowed = key is None or self._allowed(key)
+        return self._server.generation, allowed, self._gates.version(state) if key is not None else ()
 
     def tools(self, key: str | None, state: State = EMPTY) -> Mapping[str, Tool]:
         if key is not None and not self._allowed(key):
@@ -47,13 +54,14 @@ class McpToolkit:
         if self._built != self._server.generation:
             self._built = self._server.generation
             self._tools = self._build(self._server.tools)
-        return self._tools
+        return self._tools if key is None else self._gates.offer(self._tools, state)
 
     def instructions(self, state: State) -> str:
         return ""
 
     def status(self, state: State) -> list[str]:
-        return []
+        on = states(state)
+        return [f"{self.name}: {', '.join(sorted(on))}"] if on else []
 
     def missing(self, key: str | None, name: str, state: State = EMPTY) -> str:
         server = self._server
@@ -61,6 +69,9 @@ class McpToolkit:
             return f"{name} is not offered in this thread: its channel does not use the MCP server {server.name}"
         if not server.running and server.last_error:
             return f"{name} is not available now: {server.last_error}"
+        self.tools(None)
+        if (reason := self._gates.missing(name, state)) is not None:
+            return reason
         offered = ", ".join(sorted(self.tools(key))) or "none"
         return f"the MCP server {server.name} has no tool {name} now; its tools: {offered}"
 
@@ -68,7 +79,8 @@ class McpToolkit:
         server = self._server
         by_name = {t.name: t for t in listed}
         built: dict[str, Tool] = {}
-        for offered, original in offered_names(server.name, by_name).items():
+        names = offered_names(server.name, by_name)
+        for offered, original in names.items():
             remote = by_name[original]
             fixed = fix_schema(remote.schema)
             if fixed.schema is None:
@@ -80,7 +92,16 @@ class McpToolkit:
                 log.info("[%s] schema of %r fixed up: %s", server.name, original, "; ".join(fixed.notes))
             built[offered] = self._tool(offered, original, remote, fixed.schema)
         log.info("[%s] offers %d tools: %s", server.name, len(built), ", ".join(built) or "none")
+        self._gates = self._declared({original: offered for offered, original in names.items() if offered in built})
         return built
+
+    def _declared(self, offered: Mapping[str, str]) -> Gates:
+        """The gating declared for the server's tools in its settings, by their offered names."""
+        server = self._server
+        declared = server.settings.gating
+        for original in sorted(set(declared) - set(offered)):
+            log.warning("[%s] gating is declared for %r, which the server does not offer", server.name, original)
+        return Gates(server.name, {offered[o]: g for o, g in declared.items() if o in offered})
 
     def _tool(self, offered: str, original: str, remote: RemoteTool, schema: dict[str, Any]) -> Tool:
         server = self._server

@@ -76,6 +76,17 @@ class ToolRegistry:
         offered = toolkit.tools(key, here).get(name)
         return offered if offered is not None else _unavailable(name, toolkit.missing(key, name, here))
 
+    def lane(self, name: str) -> str:
+        """Calls in one lane run in order: a toolkit's tools share its name as their lane (each
+        sees the previous one's changes to its state); a plain tool is a lane of its own."""
+        if name in self._tools:
+            return name
+        toolkit = self._own.get(name)
+        if toolkit is None:
+            prefix, sep, _ = name.partition(SEPARATOR)
+            toolkit = self._toolkits.get(prefix) if sep else None
+        return f"{toolkit.name}{SEPARATOR}" if toolkit is not None else name
+
     @property
     def names(self) -> list[str]:
         found = list(self._tools)

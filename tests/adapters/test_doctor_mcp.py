@@ -26,3 +26,26 @@ def test_doctor_lists_each_servers_tools_or_says_why_it_failed(tmp_path: Path) -
     assert "[FAIL] MCP server slow: no answer to initialize within 1 s" in lines
     assert "[--  ] MCP server off: disabled" in lines
     assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr
+
+
+def test_doctor_names_gated_tools_and_gating_for_tools_a_server_lacks(tmp_path: Path) -> None:
+    ok = stdio_command()
+    server = f"command = {json.dumps(ok[0])}\nargs = {json.dumps(ok[1:])}\n"
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.tickets]\n{server}"
+        '[mcp_servers.tickets.gating.close_ticket]\nrequires = ["looked"]\n'
+        f"[mcp_servers.other]\n{server}"
+        '[mcp_servers.other.gating.clsoe_ticket]\nrequires = ["looked"]\n'
+    )
+    lines = threadline("doctor", cwd=tmp_path).stdout.splitlines()
+    tickets = next(line for line in lines if "MCP server tickets" in line)
+    assert tickets.startswith("[ok  ] MCP server tickets: 12 tools") and tickets.endswith("; gated: close_ticket")
+    assert "[FAIL] MCP server other: gating declared for tools it does not have: clsoe_ticket" in lines
+
+
+def test_a_mistaken_gating_declaration_stops_the_program_with_its_place(tmp_path: Path) -> None:
+    (tmp_path / "threadline.toml").write_text(
+        '[mcp_servers.tickets]\ncommand = "x"\n[mcp_servers.tickets.gating.close_ticket]\nrequires = ["a"]\nforbids = ["a"]\n'
+    )
+    out = threadline("doctor", cwd=tmp_path)
+    assert "both required and forbidden" in out.stdout + out.stderr and "Traceback" not in out.stdout + out.stderr

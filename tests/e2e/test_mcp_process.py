@@ -77,3 +77,42 @@ async def test_the_model_calls_an_mcp_server_through_the_real_program(tmp_path: 
     wrapped = as_data("tickets__lookup", "T-1: printer on fire (open)")
     assert {"role": "tool", "content": wrapped}.items() <= second.messages[-1].items()
     assert effects.read_text() == "closed T-1\n"
+
+
+async def test_declared_gating_in_threadline_toml_through_the_real_program(tmp_path: Path) -> None:
+    effects = tmp_path / "effects"
+    command = stdio_command("--effects", str(effects))
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.tickets]\ncommand = {json.dumps(command[0])}\nargs = {json.dumps(command[1:])}\ntimeout_s = 20\n"
+        '[mcp_servers.tickets.gating.lookup]\nenables = ["looked"]\nremembers = { seen = "id" }\n'
+        '[mcp_servers.tickets.gating.close_ticket]\nrequires = ["looked"]\nchoices = { id = "seen" }\n'
+        '[tools."tickets__close_ticket"]\napproval = "never"\n'
+    )
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_id": "alice", "user_name": "Alice"}
+    async with FakeOpenAI() as fake, browser() as http:
+        fake.push(
+            Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]),
+            Reply(calls=[FakeCall("tickets__lookup", {"id": "T-1"})]),
+            Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]),
+            Reply("Closed T-1."),
+        )
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        async with threadline(tmp_path, port, **model):
+            await open_page(http, base)
+            ws = await http.ws_connect(f"{base}/api/ws?client=t")
+            async with http.post(
+                f"{base}/api/messages", json={"text": "Close T-1", "event_id": "event-gate-1", **user}
+            ) as resp:
+                assert resp.status == 202
+            await until_event(ws, lambda e: "Closed T-1." in json.dumps(e))
+            await ws.close()
+        first, second, third = fake.requests[0], fake.requests[1], fake.requests[2]
+    names = [{t["function"]["name"] for t in r.body["tools"]} for r in (first, third)]
+    assert "tickets__close_ticket" not in names[0] and "tickets__lookup" in names[0]
+    assert "tickets__close_ticket" in names[1]
+    close = next(t for t in third.body["tools"] if t["function"]["name"] == "tickets__close_ticket")
+    assert close["function"]["parameters"]["properties"]["id"]["enum"] == ["T-1"]
+    assert "needs the state looked (off now)" in json.dumps(second.messages[-1])
+    assert effects.read_text() == "closed T-1\n"

@@ -28,10 +28,11 @@ ALICE = Author(id="slack:U1", display_name="Alice")
 
 
 class World:
-    def __init__(self, tmp_path: Path, **settings: Any) -> None:
+    def __init__(self, tmp_path: Path, gating: dict[str, Any] | None = None, **settings: Any) -> None:
         self.effects = tmp_path / "effects"
         command = stdio_command("--effects", str(self.effects))
-        servers = {"tickets": {"command": command[0], "args": command[1:], "timeout_s": 10}}
+        server = {"command": command[0], "args": command[1:], "timeout_s": 10, "gating": gating or {}}
+        servers = {"tickets": server}
         self.clock = ManualClock(start=1_000_000.0)
         self.model = ScriptedModel([])
         self.settings = Settings(data_dir=tmp_path, mcp_servers=servers, **settings)
@@ -138,3 +139,34 @@ async def test_a_failure_or_a_dead_server_is_a_result_the_model_reads(make_world
     assert crash.is_error and "exited with code 3; it is started again on the next call" in crash.content
     assert not lookup.is_error and lookup.content == "T-8: printer on fire (open)"  # started again
     assert world.surface.texts()[-1] == "Recovered."
+
+
+async def test_declared_gating_offers_a_servers_tools_as_the_threads_state_says(make_world: Any) -> None:
+    gating = {
+        "lookup": {"enables": ["looked"], "remembers": {"seen": "id"}},
+        "close_ticket": {"requires": ["looked"], "choices": {"id": "seen"}, "forgets": {"seen": "id"}},
+        "not_a_tool": {"requires": ["x"]},  # logged, ignored
+    }
+    world = await make_world(gating=gating, tools={"tickets__close_ticket": {"approval": "never"}})
+    await world.say(
+        "close T-1",
+        step(call("tickets__close_ticket", {"id": "T-1"})),
+        step(call("tickets__lookup", {"id": "T-1"})),
+        step(call("tickets__close_ticket", {"id": "T-2"})),
+        step(call("tickets__close_ticket", {"id": "T-1"})),
+        text("Closed T-1."),
+    )
+    first, _, third, _, last = world.model.requests
+    assert "tickets__close_ticket" not in {s.name for s in first.tools}
+    assert {s.name for s in first.tools} >= {"tickets__lookup", "tickets__echo"}  # undeclared: as before
+    closed = next(s for s in third.tools if s.name == "tickets__close_ticket")
+    assert closed.parameters["properties"]["id"]["enum"] == ["T-1"]
+    early, looked, wrong, done = await world.results()
+    assert early.is_error and "needs the state looked (off now)" in early.content
+    assert "tickets__lookup would change that" in early.content
+    assert wrong.is_error and "id must be one of T-1" in wrong.content
+    assert not done.is_error and world.done() == "closed T-1\n"
+    assert "tickets__close_ticket" not in {s.name for s in last.tools}  # no ticket left to close
+    session = await world.core.store.load_session(KEY, world.clock.now())
+    assert session.toolkits == {"tickets": {"states": ["looked"]}}
+    assert "tickets: looked" in await world.core.describe(KEY)
