@@ -111,12 +111,7 @@ class Intake:
             why = f"the download failed: {exc}"
             return _One(f"- {shown}: not downloaded ({why})", problem=f"{shown}: not read ({why})")
         kind = await asyncio.to_thread(sniff, data)
-        if shown in taken and await asyncio.to_thread(_holds, ws, shown, data):
-            name = shown  # the same file again (a redelivery, shared twice): no second copy
-        else:
-            name = safe_name(shown, taken)
-            taken.add(name)
-            await asyncio.to_thread(_save, ws, name, data)
+        name = await _keep(ws, taken, shown, data)
         about = f"- {name} ({size_words(len(data))}"
         match kind.kind:
             case "text":
@@ -150,9 +145,7 @@ class Intake:
                 f"{about}, PDF): saved; {why}, so its words cannot be read",
                 problem=f"{name}: saved, but {why}, so I cannot read its words",
             )
-        text_name = safe_name(f"{name}.txt", taken)
-        taken.add(text_name)
-        await asyncio.to_thread(_save, ws, text_name, text.encode())
+        text_name = await _keep(ws, taken, f"{name}.txt", text.encode())
         start = preview(text, self._settings.file_preview_chars)
         return _One(f"{about}, PDF): its text is in {text_name}. Start:\n```\n{start}\n```")
 
@@ -171,6 +164,17 @@ class Intake:
         return _One(
             f"{about}, image): shown to you with this message", image=data_url(data, kind.mimetype)
         )
+
+
+async def _keep(ws: Workspace, taken: set[str], wanted: str, data: bytes) -> str:
+    """Save ``data`` as ``wanted`` (numbered when taken); the same bytes already there under
+    that name (a redelivery, a file shared twice) are not saved a second time."""
+    if wanted in taken and await asyncio.to_thread(_holds, ws, wanted, data):
+        return wanted
+    name = safe_name(wanted, taken)
+    taken.add(name)
+    await asyncio.to_thread(_save, ws, name, data)
+    return name
 
 
 def _save(ws: Workspace, name: str, data: bytes) -> None:
