@@ -14,6 +14,8 @@ from bot.clock import SystemClock
 from bot.config import Settings
 from bot.engine.states import EngineConfig
 from bot.errors import ModelError
+from bot.files.intake import sees_images
+from bot.files.kinds import size_words
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelRequest, TextPiece
 from bot.llm.openai_model import build_openai_model
@@ -114,6 +116,12 @@ def _schedules_and_memory(settings: Settings) -> None:
                 f"per channel, a recurring one at most once every {every:g} s")
     _line(True, f"memory: at most {settings.memories_per_channel:,} per channel; the model sees the "
                 f"{settings.memory_note_items} most recent (up to {settings.memory_note_chars:,} characters)")
+    sees = sees_images(settings.vision, settings.model, demo=settings.uses_demo_model)
+    _line(True, f"files: shared files up to {size_words(settings.file_max_bytes)} go into the thread's "
+                f"workspace (previews of {settings.file_preview_chars:,} characters); images "
+                f"{'shown to' if sees else 'only described to'} "
+                f"{'the offline demo model' if settings.uses_demo_model else settings.model} "
+                f"(THREADLINE_VISION={settings.vision}), up to {size_words(settings.image_max_bytes)}")
 
 
 def _channels(settings: Settings) -> None:

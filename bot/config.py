@@ -323,6 +323,18 @@ class Settings(SettingsBase):
     skills_dir: Path | None = None
     """Where the skills are (``<name>/SKILL.md``); default: ``skills`` in the data directory."""
 
+    # --- files ---
+    vision: Literal["auto", "on", "off"] = "auto"
+    """Whether images shared in a thread go to the model as images: ``auto`` (when the model's
+    name is one known to see images), ``on``, ``off`` (described as attached)."""
+    file_max_bytes: int = Field(default=20 * 1024 * 1024, ge=1024, le=1024**3)
+    """Larger shared files are not downloaded (the thread is told); also the most
+    ``send_file`` posts."""
+    image_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
+    """Larger images are saved in the workspace but not shown to the model."""
+    file_preview_chars: int = Field(default=1_000, ge=0, le=20_000)
+    """How much of a shared text file (or a PDF's text) the model reads with the message."""
+
     # --- scheduled prompts and memory ---
     timezone: str = "UTC"
     """Where times without a zone, and cron expressions, are read (an IANA name: Europe/Paris)."""

@@ -35,9 +35,12 @@ class Author:
 
 @dataclass(frozen=True, slots=True)
 class Attachment:
+    """A file shared with a message, as the platform names it (the name is untrusted)."""
+
     name: str
     url: str
     size: int | None = None
+    mimetype: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

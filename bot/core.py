@@ -27,6 +27,8 @@ from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
 from bot.errors import Refused, SurfaceError
+from bot.files.intake import Intake, Received, sees_images
+from bot.files.transfer import file_transfer
 from bot.history import earlier_note
 from bot.leasing import LeasedSessions, Leasing, OneProcess, ThreadLeases
 from bot.llm.messages import SystemMessage, UserMessage
@@ -47,9 +49,11 @@ from bot.surfaces import ChannelOf, SurfaceFactory, Surfaces
 from bot.tasks import TaskSet
 from bot.threads import ThreadLocks, Turn
 from bot.tools.base import ToolError
+from bot.tools.builtin import files_out as files_tools
 from bot.tools.builtin import memory as memory_tools
 from bot.tools.builtin import schedule as schedule_tools
 from bot.tools.builtin import tool_registry
+from bot.tools.builtin.files_out import FilesToolkit
 from bot.tools.builtin.memory import MemoryToolkit
 from bot.tools.builtin.schedule import ScheduleToolkit
 from bot.tools.registry import ToolRegistry
@@ -85,6 +89,8 @@ class Core:
             settings, store, self.scheduler, clock, self.surfaces, self.scheduled_turn
         )
         self.memory = Memories(settings, store, clock, self.surfaces.channel_of)
+        self.intake = Intake(settings, settings.data_dir / "workspaces")
+        tools.attach(FilesToolkit(settings, settings.data_dir / "workspaces", self.surfaces), own=files_tools.NAMES)
         tools.attach(ScheduleToolkit(self.schedules), own=schedule_tools.NAMES)
         tools.attach(MemoryToolkit(self.memory), own=memory_tools.NAMES)
         config = EngineConfig.from_settings(settings)
@@ -220,15 +226,27 @@ class Core:
         text, cut = _cap(inbound.text, self.settings.max_input_chars)
         author = inbound.author
         earlier = await self._earlier(inbound)
+        files = await self._files(inbound, surface)
         message = UserMessage(
-            text=text, author_id=author.id, author_name=author.display_name, event_id=inbound.event_id,
-            earlier=earlier,
+            text="\n\n".join(t for t in (text, files.note) if t), author_id=author.id,
+            author_name=author.display_name, event_id=inbound.event_id, earlier=earlier,
+            images=files.images,
         )  # fmt: skip
         if not await self.deliveries.accept(inbound.thread_key, message):
             log.info("ignoring a redelivery of %s", inbound.event_id)
             return None
-        notice = _cut_notice(len(inbound.text), len(text)) if cut else None
+        notices = [_cut_notice(len(inbound.text), len(text))] if cut else []
+        notices.extend(_file_notice(files.problems))
+        notice = " ".join(notices) or None
         return await self._place(inbound.thread_key, message, author, surface, notice, awaited=True)
+
+    async def _files(self, inbound: Inbound, surface: Surface) -> Received:
+        """The message's files, saved in the thread's workspace and worded for the model."""
+        if not inbound.files:
+            return Received("")
+        model = self.channels.model(inbound.thread_key, None)
+        vision = sees_images(self.settings.vision, model.name, demo=self.settings.uses_demo_model)
+        return await self.intake.take(inbound.thread_key, inbound.files, file_transfer(surface), vision=vision)
 
     async def _earlier(self, inbound: Inbound) -> str | None:
         """The thread's earlier messages, for a first mention in a thread that existed before
@@ -479,6 +497,12 @@ def _cap(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     return text[:limit], True
+
+
+def _file_notice(problems: Sequence[str]) -> list[str]:
+    if not problems:
+        return []
+    return ["About the files: " + "; ".join(problems) + "."]
 
 
 def _cut_notice(original: int, kept: int) -> str:

@@ -12,7 +12,8 @@
     ├── SurfaceError           the chat platform refused or failed a call
     │   ├── SurfaceRateLimited 429 (retry_after in seconds)
     │   ├── MessageTooLong     the text is over the platform's limit
-    │   └── EditRefused        this message can no longer be edited (too old, archived)
+    │   ├── EditRefused        this message can no longer be edited (too old, archived)
+    │   └── FileRefused        a shared file the bot cannot download, or one over the size cap
     ├── StoreError             the store is unusable (corrupt file, newer schema)
     │   └── LeaseLost          a write under a thread's lease after another worker took it over
     ├── Refused                a request that cannot be done as asked (a schedule's time that
@@ -98,6 +99,11 @@ class MessageTooLong(SurfaceError):
 
 class EditRefused(SurfaceError):
     pass
+
+
+class FileRefused(SurfaceError):
+    """A shared file could not be had; the message says why in words for the thread
+    (``the bot's token may not download it``, ``larger than the 20 MB cap``)."""
 
 
 class StoreError(ThreadlineError):

@@ -28,6 +28,7 @@ from typing import TypeVar
 import aiohttp
 import discord
 
+from adapters.discord.files import DiscordFileTransfer
 from adapters.discord.ratelimit import GlobalPacer, RateLimitedNow, RateLimitWatch
 from adapters.discord.render import render
 from adapters.discord.views import build_view
@@ -90,6 +91,10 @@ class DiscordSurface:
             final_reserve=FINAL_RESERVE,
         )
         self._typing: asyncio.Task[None] | None = None
+        self.files = DiscordFileTransfer(
+            link.client, self._channel, lambda what, make: self._call(what, make, messages=True)
+        )
+        """Attachments downloaded, workspace files posted (``bot.files.transfer``)."""
 
     @property
     def thread_key(self) -> ThreadKey:

@@ -44,6 +44,7 @@ class SlackFile(TypedDict, total=False):
     name: str
     url_private: str
     size: int
+    mimetype: str
 
 
 class MessageEvent(TypedDict):
@@ -156,12 +157,13 @@ def _files(raw: Any) -> tuple[Attachment, ...]:
     found: list[Attachment] = []
     for item in raw:
         if isinstance(item, dict) and isinstance(item.get("url_private"), str):
-            size = item.get("size")
+            size, mimetype = item.get("size"), item.get("mimetype")
             found.append(
                 Attachment(
                     name=str(item.get("name") or item.get("id") or "file"),
                     url=item["url_private"],
                     size=size if isinstance(size, int) else None,
+                    mimetype=mimetype if isinstance(mimetype, str) else None,
                 )
             )
     return tuple(found)

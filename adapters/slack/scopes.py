@@ -13,6 +13,8 @@ BOT_SCOPES = frozenset(
         "pins:write",  # the todo panel
         "users:read",  # display names
         "commands",  # /threadline
+        "files:read",  # download the files people share (url_private)
+        "files:write",  # send_file: upload a workspace file into the thread
     }
 )
 GROUP_SCOPE = "usergroups:read"

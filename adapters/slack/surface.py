@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from adapters.slack.api import SlackApi
 from adapters.slack.blocks import message_payload
+from adapters.slack.files import SlackFileTransfer
 from adapters.slack.parse import split_key
 from adapters.slack.render import render
 from adapters.slack.streams import SlackStreams, StreamSupport
@@ -85,6 +86,8 @@ class SlackSurface:
         self._limits = limits
         self._status = status
         _, self.channel, self.thread_ts = split_key(key)
+        self.files = SlackFileTransfer(api, self.channel, self.thread_ts)
+        """Shared files downloaded, workspace files uploaded (``bot.files.transfer``)."""
         self.streams: SlackStreams | None = None
         """Slack's native streaming in this thread (``THREADLINE_SLACK_STREAMING``)."""
         if streams is not None and streams.enabled:

@@ -39,6 +39,8 @@ class UserMessage(_Frozen):
     earlier: str | None = None
     """What the thread said before the bot was first mentioned there (read once from the
     platform); the model reads it just before this message."""
+    images: tuple[str, ...] = ()
+    """Images shared with the message, as ``data:`` URLs, for a model that sees images."""
 
 
 class AssistantMessage(_Frozen):

@@ -4,7 +4,8 @@ Conversion rules:
 
 * the request's system prompt is the first message (``role: system``);
 * a :class:`UserMessage` with an ``author_name`` is sent as ``"[Alice]: text"`` so the model
-  knows who spoke in a shared thread (the default system prompt describes this form);
+  knows who spoke in a shared thread (the default system prompt describes this form); one
+  with images is a list of parts: that text, then an ``image_url`` part per image;
 * an :class:`AssistantMessage`'s tool calls carry their ``wire_id`` (the provider's id when it
   was usable), never our own id;
 * a :class:`ToolResult` answers the ``wire_id`` of the call whose own id is its ``call_id``
@@ -57,6 +58,10 @@ def message_to_wire(message: Message, call_wire_ids: Mapping[str, str]) -> WireD
     match message:
         case SystemMessage(text=text):
             return {"role": "system", "content": text}
+        case UserMessage(images=images) if images:
+            parts: list[WireDict] = [{"type": "text", "text": user_content(message)}]
+            parts.extend({"type": "image_url", "image_url": {"url": url}} for url in images)
+            return {"role": "user", "content": parts}
         case UserMessage():
             return {"role": "user", "content": user_content(message)}
         case AssistantMessage(text=text, tool_calls=calls) if calls:

@@ -98,9 +98,19 @@ def _pdf(page: Answer, max_chars: int) -> tuple[str, str | None]:
     if not page.complete:
         raise ToolError(f"{page.url} is a PDF larger than the {len(page.body):,} bytes fetch_url reads; it cannot be read in part")
     try:
-        reader = pypdf.PdfReader(io.BytesIO(page.body))
+        return pdf_text(page.body, max_chars)
+    except ToolError as exc:
+        raise ToolError(f"{page.url} {exc}") from None
+
+
+def pdf_text(body: bytes, max_chars: int) -> tuple[str, str | None]:
+    """The text of a PDF's pages (``--- page N ---`` before each) and its title; a scan
+    without a text layer gives pages with no words. Raises :class:`ToolError` (``is an
+    encrypted PDF…``, ``is not a readable PDF…``) for what cannot be read."""
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(body))
         if reader.is_encrypted:
-            raise ToolError(f"{page.url} is an encrypted PDF; it cannot be read")
+            raise ToolError("is an encrypted PDF; it cannot be read")
         meta = reader.metadata
         title = str(meta.title).strip() if meta is not None and meta.title else None
         parts: list[str] = []
@@ -112,7 +122,7 @@ def _pdf(page: Answer, max_chars: int) -> tuple[str, str | None]:
             if size > max_chars:
                 break
     except (PyPdfError, ValueError, KeyError, TypeError) as exc:
-        raise ToolError(f"{page.url} is not a readable PDF: {exc}") from None
+        raise ToolError(f"is not a readable PDF: {exc}") from None
     return "\n\n".join(parts), title
 
 

@@ -96,6 +96,8 @@ class Message:
     thread_id: int | None = None
     deleted: bool = False
     allowed_mentions: dict[str, Any] | None = None
+    attachments: list[dict[str, Any]] = field(default_factory=list)
+    """Attachment objects as Discord gives them (``url`` served by the fake's CDN)."""
 
 
 @dataclass

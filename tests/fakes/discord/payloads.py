@@ -71,8 +71,8 @@ def message(m: Message, world: World, *, gateway: bool = False) -> Json:
         "tts": False, "mention_everyone": "@everyone" in m.content or "@here" in m.content,
         "mentions": [user(u) for u in world.mentioned_users(m.content)],
         "mention_roles": [str(r) for r in world.mentioned_roles(m.content)],
-        "attachments": [], "embeds": [], "pinned": _pinned(m, world), "type": 0, "flags": m.flags,
-        "components": m.components,
+        "attachments": m.attachments, "embeds": [], "pinned": _pinned(m, world), "type": 0,
+        "flags": m.flags, "components": m.components,
     }
     if m.webhook_id is not None:
         data["webhook_id"] = str(m.webhook_id)

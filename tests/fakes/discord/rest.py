@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.discord import payloads
+from tests.fakes.discord.cdn import Cdn
 from tests.fakes.discord.limits import (
     CHANNELS,
     DELETES,
@@ -71,6 +72,7 @@ class Rest:
         self.token = token
         self.gateway_url = gateway_url
         self.calls: list[Call] = []
+        self.cdn = Cdn(lambda: "", world.snowflake)
 
     def routes(self, app: web.Application) -> None:
         r = app.router
@@ -110,7 +112,8 @@ class Rest:
     def _wrap(self, handler: Handler) -> Handler:
         async def wrapped(request: web.Request) -> web.StreamResponse:
             try:
-                body = await request.json() if request.can_read_body else None
+                multipart = request.content_type.startswith("multipart/")
+                body = await request.json() if request.can_read_body and not multipart else None
             except ValueError:
                 return reply({"code": 50109, "message": "The request body contains invalid JSON."}, 400)
             cid = int(request.match_info["cid"]) if "cid" in request.match_info else None
@@ -181,10 +184,15 @@ class Rest:
     async def create_message(self, request: web.Request) -> web.Response:
         cid, _ = self._ids(request)
         headers = self._limit(request, MESSAGES, str(cid))
-        body = await request.json()
+        attachments: list[dict[str, Any]] = []
+        if request.content_type.startswith("multipart/"):
+            body, attachments = await self.cdn.read_multipart(request, cid)
+        else:
+            body = await request.json()
         message = self.world.create_message(
             cid, self.world.bot, body.get("content") or "", components=body.get("components"),
             flags=body.get("flags") or 0, allowed_mentions=body.get("allowed_mentions"),
+            attachments=attachments,
         )
         return reply(payloads.message(message, self.world), headers=headers)
 

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.clock import Clock
+from tests.fakes.discord.cdn import MAX_UPLOAD
 from tests.fakes.discord.gateway import Gateway
 from tests.fakes.discord.limits import GLOBAL_PER_SECOND, RateLimits
 from tests.fakes.discord.model import Channel, Interaction, Message, User
@@ -39,13 +40,16 @@ class FakeDiscord:
         self.token = token or bot_token(self.world.bot.id)
         self.limits = RateLimits(clock, global_per_second=global_per_second)
         self.rest = Rest(self.world, self.limits, self.token, lambda: self.gateway_url)
+        self.cdn = self.rest.cdn
+        self.cdn.base_url = lambda: f"http://127.0.0.1:{self.port}"
         self.gateway = Gateway(self.world, self.token)
         self._runner: web.AppRunner | None = None
         self.port = 0
 
     async def start(self) -> None:
-        app = web.Application()
+        app = web.Application(client_max_size=4 * MAX_UPLOAD)  # the 413 of an upload is Discord's own
         self.rest.routes(app)
+        self.cdn.routes(app)
         app.router.add_get("/gateway", self.gateway.handle)
         app.router.add_get("/resume", self.gateway.handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -70,10 +74,15 @@ class FakeDiscord:
         return f"ws://127.0.0.1:{self.port}/gateway"
 
     # --- what people do -----------------------------------------------------------------------
-    def say(self, channel: Channel, author: User, content: str, *, webhook: bool = False) -> Message:
-        """``author`` posts ``content`` (``<@id>`` mentions work) in ``channel``."""
+    def say(self, channel: Channel, author: User, content: str, *, webhook: bool = False,
+            files: dict[str, bytes] | None = None) -> Message:
+        """``author`` posts ``content`` (``<@id>`` mentions work) in ``channel``, with ``files``
+        (name → bytes) as attachments."""
         webhook_id = self.world.snowflake() if webhook else None
-        return self.world.create_message(channel.id, author, content, webhook_id=webhook_id)
+        attachments = [self.cdn.attachment(channel.id, name, data, "application/octet-stream")
+                       for name, data in (files or {}).items()]
+        return self.world.create_message(channel.id, author, content, webhook_id=webhook_id,
+                                         attachments=attachments)
 
     def click(self, message: Message, custom_id: str, user: User) -> Interaction:
         """``user`` clicks the button ``custom_id`` on ``message``."""

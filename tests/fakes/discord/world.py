@@ -172,16 +172,18 @@ class World:
     def create_message(self, channel_id: int, author: User, content: str, *,
                        components: list[dict[str, Any]] | None = None, flags: int = 0,
                        allowed_mentions: dict[str, Any] | None = None,
-                       webhook_id: int | None = None) -> Message:
+                       webhook_id: int | None = None,
+                       attachments: list[dict[str, Any]] | None = None) -> Message:
         channel = self.channel(channel_id)
-        _check_content(content, components)
+        _check_content(content, components or attachments)
         if channel.archived:
             if channel.locked:
                 raise ApiError(400, 50083, "Thread is archived")
             self.set_archived(channel.id, False)
         message = Message(self.snowflake(), channel.id, channel.guild_id, author, content,
                           self.clock.now(), components or [], flags, webhook_id,
-                          history=[content], allowed_mentions=allowed_mentions)
+                          history=[content], allowed_mentions=allowed_mentions,
+                          attachments=attachments or [])
         self.messages[message.id] = message
         channel.last_message_id = message.id
         if channel.parent_id is not None:
@@ -287,7 +289,7 @@ class World:
         return [int(i) for i in _ROLE_MENTION.findall(content)]
 
 
-def _check_content(content: str, components: list[dict[str, Any]] | None) -> None:
+def _check_content(content: str, components: list[dict[str, Any]] | None | object) -> None:
     if len(content) > MAX_CONTENT:
         raise ApiError(400, 50035, "Invalid Form Body", {"content": {"_errors": [
             {"code": "BASE_TYPE_MAX_LENGTH", "message": f"Must be {MAX_CONTENT} or fewer in length."}

@@ -19,6 +19,7 @@ from aiohttp import web
 from tests.fakes.slack import commands, payloads
 from tests.fakes.slack.commands import ResponseUrls, SlashCall
 from tests.fakes.slack.delivery import Deliverer, Delivery, Kind
+from tests.fakes.slack.files import SlackFiles
 from tests.fakes.slack.limits import RateLimits
 from tests.fakes.slack.socket_mode import SocketMode
 from tests.fakes.slack.state import (
@@ -37,6 +38,7 @@ SIGNING_SECRET = "fake-signing-secret-0123456789abcdef"
 ALL_SCOPES = frozenset({
     "app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
     "chat:write", "pins:write", "users:read", "usergroups:read", "commands",
+    "files:read", "files:write",
 })
 MENTION = f"<@{BOT_USER}>"
 
@@ -59,6 +61,8 @@ class FakeSlack:
         self.deliverer.mode = mode
         self.api = WebApi(self.workspace, self.limits, Tokens(BOT_TOKEN, APP_TOKEN, set(scopes)),
                           self._echo, self.socket.new_url, markdown_limit)
+        self.files = SlackFiles(lambda: self.base_url, self.api.may_download, self.api.post_upload)
+        self.api.files = self.files
         self.echo_bot_events = echo_bot_events
         self.deliveries: list[Delivery] = []
         self.responses = ResponseUrls(self.workspace, lambda: self.base_url)
@@ -89,6 +93,7 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self.api.handle)
         app.router.add_get("/link/", self.socket.endpoint)
         app.router.add_post("/respond/{id}", self.responses.endpoint)
+        self.files.routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)

@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.slack import payloads
+from tests.fakes.slack.files import SlackFiles
 from tests.fakes.slack.limits import RateLimits
 from tests.fakes.slack.state import (
     BOT_ID,
@@ -54,6 +55,8 @@ SCOPES = {
     "usergroups.users.list": "usergroups:read",
     "conversations.info": "channels:read",
     "conversations.replies": "channels:history",
+    "files.getUploadURLExternal": "files:write",
+    "files.completeUploadExternal": "files:write",
 }
 
 
@@ -85,6 +88,8 @@ class WebApi:
     counts: Counter[str] = field(default_factory=Counter)
     slow: dict[str, float] = field(default_factory=dict)
     """Seconds a method takes to answer (a slow Slack)."""
+    files: SlackFiles | None = None
+    """Shared and uploaded files (set by the server)."""
     stream_ttl: float = 300.0
     """Seconds (``time.monotonic``) after ``chat.startStream`` when a stream stops taking
     appends (``message_not_in_streaming_state``); field reports say about five minutes."""
@@ -184,6 +189,30 @@ class WebApi:
     def m_conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))
         return {"channel": {"id": channel.id, "name": channel.name, f"is_{channel.kind}": True}}
+
+    def m_files_getUploadURLExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.files is not None
+        return self.files.get_upload_url(args)
+
+    def m_files_completeUploadExternal(self, args: dict[str, Any]) -> dict[str, Any]:
+        assert self.files is not None
+        raw = args.get("channel_id")
+        channel = self._channel(raw).id if raw else None
+        thread_ts = args.get("thread_ts") or None
+        if channel is not None and thread_ts is not None and self.workspace.find(channel, thread_ts) is None:
+            raise SlackError("thread_not_found")
+        return self.files.complete_upload(args, channel)
+
+    def post_upload(self, channel: str, thread_ts: str | None, comment: str) -> str:
+        """The bot's message that shows an uploaded file in a thread."""
+        where = self.workspace.channels[channel]
+        message = self.workspace.post(channel, BOT_USER, comment, bot_id=BOT_ID, thread_ts=thread_ts,
+                                      subtype="file_share")
+        self.emit(payloads.message_event(message, where))
+        return message.ts
+
+    def may_download(self, token: str | None) -> bool:
+        return token == self.tokens.bot and "files:read" in self.tokens.scopes
 
     def m_chat_postMessage(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))
