@@ -138,7 +138,7 @@ async def test_send_file_uploads_a_workspace_file_into_the_thread(
         fake = world.fake
         root = await fake.say("UADA", "CGENERAL", f"{MENTION} write me a report")
         await fake.wait_for(
-            lambda: "Here it is." in [m.shown for m in fake.thread("CGENERAL", root.ts)], WAIT
+            lambda: any(m.shown.endswith("Here it is.") for m in fake.thread("CGENERAL", root.ts)), WAIT
         )
         await world.idle()
         (shared,) = fake.files.shared
