@@ -25,7 +25,7 @@ import re
 from bot.clock import Clock, sleep_until_set
 from bot.errors import SurfaceError, SurfaceRateLimited
 from bot.present.budget import BudgetRegistry, Priority
-from bot.present.reply import OnPosted, ReplyStream
+from bot.present.reply import OnPosted, ReplyStream, Written
 from bot.present.surface import Button, NativeStreams, StreamTask, Surface
 
 log = logging.getLogger(__name__)
@@ -64,9 +64,7 @@ class NativeReply:
         self._interval = surface.limits.min_edit_interval
         self._edits = edits
         self._fell_back = False
-        self._parts: list[str] = []
-        self._tail = ""
-        self._has_text = False
+        self._written = Written()
         self._final: str | None = None
         self._tasks: dict[str, StreamTask] = {}
         self._sent_tasks: dict[str, StreamTask] = {}
@@ -88,16 +86,14 @@ class NativeReply:
     # --- what the presenter calls (the same as on a ReplyStream) -----------------------------
     @property
     def text(self) -> str:
-        if len(self._parts) > 1:
-            self._parts = ["".join(self._parts)]
-        return self._parts[0] if self._parts else ""
+        return self._written.text
 
     @property
     def has_text(self) -> bool:
-        return self._has_text
+        return self._written.has_text
 
     def ends_with(self, suffix: str) -> bool:
-        return self._tail.endswith(suffix)
+        return self._written.ends_with(suffix)
 
     @property
     def finished(self) -> bool:
@@ -113,9 +109,7 @@ class NativeReply:
             raise RuntimeError("the reply is finished")
         if not text:
             return
-        self._parts.append(text)
-        self._tail = (self._tail + text)[-2:]
-        self._has_text = self._has_text or not text.isspace()
+        self._written.add(text)
         if self._fell_back:
             self._edits.append(text)
         else:
@@ -132,7 +126,7 @@ class NativeReply:
     def set_task(self, task: StreamTask) -> None:
         if self._final is None and not self._fell_back:
             self._tasks[task.id] = task
-            if self._stream is not None or self._has_text:
+            if self._stream is not None or self._written.has_text:
                 self._kick()
 
     def set_plan(self, title: str, items: list[StreamTask]) -> None:
@@ -140,7 +134,7 @@ class NativeReply:
             self._plan = title
             for item in items:
                 self._tasks[item.id] = item
-            if self._stream is not None or self._has_text:
+            if self._stream is not None or self._written.has_text:
                 self._kick()
 
     async def finish(self, suffix: str = "") -> None:

@@ -58,6 +58,31 @@ class _Op:
     buttons: tuple[Button, ...] = ()
 
 
+class Written:
+    """The Markdown of a reply received so far: appended in pieces, joined when read."""
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._tail = ""
+        self.has_text = False
+        """Something other than whitespace was appended."""
+
+    def add(self, text: str) -> None:
+        self._parts.append(text)
+        self._tail = (self._tail + text)[-2:]
+        self.has_text = self.has_text or not text.isspace()
+
+    @property
+    def text(self) -> str:
+        if len(self._parts) > 1:
+            self._parts = ["".join(self._parts)]
+        return self._parts[0] if self._parts else ""
+
+    def ends_with(self, suffix: str) -> bool:
+        """Whether the text ends with ``suffix`` (at most two characters)."""
+        return self._tail.endswith(suffix)
+
+
 class ReplyStream:
     def __init__(
         self,
@@ -75,9 +100,7 @@ class ReplyStream:
         self._drafts: list[_Message] = []
         self._limit = surface.limits.max_chars
         self._interval = surface.limits.min_edit_interval
-        self._parts: list[str] = []
-        self._tail = ""
-        self._has_text = False
+        self._written = Written()
         self._footer: str | None = None
         self._buttons: tuple[Button, ...] = ()
         self._final: str | None = None
@@ -93,18 +116,16 @@ class ReplyStream:
     @property
     def text(self) -> str:
         """The Markdown received so far (without footer)."""
-        if len(self._parts) > 1:
-            self._parts = ["".join(self._parts)]
-        return self._parts[0] if self._parts else ""
+        return self._written.text
 
     @property
     def has_text(self) -> bool:
         """Something other than whitespace was appended."""
-        return self._has_text
+        return self._written.has_text
 
     def ends_with(self, suffix: str) -> bool:
         """Whether the text so far ends with ``suffix`` (at most two characters)."""
-        return self._tail.endswith(suffix)
+        return self._written.ends_with(suffix)
 
     @property
     def finished(self) -> bool:
@@ -114,9 +135,7 @@ class ReplyStream:
         if self._final is not None:
             raise RuntimeError("the reply is finished")
         if text:
-            self._parts.append(text)
-            self._tail = (self._tail + text)[-2:]
-            self._has_text = self._has_text or not text.isspace()
+            self._written.add(text)
             self._kick()
 
     def set_footer(self, footer: str | None) -> None:

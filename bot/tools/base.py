@@ -11,7 +11,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_type_hints, overload
+from typing import Any, Generic, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -224,3 +224,25 @@ def one_id_schema(name: str, description: str, ids: Sequence[str] | None) -> dic
         "required": [name],
         "additionalProperties": False,
     }
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Offers(Generic[K, V]):
+    """What a toolkit offers for each ``key`` (the ids that exist now, its state's version),
+    built once per key and kept in a bounded cache: the offer changes only when the key does."""
+
+    def __init__(self, build: Callable[[K], V], size: int = 256) -> None:
+        self._build = build
+        self._size = size
+        self._built: dict[K, V] = {}
+
+    def get(self, key: K) -> V:
+        found = self._built.get(key)
+        if found is None:
+            if len(self._built) >= self._size:
+                self._built.clear()
+            found = self._built[key] = self._build(key)
+        return found

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from bot.clock import Clock
 from bot.sessions.model import Session
-from bot.tools.base import Tool, ToolContext, ToolError
+from bot.tools.base import Offers, Tool, ToolContext, ToolError
 from bot.tools.skill_files import MAX_SKILL_BYTES, NAME, Catalog, Skill
 from bot.tools.state import set_state, state
 from bot.tools.toolkit import State
@@ -67,7 +67,9 @@ def loaded(current: State) -> list[LoadedSkill]:
 class SkillsToolkit:
     def __init__(self, root: Path, clock: Clock | None = None) -> None:
         self.catalog = Catalog(root, clock)
-        self._tools: dict[Hashable, dict[str, Tool]] = {}
+        self._tools: Offers[tuple[Hashable, tuple[str, ...]], dict[str, Tool]] = Offers(
+            lambda version: self._offer(version[1]), size=64
+        )
 
     @property
     def name(self) -> str:
@@ -77,13 +79,7 @@ class SkillsToolkit:
         return self.catalog.generation(), _names(state)
 
     def tools(self, key: str | None, state: State) -> Mapping[str, Tool]:
-        version = self.version(key, state)
-        found = self._tools.get(version)
-        if found is None:
-            if len(self._tools) >= 64:
-                self._tools.clear()
-            found = self._tools[version] = self._offer(_names(state))
-        return found
+        return self._tools.get((self.catalog.generation(), _names(state)))
 
     def missing(self, key: str | None, name: str, state: State) -> str:
         skills = self.catalog.skills()

@@ -14,9 +14,8 @@ from bot.conversation import Author
 from bot.errors import Refused
 from bot.memory.model import Scope
 from bot.memory.service import MAX_NOTE_CHARS, Memories
-from bot.tools.base import Tool, ToolContext, ToolError, one_id_schema, tool
+from bot.tools.base import Offers, Tool, ToolContext, ToolError, one_id_schema, tool
 
-CACHED_OFFERS = 256
 NAMES = ("remember", "recall", "forget")
 """Its tools' names: offered as they are, without the toolkit's prefix."""
 NO_STATE: Mapping[str, Any] = MappingProxyType({})
@@ -34,7 +33,9 @@ class MemoryToolkit:
     def __init__(self, memories: Memories) -> None:
         self._memories = memories
         self._fixed = {t.name: t for t in _fixed_tools(memories)}
-        self._forget: dict[tuple[str, ...] | None, Tool] = {}
+        self._forget: Offers[tuple[str, ...] | None, Tool] = Offers(
+            lambda ids: _forget_tool(memories, ids)
+        )
 
     def version(self, key: str | None, state: Mapping[str, Any] = NO_STATE) -> Hashable:
         return () if key is None else self._memories.offered_ids(key)
@@ -43,7 +44,7 @@ class MemoryToolkit:
         ids = None if key is None else self._memories.offered_ids(key)
         if ids == ():
             return self._fixed
-        return {**self._fixed, "forget": self._forget_tool(ids)}
+        return {**self._fixed, "forget": self._forget.get(ids)}
 
     def missing(self, key: str | None, name: str, state: Mapping[str, Any] = NO_STATE) -> str:
         if name == "forget":
@@ -55,14 +56,6 @@ class MemoryToolkit:
 
     def status(self, state: Mapping[str, Any] = NO_STATE) -> list[str]:
         return []
-
-    def _forget_tool(self, ids: tuple[str, ...] | None) -> Tool:
-        found = self._forget.get(ids)
-        if found is None:
-            if len(self._forget) >= CACHED_OFFERS:
-                self._forget.clear()
-            found = self._forget[ids] = _forget_tool(self._memories, ids)
-        return found
 
 
 def _fixed_tools(memories: Memories) -> list[Tool]:

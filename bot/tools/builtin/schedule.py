@@ -15,9 +15,8 @@ from bot.conversation import Author
 from bot.errors import Refused
 from bot.scheduler.prompts import MAX_PROMPT_CHARS, PromptSchedules
 from bot.scheduler.when import local_time
-from bot.tools.base import Tool, ToolContext, ToolError, one_id_schema, tool
+from bot.tools.base import Offers, Tool, ToolContext, ToolError, one_id_schema, tool
 
-CACHED_OFFERS = 256
 NAMES = ("schedule_prompt", "list_schedules", "cancel_schedule")
 """Its tools' names: offered as they are, without the toolkit's prefix."""
 NO_STATE: Mapping[str, Any] = MappingProxyType({})
@@ -35,16 +34,18 @@ class ScheduleToolkit:
     def __init__(self, schedules: PromptSchedules) -> None:
         self._schedules = schedules
         self._fixed = {t.name: t for t in _fixed_tools(schedules)}
-        self._cancel: dict[tuple[str, ...], Tool] = {}
+        self._cancel: Offers[tuple[str, ...], Tool] = Offers(
+            lambda ids: _cancel_tool(schedules, ids)  # any id, when empty
+        )
 
     def version(self, key: str | None, state: Mapping[str, Any] = NO_STATE) -> Hashable:
         return () if key is None else self._schedules.cached_ids(key)
 
     def tools(self, key: str | None, state: Mapping[str, Any] = NO_STATE) -> Mapping[str, Tool]:
         if key is None:
-            return {**self._fixed, "cancel_schedule": self._cancel_tool(())}
+            return {**self._fixed, "cancel_schedule": self._cancel.get(())}
         ids = self._schedules.cached_ids(key)
-        return {**self._fixed, "cancel_schedule": self._cancel_tool(ids)} if ids else self._fixed
+        return {**self._fixed, "cancel_schedule": self._cancel.get(ids)} if ids else self._fixed
 
     def missing(self, key: str | None, name: str, state: Mapping[str, Any] = NO_STATE) -> str:
         if name == "cancel_schedule":
@@ -56,15 +57,6 @@ class ScheduleToolkit:
 
     def status(self, state: Mapping[str, Any] = NO_STATE) -> list[str]:
         return []
-
-    def _cancel_tool(self, ids: tuple[str, ...]) -> Tool:
-        """``cancel_schedule`` whose ``schedule_id`` is one of ``ids`` (any id, when empty)."""
-        found = self._cancel.get(ids)
-        if found is None:
-            if len(self._cancel) >= CACHED_OFFERS:
-                self._cancel.clear()
-            found = self._cancel[ids] = _cancel_tool(self._schedules, ids)
-        return found
 
 
 def _fixed_tools(schedules: PromptSchedules) -> list[Tool]:
