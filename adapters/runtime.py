@@ -139,11 +139,14 @@ class Runtime:
         return web.json_response({"ok": ok, "model": self.core.model_label, "adapters": found})
 
     async def _readyz(self, request: web.Request) -> web.Response:
-        """200 once started and while every platform is connected; 503 (saying why) otherwise."""
+        """200 once started and while every platform is connected and the store answers; 503
+        (saying why) otherwise."""
         found = await self._platforms()
         waiting = {k: v for k, v in found.items() if v != "connected"}
         if not self.started:
             waiting["threadline"] = "starting"
+        elif (problem := await self.core.store.problem()) is not None:
+            waiting["store"] = problem
         return web.json_response({"ready": not waiting, "waiting": waiting}, status=503 if waiting else 200)
 
     async def _metrics(self, request: web.Request) -> web.Response:

@@ -19,13 +19,18 @@ from bot.scheduler.service import Scheduler
 
 log = logging.getLogger(__name__)
 WAKE = "threadline-wake"
+RETRY_S = 5.0
+"""After a wake that could not read the next due time (the store away), wake again this soon."""
 
 
 class Timer:
-    def __init__(self, service: Scheduler, clock: Clock, *, max_wait: float = 60.0) -> None:
+    def __init__(
+        self, service: Scheduler, clock: Clock, *, max_wait: float = 60.0, retry_s: float = RETRY_S
+    ) -> None:
         self._service = service
         self._clock = clock
         self._max_wait = max_wait
+        self._retry_s = retry_s
         self._aps: AsyncIOScheduler | None = None
         self._armed_for: float | None = None
         self._lock = asyncio.Lock()
@@ -69,6 +74,10 @@ class Timer:
                 await self._service.run_due()
             except Exception:
                 log.exception("running scheduled jobs failed")
-            due = await self._service.next_due()
             limit = self._clock.now() + self._max_wait
+            try:
+                due = await self._service.next_due()
+            except Exception as exc:  # the store away: never left unarmed
+                log.warning("cannot read when the next job is due (trying again in %.1f s): %s", self._retry_s, exc)
+                due = self._clock.now() + self._retry_s
             self._arm(limit if due is None else min(due, limit))

@@ -6,11 +6,16 @@ once, and the others wait, then find them applied); the applied versions are rec
 ``schema_migrations``. The URL's other query parameters are sent as server settings
 (``?search_path=threadline`` keeps the tables in that schema).
 
+Once open, a connection the pool opens in place of one a database restart closed waits for the
+server (:mod:`bot.storage.postgres_reconnect`, up to ``reconnect_wait_s``); :meth:`problem` says
+whether the database answers now (``/readyz``).
+
 The URL may hold a password: it never appears in an error, a log line or :attr:`where`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -25,6 +30,7 @@ from bot.storage.postgres_approvals import ApprovalTables
 from bot.storage.postgres_jobs import JobTables
 from bot.storage.postgres_leases import LeaseTables
 from bot.storage.postgres_memory import MemoryTables
+from bot.storage.postgres_reconnect import WaitingConnect
 from bot.storage.postgres_schedules import ScheduleTables
 from bot.storage.postgres_sessions import DeliveryTables, SessionTables
 from bot.storage.postgres_url import describe_failure, redacted
@@ -39,6 +45,10 @@ MIGRATION_LOCK = 0x7468726561646C6E
 """The advisory lock held while migrations are checked and applied (``threadln`` in ASCII)."""
 CONNECT_TIMEOUT_S = 10.0
 POOL_SIZE = 10
+RECONNECT_WAIT_S = 30.0
+"""How long, once open, a new connection waits for a database that is away (restarting)."""
+PROBE_S = 1.0
+"""How long :meth:`PostgresStore.problem` waits for the database's answer."""
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -55,12 +65,15 @@ class PostgresStore(
     SessionTables, DeliveryTables, ApprovalTables, JobTables, ScheduleTables, MemoryTables, LeaseTables,
     WorkTables,
 ):
-    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = POOL_SIZE, reconnect_wait_s: float = RECONNECT_WAIT_S
+    ) -> None:
         self._url = url
         self.where = redacted(url)
         """The database, as it may be shown: the URL without its password."""
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
+        self._connect = WaitingConnect(reconnect_wait_s, lambda: self._pool is not None, self.where)
 
     # --- lifecycle ---
 
@@ -69,8 +82,9 @@ class PostgresStore(
             return
         try:
             pool = await asyncpg.create_pool(
-                self._url, min_size=1, max_size=self._pool_size, timeout=CONNECT_TIMEOUT_S
-            )
+                self._url, min_size=1, max_size=self._pool_size, timeout=CONNECT_TIMEOUT_S,
+                connect=self._connect,
+            )  # fmt: skip
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
             raise StoreError(describe_failure(self._url, exc)) from None
         try:
@@ -95,6 +109,18 @@ class PostgresStore(
         if self._pool is None:
             raise StoreError("the store is not open")
         return self._pool
+
+    async def problem(self) -> str | None:
+        """None while the database answers; else why not, in a few words (no password)."""
+        if self._pool is None:
+            return "not open"
+        try:
+            async with asyncio.timeout(PROBE_S):
+                await self._pool.fetchval("SELECT 1")
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            reason = "no answer in time" if isinstance(exc, TimeoutError) else type(exc).__name__
+            return f"PostgreSQL at {self.where} does not answer ({reason})"
+        return None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:

@@ -84,6 +84,10 @@ class SqliteStore(
             db, self._db = self._db, None
             await db.close()
 
+    async def problem(self) -> str | None:
+        """None while open (a file of this process's own has no outage to report)."""
+        return None if self._db is not None else "not open"
+
     @property
     def db(self) -> aiosqlite.Connection:
         if self._db is None:

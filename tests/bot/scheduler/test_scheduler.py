@@ -132,3 +132,51 @@ async def test_a_handler_may_say_when_its_job_runs_again(store: SqliteStore) -> 
     await clock.advance(100)
     await scheduler.run_due()
     assert ran == [10.0, 110.0] and await store.next_due() is None
+
+
+class AwayStore(SqliteStore):
+    """A store whose database is away (restarting) until ``back`` is set: reads fail as they
+    would then."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.back = asyncio.Event()
+        self.failed = 0
+
+    async def next_due(self) -> float | None:
+        if not self.back.is_set():
+            self.failed += 1
+            raise ConnectionRefusedError(111, "Connect call failed")
+        return await super().next_due()
+
+    async def claim_due_jobs(self, now: float, hold_s: float, limit: int = 100) -> list[Job]:
+        if not self.back.is_set():
+            raise ConnectionRefusedError(111, "Connect call failed")
+        return await super().claim_due_jobs(now, hold_s, limit)
+
+
+async def test_the_timer_keeps_waking_while_the_store_is_away_and_runs_the_job_after(
+    tmp_path: Path,
+) -> None:
+    store = AwayStore(tmp_path / "away.sqlite3")
+    await store.open()
+    clock = SystemClock()
+    scheduler = Scheduler(store, clock)
+    done = asyncio.Event()
+
+    async def fire(job: Job) -> None:
+        done.set()
+
+    scheduler.handle("k", fire)
+    await store.put_job(Job("due", "k", clock.now()))  # due, but the store cannot be read
+    timer = Timer(scheduler, clock, max_wait=30.0, retry_s=0.05)
+    await timer.start()
+    try:
+        assert store.failed == 1 and not done.is_set()
+        store.back.set()  # the database is back: the next wake (0.05 s later) runs the job
+        await asyncio.wait_for(done.wait(), 5.0)
+        await asyncio.wait_for(timer.settled(), 5.0)
+        assert await store.next_due() is None
+    finally:
+        await timer.stop()
+        await store.close()
