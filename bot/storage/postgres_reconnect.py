@@ -51,7 +51,7 @@ class WaitingConnect:
         pause = PAUSE_S
         while True:
             try:
-                conn = await asyncpg.connect(*args, **kwargs)
+                conn: asyncpg.Connection = await asyncpg.connect(*args, **kwargs)
             except Exception as exc:
                 if not self._waiting() or not unavailable(exc) or loop.time() + pause > deadline:
                     raise
