@@ -75,14 +75,15 @@ def environment(home: Path, name: str, port: int, url: str, slack: FakeSlack, mo
 
 @asynccontextmanager
 async def worker(
-    home: Path, name: str, url: str, slack: FakeSlack, model_url: str
+    home: Path, name: str, url: str, slack: FakeSlack, model_url: str, **settings: str
 ) -> AsyncIterator[Worker]:
-    """``threadline run`` as worker ``name``; yields once it serves and its Socket Mode link is open."""
+    """``threadline run`` as worker ``name`` (with ``settings``: environment variables over the
+    defaults); yields once it serves and its Socket Mode link is open."""
     port = free_port()
     links = slack.socket.opened
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "adapters.cli", "run", cwd=home,
-        env=environment(home, name, port, url, slack, model_url),
+        env=environment(home, name, port, url, slack, model_url) | settings,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     running = Worker(name, proc, port)
