@@ -53,8 +53,9 @@ class WorkStore(LeaseStore, Protocol):
         """Threads cut off mid-run whose lease is not live."""
         ...
 
-    async def stranded(self, before: float, limit: int = 100) -> list[ThreadKey]:
-        """Threads with messages accepted before ``before`` and no live lease."""
+    async def stranded(self, older_than_s: float, limit: int = 100) -> list[ThreadKey]:
+        """Threads with messages accepted more than ``older_than_s`` ago (on the store's clock,
+        not a worker's) and no live lease."""
         ...
 
     async def arrivals_of(
@@ -218,7 +219,7 @@ class Workers:
             if not self._busy(key):
                 log.warning("taking over %s: the worker that ran it is gone", key)
                 self._recover(key)
-        stranded = await self.store.stranded(self._clock.now() - STRANDED_AFTER_S)
+        stranded = await self.store.stranded(STRANDED_AFTER_S)
         for key, message in await self.store.arrivals_of(stranded):
             self._pick(key, message)
 

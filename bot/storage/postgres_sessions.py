@@ -119,7 +119,8 @@ class DeliveryTables:
         status = await self.pool.execute(
             "WITH first AS (INSERT INTO deliveries (event_id, seen_at) VALUES ($1, $2)"
             " ON CONFLICT (event_id) DO NOTHING RETURNING event_id)"
-            " INSERT INTO arrivals (event_id, key, message, at) SELECT event_id, $3, $4, $2 FROM first",
+            " INSERT INTO arrivals (event_id, key, message, at)"  # at: the database's clock (workers' may be off)
+            " SELECT event_id, $3, $4, extract(epoch FROM clock_timestamp()) FROM first",
             message.event_id, now, key, dump_message(message),
         )  # fmt: skip
         return changed(status) == 1

@@ -57,14 +57,15 @@ class WorkTables:
         )
         return [ThreadKey(r["key"]) for r in rows]
 
-    async def stranded(self: PgDb, before: float, limit: int = 100) -> list[ThreadKey]:
-        """Threads with messages accepted before ``before`` (our clock) that no live lease
-        will answer: the worker that accepted them died, or its nudge was lost."""
+    async def stranded(self: PgDb, older_than_s: float, limit: int = 100) -> list[ThreadKey]:
+        """Threads with messages accepted more than ``older_than_s`` ago (on the database's
+        clock, as they were stamped) that no live lease will answer: the worker that accepted
+        them died, or its nudge was lost."""
         rows = await self.pool.fetch(
-            "SELECT a.key FROM arrivals a WHERE a.at <= $1 AND "
+            "SELECT a.key FROM arrivals a WHERE a.at <= extract(epoch FROM clock_timestamp()) - $1 AND "
             + _UNLEASED.format("a")
             + " GROUP BY a.key ORDER BY min(a.seq) LIMIT $2",
-            before,
+            older_than_s,
             limit,
         )
         return [ThreadKey(r["key"]) for r in rows]

@@ -15,7 +15,7 @@ import asyncpg
 import pytest
 
 from bot.actions import StopRun, encode
-from bot.clock import SystemClock
+from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
@@ -91,7 +91,7 @@ class Cluster:
         self.ran: list[str] = []
         self.cores: list[Core] = []
 
-    async def worker(self, name: str, model: Model) -> Core:
+    async def worker(self, name: str, model: Model, clock: Clock | None = None) -> Core:
         ran = self.ran
 
         @tool(side_effects=True)
@@ -113,7 +113,7 @@ class Cluster:
             PostgresStore(self.url, pool_size=4),
             model,
             ToolRegistry([deploy]),
-            SystemClock(),
+            clock or SystemClock(),
         )
         core.register_surfaces("test:", self.platform.thread)
         await core.start()
