@@ -116,7 +116,7 @@ class Core:
         self.work: Alone | Workers = Alone()
         if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
             self.work = Workers(
-                store, self.leases.owner, self.supervisor, clock, poll_s=settings.worker_poll_s,
+                store, self.leases.owner, self.supervisor, poll_s=settings.worker_poll_s,
                 busy=self._locks.busy, place=self._pick_up, recover=self._take_over,
             )  # fmt: skip
         self.decide = self.decisions.decide

@@ -26,7 +26,6 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
 from bot.llm.messages import UserMessage
 from bot.storage.leases import LeaseStore
@@ -116,7 +115,6 @@ class Workers:
         store: WorkStore,
         owner: str,
         supervisor: Supervisor,
-        clock: Clock,
         *,
         poll_s: float,
         busy: Callable[[ThreadKey], bool],
@@ -126,7 +124,6 @@ class Workers:
         self.store = store
         self.owner = owner
         self._supervisor = supervisor
-        self._clock = clock
         self._poll_s = poll_s
         self._busy = busy
         self._place = place
