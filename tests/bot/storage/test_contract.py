@@ -25,6 +25,12 @@ async def test_a_new_thread_has_an_empty_unsaved_session(store: Store) -> None:
     assert await store.has_session(KEY)
 
 
+async def test_an_open_store_answers_and_a_closed_one_says_so(store: Store) -> None:
+    assert await store.problem() is None
+    await store.close()
+    assert await store.problem() == "not open"
+
+
 async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> None:
     session = await store.load_session(KEY, 1.0)
     call = ToolCall(id="call_1", wire_id="w1", name="todo_write", arguments='{"todos": []}')
