@@ -66,9 +66,10 @@ async def test_a_live_lease_stays_its_holders_and_an_expired_one_is_taken_on_tim
     assert work is not None
     await until(lambda: "The whole answer." in cluster.platform.text())
     took = time.monotonic() - killed
-    # the lease had between 2/3 of its time and all of it left (renewed every third): taken
-    # once it expired on the database's clock, and within a poll of that
-    assert TTL_S * 2 / 3 - 0.2 <= took < TTL_S + 1.5, took
+    # the lease had about 2/3 of its time or more left (renewed every third): taken once it
+    # expired on the database's clock (ahead's clock, 60 s past behind's, moved nothing), and
+    # within a poll of that
+    assert TTL_S / 3 <= took < TTL_S + 1.5, took
     assert cluster.platform.text().count("The whole answer.") == 1
     [asked] = taking.requests  # the run taken over, with the message steered into it
     said = [m.text for m in asked.messages if isinstance(m, UserMessage)]
@@ -87,12 +88,12 @@ async def test_a_message_accepted_by_a_worker_whose_clock_is_ahead_is_not_left_w
     await cluster.worker("behind", taking, SkewedClock(-SKEW_S))
     message = UserMessage(text="Is anyone there?", author_id="test:alice", author_name="Alice", event_id="e1")
     # ahead accepts the message as its core does, and dies before it answers it
+    accepted = time.monotonic()
     assert await ahead.store.accept(KEY, message, ahead_clock.now())  # type: ignore[attr-defined]
     await kill(ahead)
-    accepted = time.monotonic()
     await until(lambda: "Answered by the other." in cluster.platform.text())
     took = time.monotonic() - accepted
     # stamped and compared on the database's clock: picked up once STRANDED_AFTER_S has passed
     # there (behind's clock, 60 s behind ahead's, would have waited a minute more)
-    assert STRANDED_AFTER_S - 0.2 <= took < STRANDED_AFTER_S + 2.0, took
+    assert STRANDED_AFTER_S <= took < STRANDED_AFTER_S + 2.0, took
     assert [m.text for m in taking.requests[0].messages if isinstance(m, UserMessage)] == ["Is anyone there?"]
