@@ -36,12 +36,14 @@ from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
 from bot.memory.service import Memories
 from bot.present.budget import BudgetRegistry
+from bot.present.shared_rate import SharedRates
 from bot.present.surface import Surface
 from bot.recovery import Recovery
 from bot.scheduler.prompts import PromptSchedules
 from bot.scheduler.service import Scheduler
 from bot.sessions.model import RunState
 from bot.sessions.store import SessionStore
+from bot.storage.budgets import BudgetStore
 from bot.storage.choose import store_for
 from bot.storage.protocol import Store
 from bot.supervisor import Supervisor
@@ -99,15 +101,18 @@ class Core:
         self.leases: Leasing = OneProcess()
         self.sessions: SessionStore = store
         """The sessions as this worker may write them (with several workers: under a lease)."""
+        shared: SharedRates | None = None
         if isinstance(store, WorkStore):  # several workers may share it
             owner = settings.worker_id or worker_id()
             leases = ThreadLeases(store, owner, settings.lease_ttl_s, on_lost=self._lost)
             self.leases, self.sessions = leases, LeasedSessions(store, leases)
+            if isinstance(store, BudgetStore):
+                shared = SharedRates(store, owner, clock)
         self.engine = Engine(
             model, tools, self.sessions, clock, config, gate=self.approvals, notes=self._notes,
             configure=lambda session: self.channels.config(session.key, session.model),
         )  # fmt: skip
-        self.supervisor = Supervisor(self.engine, self.sessions, store, clock, BudgetRegistry(clock))
+        self.supervisor = Supervisor(self.engine, self.sessions, store, clock, BudgetRegistry(clock, shared=shared))
         self.decisions = Decisions(
             self.approvals, store, self.sessions, self.supervisor, self._locks, clock, self.scheduler,
             self.surfaces, self.tasks.spawn, self.leases,

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from bot.errors import StoreError
+from bot.storage.budgets import BudgetStore
 from bot.storage.leases import LeaseStore
 from bot.storage.postgres_approvals import ApprovalTables
+from bot.storage.postgres_budgets import BudgetTables
 from bot.storage.postgres_jobs import JobTables
 from bot.storage.postgres_leases import LeaseTables
 from bot.storage.postgres_memory import MemoryTables
@@ -53,7 +55,7 @@ def migrations() -> list[tuple[int, str, str]]:
 
 class PostgresStore(
     SessionTables, DeliveryTables, ApprovalTables, JobTables, ScheduleTables, MemoryTables, LeaseTables,
-    WorkTables,
+    WorkTables, BudgetTables,
 ):
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
         self._url = url
@@ -132,4 +134,9 @@ class PostgresStore(
 
 def _keeps_leases(store: PostgresStore) -> LeaseStore:
     """For the type checker: the store keeps leases per thread too."""
+    return store
+
+
+def _shares_budgets(store: PostgresStore) -> BudgetStore:
+    """For the type checker: the store shares edit budgets between workers."""
     return store
