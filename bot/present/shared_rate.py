@@ -133,7 +133,12 @@ class SharedPace:
 
     @property
     def offline(self) -> bool:
+        """Pacing locally: the store did not answer lately."""
         return self._clock.monotonic() < self._offline_until
+
+    @property
+    def paused(self) -> bool:
+        return self._clock.monotonic() < self._paused_until
 
     def _room(self, final: bool) -> int:
         return self._burst + (self._reserve if final else 0)
@@ -156,7 +161,6 @@ class SharedPace:
             return await self._ask(final, waiting)
 
     async def _ask(self, final: bool, waiting: int) -> float:
-        await self._rates.listen()
         try:
             got = await self._rates.store.take_slots(
                 self.key, self._rates.worker, interval_s=self.interval,
@@ -173,6 +177,7 @@ class SharedPace:
             self._offline_until = now + OFFLINE_RETRY_S
             return self._local_ready(final)
         at = self._clock.monotonic()
+        await self._rates.listen()  # the store answers: hear the other workers' pauses too
         self.workers = max(1, got.workers)
         self._slots.extend(at + delay for delay in got.delays)
         self._next_at = at + got.next_in

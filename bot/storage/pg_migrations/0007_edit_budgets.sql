@@ -49,7 +49,7 @@ BEGIN
     END LOOP;
     next_in := extract(epoch FROM slot - now_)::float8;
     UPDATE edit_budgets SET next_at = tat + make_interval(secs => k * gap) WHERE key = p_key;
-    paused_for := greatest(0, extract(epoch FROM paused - now_))::float8;
+    paused_for := extract(epoch FROM greatest(paused, now_) - now_)::float8;
     INSERT INTO edit_budget_workers (key, worker, seen_at) VALUES (p_key, p_worker, now_)
         ON CONFLICT (key, worker) DO UPDATE SET seen_at = excluded.seen_at;
     DELETE FROM edit_budget_workers w WHERE w.key = p_key AND w.seen_at < now_ - interval '1 hour';

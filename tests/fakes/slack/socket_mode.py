@@ -32,6 +32,10 @@ class SocketMode:
         """Connections ever accepted."""
         self._waiting: list[str] = []
         self._acks: dict[str, asyncio.Future[float]] = {}
+        self.spread = False
+        """Hand envelopes to the open connections in turn (several workers of one app), not
+        all to the newest."""
+        self._sent = 0
 
     def new_url(self) -> str:
         ticket = uuid.uuid4().hex
@@ -89,7 +93,8 @@ class SocketMode:
         self._acks[envelope_id] = future
         open_ = [ws for ws in self.connections if not ws.closed]
         if open_:
-            await open_[-1].send_str(frame)
+            self._sent += 1
+            await open_[self._sent % len(open_) if self.spread else -1].send_str(frame)
         else:
             self._waiting.append(frame)
         return future

@@ -72,6 +72,8 @@ class Call:
     method: str
     args: dict[str, Any]
     outcome: str
+    at: float = field(default_factory=time.monotonic)
+    """When it was answered (``time.monotonic``)."""
 
 
 @dataclass
