@@ -261,7 +261,7 @@ class BudgetRegistry:
                 burst=self._burst,
                 reserve=reserve,
                 platform=metrics.platform_of(key),
-                pace=self._pace(key, rate, self._burst, reserve),
+                pace=self._pace(key, rate, self._burst, reserve) if limits.workers_share_budget else None,
             )
             self._budgets[key] = budget
         return budget

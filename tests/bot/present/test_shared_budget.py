@@ -66,9 +66,12 @@ async def workers(postgres_database: str) -> AsyncIterator[Workers]:
 
 async def until(check: Callable[[], bool], within: float = WAIT_S) -> None:
     """Poll ``check`` every 10 ms until it holds; TimeoutError after ``within`` seconds."""
-    async with asyncio.timeout(within):
-        while not check():
-            await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not check():
+        if loop.time() > deadline:
+            raise TimeoutError(f"not true within {within} s")
+        await asyncio.sleep(0.01)
 
 
 async def edit_often(budget: EditBudget, owners: int, edits: int, grants: list[float]) -> None:
