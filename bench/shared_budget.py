@@ -40,6 +40,7 @@ from adapters.runtime import Runtime
 from adapters.slack.config import SlackSettings
 from bench.slack_stream import PacedModel, done, final_shown_at
 from bench.stats import percentile
+from bot import metrics
 from bot.config import Settings
 from tests.fakes.slack import MENTION, FakeSlack, Message
 
@@ -75,6 +76,7 @@ async def run(url: str, workers: int, threads: int, tokens: int, rate: float, sc
                     runtime.core.supervisor.budgets.shared = None
                 await runtime.start()
                 stack.push_async_callback(runtime.stop)
+            calls_before = shared_calls()
             began = time.monotonic()
             roots = await mention_all(fake, workers * threads)
             last_tokens: dict[str, float] = {}
@@ -86,7 +88,22 @@ async def run(url: str, workers: int, threads: int, tokens: int, rate: float, sc
 
             await fake.wait_for(all_done, 3600)
             ended = time.monotonic()
+            calls = {k: v - calls_before[k] for k, v in shared_calls().items()}
     report(fake, models, roots, last_tokens, workers, threads, scale, ended - began, shared)
+    if shared:
+        edits = fake.limits.allowed["chat.update"] + fake.limits.rejected["chat.update"]
+        print(f"  database calls for slots: {sum(calls.values()):.0f} "
+              f"({', '.join(f'{k} {v:.0f}' for k, v in calls.items())}), "
+              f"{sum(calls.values()) / max(1, edits):.2f} per chat.update")
+
+
+def shared_calls() -> dict[str, float]:
+    return {
+        outcome: metrics.REGISTRY.get_sample_value(
+            "threadline_shared_edit_budget_calls_total", {"outcome": outcome}
+        ) or 0.0
+        for outcome in ("granted", "later", "failed")
+    }
 
 
 def done_by(fake: FakeSlack, models: list[PacedModel], root: Message, tag: str) -> bool:

@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Coroutine
 from typing import Any
 
+from bot import metrics
 from bot.clock import Clock
 from bot.errors import StoreError
 from bot.storage.budgets import BudgetStore, PauseListening
@@ -168,6 +169,7 @@ class SharedPace:
                 horizon_s=HORIZON * self.interval, must=final,
             )  # fmt: skip
         except StoreError as exc:
+            metrics.shared_budget_call("failed")
             now = self._clock.monotonic()
             if now >= self._offline_until:
                 log.warning(
@@ -177,6 +179,10 @@ class SharedPace:
             self._offline_until = now + OFFLINE_RETRY_S
             return self._local_ready(final)
         at = self._clock.monotonic()
+        metrics.shared_budget_call("granted" if got.delays else "later")
+        if self._offline_until > -math.inf:
+            log.info("edits behind %s are paced with the other workers again", self.key)
+            self._offline_until = -math.inf
         await self._rates.listen()  # the store answers: hear the other workers' pauses too
         self.workers = max(1, got.workers)
         self._slots.extend(at + delay for delay in got.delays)
