@@ -11,7 +11,7 @@ Time runs ``--scale`` times faster everywhere (the fake's windows, the adapters'
 edit interval, the model's pace); figures are in Slack time. Prints, per worker count: the
 ``chat.update`` calls a minute over the run and in the busiest minute (limit 50), the 429s per
 method, and the lag from an answer's last token to its exact final text in the thread
-(p50/p95). ``--compare`` also runs each worker count with every worker pacing alone (as before
+(p50/p95), and the database calls for slots per paced call. ``--compare`` also runs each worker count with every worker pacing alone (as before
 the budget was shared) to show what sharing changes.
 
     python -m bench.shared_budget [--workers 2 4] [--threads 20] [--tokens 300] [--rate 4]
@@ -91,10 +91,10 @@ async def run(url: str, workers: int, threads: int, tokens: int, rate: float, sc
             calls = {k: v - calls_before[k] for k, v in shared_calls().items()}
     report(fake, models, roots, last_tokens, workers, threads, scale, ended - began, shared)
     if shared:
-        edits = fake.limits.allowed["chat.update"] + fake.limits.rejected["chat.update"]
+        paced = sum(fake.limits.allowed[m] + fake.limits.rejected[m] for m in ("chat.update", "chat.delete"))
         print(f"  database calls for slots: {sum(calls.values()):.0f} "
               f"({', '.join(f'{k} {v:.0f}' for k, v in calls.items())}), "
-              f"{sum(calls.values()) / max(1, edits):.2f} per chat.update")
+              f"{sum(calls.values()) / max(1, paced):.2f} per chat.update or chat.delete")
 
 
 def shared_calls() -> dict[str, float]:

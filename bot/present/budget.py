@@ -248,7 +248,7 @@ class BudgetRegistry:
         self._burst = burst
         self.shared = shared
         self._budgets: dict[str, EditBudget] = {}
-        self.sweeper = DraftSweeper(clock)
+        self.sweeper = DraftSweeper(clock, self._delete_pace if shared is not None else None)
         """Deletes the drafts that finals posted anew leave behind."""
 
     def get(self, limits: SurfaceLimits) -> EditBudget:
@@ -275,6 +275,10 @@ class BudgetRegistry:
                 pace=self._pace(key, per_minute, burst, 0),
             )  # fmt: skip
         return budget
+
+    def _delete_pace(self, key: str, per_minute: float) -> EditBudget:
+        """The deletions of drafts behind a key, paced with the other workers'."""
+        return self.for_key(key, per_minute)
 
     def _pace(self, key: str, rate: float | None, burst: int, reserve: int) -> SharedPace | None:
         if self.shared is None or rate is None:

@@ -121,6 +121,9 @@ class SharedPace:
         self._burst = max(0, burst - 1)
         self._reserve = max(0, reserve)
         self._slots: deque[float] = deque()
+        self._expiry: deque[float] = deque()
+        """When each slot held is dropped unused: ``GRACE`` intervals after its time as seen
+        from when it was asked for (an answer that came late leaves less of its grace)."""
         self._paused_until = -math.inf
         self._ask_at = -math.inf
         """An interim edit given no slot asks again then."""
@@ -149,8 +152,9 @@ class SharedPace:
         all) may edit: its slot, taken from the store when none is held."""
         async with self._asking:
             now = self._clock.monotonic()
-            while self._slots and self._slots[0] < now - GRACE * self.interval:
+            while self._slots and self._expiry[0] < now:
                 self._slots.popleft()
+                self._expiry.popleft()
             if now < self._paused_until:
                 return self._paused_until
             if self._slots:
@@ -162,6 +166,7 @@ class SharedPace:
             return await self._ask(final, waiting)
 
     async def _ask(self, final: bool, waiting: int) -> float:
+        asked = self._clock.monotonic()
         try:
             got = await self._rates.store.take_slots(
                 self.key, self._rates.worker, interval_s=self.interval,
@@ -186,6 +191,7 @@ class SharedPace:
         await self._rates.listen()  # the store answers: hear the other workers' pauses too
         self.workers = max(1, got.workers)
         self._slots.extend(at + delay for delay in got.delays)
+        self._expiry.extend(asked + delay + GRACE * self.interval for delay in got.delays)
         self._next_at = at + got.next_in
         self._ask_at = at + max(0.0, got.next_in - HORIZON * self.interval)
         if got.paused_for > 0:
@@ -205,6 +211,7 @@ class SharedPace:
         """An edit goes now, on the slot it was due at (or on the local pace)."""
         if self._slots and self._slots[0] <= now:
             self._slots.popleft()
+            self._expiry.popleft()
         else:
             self._local_next = max(self._local_next, now) + self._local_interval()
 
@@ -212,6 +219,7 @@ class SharedPace:
         """Nobody edits behind this key for ``seconds``; the slots held are given up."""
         self._paused_until = max(self._paused_until, self._clock.monotonic() + max(0.0, seconds))
         self._slots.clear()
+        self._expiry.clear()
 
     def note_rate_limited(self, retry_after: float) -> None:
         """This worker got a 429: paused here at once, and in the store for every worker."""
@@ -219,7 +227,9 @@ class SharedPace:
         self._rates.tell(self.key, retry_after)
 
     def wait_estimate(self, finals_ahead: int) -> float:
-        """Seconds a final edit asked for now would wait."""
+        """Seconds a final edit asked for now would wait: its slot, then a turn of every worker
+        for each final queued here before it (the other workers' finals are not known here,
+        so each of ours counts as one round of all of them)."""
         now = self._clock.monotonic()
         if self._slots:
             start = self._slots[0]
@@ -228,4 +238,4 @@ class SharedPace:
         else:
             start = self._next_at - self._room(True) * self.interval
         start = max(start, self._paused_until, now)
-        return start - now + finals_ahead * self.interval
+        return start - now + finals_ahead * self.interval * self.workers

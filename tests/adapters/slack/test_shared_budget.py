@@ -117,6 +117,7 @@ async def test_two_workers_streaming_in_many_threads_keep_within_the_workspace_l
         updates = [c.at for c in fake.api.calls if c.method == "chat.update"]
     assert all(model.requests for model in models)  # both workers answered threads
     assert fake.limits.rejected["chat.update"] == 0
+    assert fake.limits.rejected["chat.delete"] == 0  # drafts of finals posted anew: paced together too
     assert len(updates) > len(roots)  # replies were streamed, not posted whole
     window = 60.0 / SCALE
     busiest = max(sum(1 for t in updates if start <= t < start + window) for start in updates)
