@@ -36,7 +36,7 @@ HORIZON = 1.0
 """Intervals ahead of now beyond which an interim edit is given no slot (it asks again later)."""
 MAX_BATCH = 3
 """Slots asked for at once at most (as many as edits wait, up to this)."""
-GRACE = 0.25
+GRACE = 0.5
 """Intervals after its time when a slot nobody used is dropped."""
 MIN_WORKERS = 2
 """Without the store a worker paces at most at the rate divided by this."""
