@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 
+import asyncpg
 import pytest
 
 from bot.clock import Clock, ManualClock, SystemClock
@@ -187,3 +188,23 @@ async def test_without_a_shared_store_a_budget_keeps_its_own_pace() -> None:
     assert not waiting.done()
     await clock.advance(0.01)
     assert await asyncio.wait_for(waiting, WAIT_S)
+
+
+async def test_a_malformed_pause_notice_is_ignored_and_the_next_one_heard(
+    workers: Workers, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = SystemClock()
+    registry = await workers.worker("w1", clock)
+    assert await registry.get(LIMITS).acquire("a")  # listening from now on
+    assert registry.shared is not None
+    pace = registry.shared._paces[LIMITS.budget_key]
+    conn = await asyncpg.connect(workers.url)
+    try:
+        await conn.execute("SELECT pg_notify('threadline_budget', 'soon slack:TSHARED')")
+        await until(lambda: "malformed budget pause" in caplog.text)
+        assert not pace.paused
+        await conn.execute("SELECT pg_notify('threadline_budget', '5 slack:TOTHER')")  # not ours
+        await conn.execute("SELECT pg_notify('threadline_budget', '5 slack:TSHARED')")
+        await until(lambda: pace.paused)
+    finally:
+        await conn.close()
