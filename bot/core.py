@@ -337,7 +337,7 @@ class Core:
             arrived, session.inbox = session.inbox, []
             session.state = RunState.RUNNING  # stored with the message: a crash now is a cut-off run
             await self.sessions.append_messages(session, arrived)
-            await self.supervisor.drive(session, author, surface, notice=notice)
+            await self.supervisor.drive(session, author, surface, notice=notice, stored=True)
 
     async def _notes(self, key: str) -> Sequence[SystemMessage]:
         """Before each model call: the thread's schedules read again (what the tools offer) and

@@ -47,6 +47,8 @@ class _Message:
     sealed: bool
     """It shows its complete chunk; later text goes to other messages."""
     buttons: tuple[Button, ...] = ()
+    recorded: bool = False
+    """Its id went to ``on_posted``: it may show buttons."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,14 +321,16 @@ class ReplyStream:
         now = self._clock.monotonic()
         if op.kind == "post":
             # a message whose id must be recorded first is posted without its buttons: they come
-            # with the next edit, so a crash right after the post leaves no button behind
+            # with an edit once the id is recorded, so a crash right after the post leaves no
+            # button behind (and a reply final at its first post records nothing)
             shown = () if self._on_posted is not None else op.buttons
             message_id = await self._surface.post(op.text, shown)
             self._messages.append(_Message(message_id, op.text, now, op.seal, shown))
-            if self._on_posted is not None:
-                await self._on_posted(message_id)
         elif op.kind == "edit":
             msg = self._messages[op.index]
+            if op.buttons and not msg.recorded and self._on_posted is not None:
+                await self._on_posted(msg.id)
+                msg.recorded = True
             msg.touched = now
             await self._surface.edit(msg.id, op.text, op.buttons, final=self._final is not None)
             msg.text, msg.sealed, msg.buttons = op.text, op.seal, op.buttons
