@@ -6,9 +6,9 @@ preview for the model; ``send_file`` posting a workspace file as a download; wha
 from __future__ import annotations
 
 import uuid
-from urllib.parse import quote
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp import ClientResponse
 
