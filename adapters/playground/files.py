@@ -18,6 +18,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from aiohttp import web
+
+from adapters.playground.gate import refusal
 from adapters.playground.state import (
     BOT_ID,
     BOT_NAME,
@@ -134,6 +137,24 @@ class PlaygroundFiles:
             self._thread_id, author_id=BOT_ID, author_name=BOT_NAME, text="", files=[file], bot=True
         )
         await self._state.flush()  # a posted file is kept, as a platform keeps it
+
+
+async def serve(state: PlaygroundState, store: FileStore, request: web.Request) -> web.FileResponse:
+    """``GET /api/files/{thread_id}/{file_id}``: a file shown in that thread, as a download."""
+    thread_id, file_id = request.match_info["thread_id"], request.match_info["file_id"]
+    try:
+        file = state.file(thread_id, file_id)
+    except UnknownThread:
+        file = None
+    if file is None or not file.kept:
+        raise refusal(web.HTTPNotFound, "no such file in this thread")
+    try:
+        path = store.path(thread_id, file_id)
+        if not await asyncio.to_thread(path.is_file):
+            raise FileNotFoundError(file_id)
+    except FileNotFoundError:
+        raise refusal(web.HTTPNotFound, "the playground no longer has this file") from None
+    return web.FileResponse(path, headers=download_headers(file))
 
 
 def download_headers(file: FileData) -> dict[str, str]:

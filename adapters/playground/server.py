@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from adapters.playground.files import FileStore, PlaygroundFiles, attachment, download_headers
+from adapters.playground.files import FileStore, PlaygroundFiles, attachment, serve
 from adapters.playground.gate import USER, Gate
 from adapters.playground.live import Connection, Hub
-from adapters.playground.state import BOT_NAME, FileData, PlaygroundState, UnknownThread, new_id
+from adapters.playground.state import BOT_NAME, PlaygroundState, UnknownThread
 from adapters.playground.surface import PREFIX, PlaygroundSurface, thread_key
-from adapters.playground.uploads import Staged, UploadError, read_upload
+from adapters.playground.uploads import Staged, UploadError, keep, read_upload
 from bot.clock import Clock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
@@ -137,7 +137,7 @@ class PlaygroundAdapter:
         app.router.add_get("/api/threads/{thread_id}", self.gate.api(self._thread))
         app.router.add_post("/api/messages", self.gate.api(self._post_message))
         app.router.add_post("/api/actions", self.gate.api(self._post_action))
-        app.router.add_get("/api/files/{thread_id}/{file_id}", self.gate.api(self._download))
+        app.router.add_get("/api/files/{thread_id}/{file_id}", self.gate.api(lambda r: serve(self.state, self.files, r)))
         app.router.add_get("/api/ws", self.gate.api(self._websocket))
 
     async def start(self) -> None:
@@ -197,22 +197,6 @@ class PlaygroundAdapter:
             }
         )
 
-    async def _download(self, request: web.Request) -> web.StreamResponse:
-        thread_id, file_id = request.match_info["thread_id"], request.match_info["file_id"]
-        try:
-            file = self.state.file(thread_id, file_id)
-        except UnknownThread:
-            file = None
-        if file is None or not file.kept:
-            raise _error(web.HTTPNotFound, "no such file in this thread")
-        try:
-            path = self.files.path(thread_id, file_id)
-            if not await asyncio.to_thread(path.is_file):
-                raise FileNotFoundError(file_id)
-        except FileNotFoundError:
-            raise _error(web.HTTPNotFound, "the playground no longer has this file") from None
-        return web.FileResponse(path, headers=download_headers(file))
-
     # --- writes -------------------------------------------------------------------------------
     async def _post_message(self, request: web.Request) -> web.Response:
         if request.content_type != "multipart/form-data":
@@ -247,7 +231,7 @@ class PlaygroundAdapter:
             except UnknownThread:
                 raise _error(web.HTTPNotFound, "no such thread") from None
             thread_id = thread.id
-            files = [await self._keep(thread_id, f) for f in staged]
+            files = [await keep(self.files, thread_id, f) for f in staged]
             message_id = self.state.post(
                 thread_id,
                 author_id=author.id,
@@ -262,14 +246,6 @@ class PlaygroundAdapter:
         )
         self._spawn(self._answer(inbound, thread_id, await self._admit(inbound, thread_id)))
         return web.json_response({"thread_id": thread_id, "message_id": message_id}, status=202)
-
-    async def _keep(self, thread_id: str, staged: Staged) -> FileData:
-        kept = staged.path is not None
-        if staged.path is not None:
-            file_id = await asyncio.to_thread(self.files.keep, thread_id, staged.path)
-        else:
-            file_id = new_id()
-        return FileData(id=file_id, name=staged.name, size=staged.size, mimetype=staged.mimetype, kept=kept)
 
     async def _admit(self, inbound: Inbound, thread_id: str) -> Awaitable[None] | None:
         """The core keeps the message (with its delivery id) before the page hears 202."""

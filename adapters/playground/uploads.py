@@ -9,6 +9,7 @@ with a 4xx and nothing of it is kept.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,8 @@ from pathlib import Path
 from aiohttp import BodyPartReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from adapters.playground.files import mimetype_of
+from adapters.playground.files import FileStore, mimetype_of
+from adapters.playground.state import FileData, new_id
 from bot.files.intake import MAX_FILES
 from bot.files.kinds import size_words
 from bot.files.names import safe_name
@@ -79,6 +81,14 @@ async def read_upload(request: web.Request, staging: Path, cap: int) -> Upload:
         why = exc.message if isinstance(exc, HttpProcessingError) else str(exc)  # aiohttp's words
         raise UploadError(400, f"the multipart body cannot be read: {why}") from None
     return upload
+
+
+async def keep(store: FileStore, thread_id: str, staged: Staged) -> FileData:
+    """The staged file moved into the thread's files (one over the cap is only named)."""
+    if staged.path is None:
+        return FileData(id=new_id(), name=staged.name, size=staged.size, mimetype=staged.mimetype, kept=False)
+    file_id = await asyncio.to_thread(store.keep, thread_id, staged.path)
+    return FileData(id=file_id, name=staged.name, size=staged.size, mimetype=staged.mimetype)
 
 
 def body_limit(cap: int) -> int:
