@@ -6,12 +6,15 @@ preview for the model; ``send_file`` posting a workspace file as a download; wha
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import aiohttp
 from aiohttp import ClientResponse
 
+from adapters.playground.uploads import body_limit
 from bot.llm.messages import ToolResult, UserMessage
 from tests.adapters.playground.conftest import Playground, open_playground
 from tests.fakes.documents import CSV, PNG
@@ -106,8 +109,9 @@ async def test_a_csv_reaches_the_model_as_a_preview_and_downloads_as_it_came(
 
 async def test_an_image_is_shown_to_a_model_that_sees_images(tmp_path: Path) -> None:
     async with open_playground(tmp_path, vision="on") as p:
-        await accepted(await post_form(p, ("cat.png", PNG)))
+        posted = await accepted(await post_form(p, ("cat.png", PNG)))
         await p.idle()
+        assert (await p.thread(posted["thread_id"]))["thread"]["title"] == "cat.png"
         message = asked(p)
         assert message.text.startswith("Shared 1 file")
         assert "- cat.png (" in message.text and "shown to you with this message" in message.text
@@ -247,3 +251,39 @@ async def test_send_file_posts_a_download_that_never_runs_in_the_page(tmp_path: 
         assert [f["name"] for m in messages for f in m["files"]] == ["report.html"] * 2
         download = await again.client.get(f"/api/files/{thread_id}/{file['id']}")
         assert download.status == 200 and await download.read() == page
+
+
+async def test_a_body_beyond_the_upload_limit_is_refused_whole(
+    tmp_path: Path,
+) -> None:
+    async with open_playground(tmp_path, file_max_bytes=1024) as p:
+        limit = body_limit(1024)
+        chunk = bytes(1024 * 1024)
+
+        async def body() -> AsyncIterator[bytes]:
+            head, _ = form(("text", None, b"too much"), ("event_id", None, b"evt-huge-0001"))
+            yield head.rsplit(b"--b0undary--", 1)[0]
+            yield b'--b0undary\r\nContent-Disposition: form-data; name="file"; filename="huge.bin"\r\n\r\n'
+            for _ in range(limit // len(chunk) + 2):
+                yield chunk
+            yield b"\r\n--b0undary--\r\n"
+
+        response = await p.client.post(
+            "/api/messages", data=body(),
+            headers={"Content-Type": "multipart/form-data; boundary=b0undary"},
+        )  # fmt: skip
+        assert response.status == 413, await response.text()
+        assert "the files are larger than 64.0 MB in all" in (await response.json())["error"]
+        assert (await (await p.client.get("/api/threads")).json())["threads"] == []
+        assert left_behind(tmp_path) == []
+
+
+async def test_downloads_need_the_playground_session(playground: Playground) -> None:
+    p = playground
+    posted = await accepted(await post_form(p, ("cities.csv", CSV), text="keep it"))
+    await p.idle()
+    (file,) = (await p.thread(posted["thread_id"]))["messages"][0]["files"]
+    async with aiohttp.ClientSession() as stranger:
+        url = p.client.make_url(f"/api/files/{posted['thread_id']}/{file['id']}")
+        async with stranger.get(url) as response:
+            assert response.status == 401
