@@ -86,7 +86,6 @@ async def test_a_page_that_stops_short_of_the_mention_says_more_were_not_read(
             HEAD, "[Ada]: topic", "(… 12 earlier messages not shown)", "[Grace]: reply 12",
             "[Grace]: reply 13", "(… earlier messages not shown)",
         ])  # fmt: skip
-        assert fake.count("conversations.replies") == 1
 
 
 async def test_the_character_bound_says_how_many_older_messages_it_left_out(
