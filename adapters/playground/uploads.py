@@ -27,7 +27,7 @@ FIELDS = frozenset({"thread_id", "text", "event_id", "user_name"})
 FIELD_CHARS = 200_000
 MAX_PARTS = 2 * MAX_FILES
 """Files one message may carry (the core reads the first ``MAX_FILES`` and names the rest)."""
-CHUNK = 64 * 1024
+CHUNK = 1024 * 1024
 
 
 class UploadError(ValueError):
@@ -115,7 +115,8 @@ async def _file(part: BodyPartReader, target: Path, cap: int, room: int) -> Stag
     name = safe_name(raw)
     size = 0
     head = b""
-    with target.open("wb") as out:
+    out = await asyncio.to_thread(target.open, "wb")
+    try:
         while chunk := await part.read_chunk(CHUNK):
             size += len(chunk)
             if size > room:
@@ -123,10 +124,12 @@ async def _file(part: BodyPartReader, target: Path, cap: int, room: int) -> Stag
             if not head:
                 head = chunk[:64]
             if size <= cap:
-                out.write(chunk)
+                await asyncio.to_thread(out.write, chunk)
+    finally:
+        await asyncio.to_thread(out.close)
     if size == 0:
         raise UploadError(400, f"{name} is empty: there is nothing to share")
     if size > cap:
-        os.unlink(target)
+        await asyncio.to_thread(os.unlink, target)
         return Staged(name, size, mimetype_of(name, head), None)
     return Staged(name, size, mimetype_of(name, head), target)
