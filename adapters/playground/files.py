@@ -59,6 +59,9 @@ class FileStore:
         base.mkdir(mode=0o700, parents=True, exist_ok=True)
         return Path(tempfile.mkdtemp(dir=base))
 
+    def clear_staging(self) -> None:
+        shutil.rmtree(self.root / ".staging", ignore_errors=True)
+
     def keep(self, thread_id: str, staged: Path) -> str:
         """Move a staged file into the thread's files; returns its id."""
         file_id = new_id()

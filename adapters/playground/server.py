@@ -142,6 +142,7 @@ class PlaygroundAdapter:
 
     async def start(self) -> None:
         await self.gate.open()
+        await asyncio.to_thread(self.files.clear_staging)  # uploads a stop cut short
         await self.state.load()
         self._unsubscribe = self.state.subscribe(self.hub.publish)
         self.core.register_surfaces(PREFIX, self._surface_for)

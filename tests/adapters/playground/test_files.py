@@ -14,7 +14,7 @@ from urllib.parse import quote
 import aiohttp
 from aiohttp import ClientResponse
 
-from adapters.playground.uploads import body_limit
+from adapters.playground.uploads import MAX_PARTS, body_limit
 from bot.llm.messages import ToolResult, UserMessage
 from tests.adapters.playground.conftest import Playground, open_playground
 from tests.fakes.documents import CSV, PNG
@@ -197,6 +197,8 @@ async def test_bad_uploads_are_refused_and_leave_nothing(
         headers={"Content-Type": "multipart/form-data; boundary=b0undary"},
     )
     assert cut_short.status == 400, await cut_short.text()
+    many = [(f"f{n}.txt", b"x") for n in range(MAX_PARTS + 1)]
+    await refused(await post_form(p, *many), 400, f"a message carries at most {MAX_PARTS} files")
     missing = await post_form(p, ("a.txt", b"a"), thread_id="nosuchthread")
     await refused(missing, 404, "no such thread")
 
@@ -287,3 +289,11 @@ async def test_downloads_need_the_playground_session(playground: Playground) -> 
         url = p.client.make_url(f"/api/files/{posted['thread_id']}/{file['id']}")
         async with stranger.get(url) as response:
             assert response.status == 401
+
+
+async def test_an_upload_a_stop_cut_short_is_cleared_at_start(tmp_path: Path) -> None:
+    leftover = tmp_path / "playground_files" / ".staging" / "cut" / "0"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(b"half an upload")
+    async with open_playground(tmp_path):
+        assert left_behind(tmp_path) == []
