@@ -148,6 +148,7 @@ class Engine:
         deps = self._deps
         if self._configure is not None:
             deps = replace(deps, config=self._configure(session))
+        ctx.events = sink
         run = _Run(deps, session, sink, ctx)
         waiting = open_calls(session.messages) if resume else []
         state: State = RunTools(1, tuple(waiting)) if waiting else CallModel(1)
@@ -385,13 +386,13 @@ class _Run:
         for a person, or ``_HELD`` when an earlier call waits (it runs after that one, in order),
         or it is started in ``flight`` (its result recorded when the flight lands).
         Calls whose arguments are invalid, over their limits or cut off never reach the gate."""
-        lane = self.deps.tools.lane(call.name)
+        lane = self.deps.tools.lane(call.name, call.id)
         if flight is not None and lane in flight.lanes:
             await self._land(flight)  # it sees what the earlier call of its lane changed
         tool, args, refusal = self._prepared(call)
         beside = (
             flight is not None and tool is not None and args is not None and not blocked
-            and self.deps.gate.free(self.ctx, tool)
+            and (tool.concurrent or self.deps.gate.free(self.ctx, tool))
         )  # fmt: skip
         if not beside:
             await self._land(flight)  # what runs now comes after every earlier result
@@ -492,7 +493,7 @@ class _Run:
         """Run the tool: its output, and whether it failed."""
         began = time.perf_counter()
         try:
-            content, is_error = await tool.invoke(self.ctx, args), False
+            content, is_error = await tool.invoke(replace(self.ctx, call_id=call.id), args), False
         except ToolError as exc:
             content, is_error = f"error: {exc}", True
         except Exception as exc:  # a tool's bug is a result the model sees, not a crashed run
