@@ -57,16 +57,20 @@ class InlineGate:
             await self._decisions.expire(request, None)
             return Refuse(NOWHERE)
         woken = self._decisions.decided.watch(request.id)
+        shown: asyncio.Future[None] | None = None
         try:
             if verdict.new:  # recorded before its card shows: a restart from now on closes it
                 asking.remember(self._parent, request)
                 await self._decisions.sessions.save_state(self._parent)
-                await self._sink(ApprovalNeeded(request, inline=True))
+                shown = asyncio.ensure_future(self._sink(ApprovalNeeded(request, inline=True)))
+                await asyncio.shield(shown)
             while isinstance(verdict, Wait):
                 await sleep_until_set(self._decisions.clock, POLL_S, woken)
                 woken.clear()
                 verdict = await self._approvals.check(ctx, call, tool)
         except asyncio.CancelledError:
+            if shown is not None:  # a card being posted lands (its id stored) before it is closed
+                await asyncio.wait([shown])
             await self._closed(request.id)
             raise
         finally:
