@@ -357,9 +357,10 @@ class _Run:
     async def run_tools(self, turn: int, calls: tuple[ToolCall, ...]) -> State:
         """Run the calls in order; a call waiting for approval holds back the calls after it.
 
-        A call that proceeds with nothing to ask and no side effect starts beside the ones
-        before it when they are of other lanes (other toolkits, other plain tools); calls of
-        one lane run one after another. Results are recorded in call order either way."""
+        A call that proceeds with nothing to ask and no side effect (or of a concurrent tool:
+        ``delegate_task``, each call its own lane) starts beside the ones before it when they
+        are of other lanes (other toolkits, other plain tools); calls of one lane run one after
+        another. Results are recorded in call order either way."""
         before = self.session.todos
         waiting = False
         flight = _Flight() if len(calls) > 1 else None
