@@ -89,7 +89,7 @@ class World:
         return [m for m in self.surface.live() if "`deploy`" in m.text and "▸ `" not in m.text]
 
     async def click(self, label: str, who: Author = ALICE) -> str | None:
-        card = self.cards()[-1]
+        card = [c for c in self.cards() if c.buttons][-1]
         button = next(b for b in card.buttons if b.label == label)
         return await self.core.on_action(button.action_id, who, self.surface, card.id)
 
@@ -207,6 +207,31 @@ async def test_a_denied_call_inside_a_delegation_never_runs(world: World) -> Non
     sub_saw = world.model.requests[2].messages[-1]
     assert isinstance(sub_saw, ToolResult) and sub_saw.content.startswith("denied by Alice")
     assert world.surface.texts()[-1].endswith("Not shipped: it was denied.")
+
+
+async def test_two_sub_agents_asking_at_once_get_a_card_each(world: World) -> None:
+    def respond(request: ModelRequest) -> Step:
+        last, task = request.messages[-1], request.messages[0]
+        if not is_sub(request):
+            if isinstance(last, ToolResult):
+                return text("Both are shipped.")
+            return step(delegate("Ship to eu.", ["deploy"]), delegate("Ship to us.", ["deploy"], index=1))
+        if isinstance(last, ToolResult):
+            return text(last.content)
+        assert isinstance(task, UserMessage)
+        return step(call("deploy", {"target": task.text.split()[-1].rstrip(".")}, provider_id="d"))
+
+    world.model.respond = respond
+    work = asyncio.ensure_future(world.core.handle(world.inbound("ship both"), world.surface))
+    await run_until(world.clock, lambda: len([c for c in world.cards() if c.buttons]) == 2)
+    assert world.ran == []
+    for _ in range(2):
+        assert await world.click("Approve") == "Approved."
+    await drive(world.clock, work)
+    assert sorted(world.ran) == ["eu", "us"]
+    assert [r.content for r in await world.results()] == ["deployed to eu", "deployed to us"]
+    assert all("Approved" in c.text and c.buttons == () for c in world.cards())
+    assert world.surface.texts()[-1].endswith("Both are shipped.")
 
 
 async def test_a_stop_while_a_delegation_waits_closes_its_card(world: World) -> None:
