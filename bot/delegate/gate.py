@@ -22,6 +22,7 @@ from bot.engine.events import ApprovalNeeded, EventSink
 from bot.engine.gate import Refuse, Verdict, Wait
 from bot.errors import ThreadlineError
 from bot.llm.messages import ToolCall
+from bot.present.surface import Surface
 from bot.sessions.model import Session
 from bot.tools.base import Tool, ToolContext
 
@@ -67,6 +68,9 @@ class InlineGate:
             while isinstance(verdict, Wait):
                 await sleep_until_set(self._decisions.clock, POLL_S, woken)
                 woken.clear()
+                waited = verdict.request
+                if waited.pending and waited.expires_at <= self._decisions.clock.now():
+                    await self._decisions.expire(waited, self._surface())  # its card says so
                 verdict = await self._approvals.check(ctx, call, tool)
         except asyncio.CancelledError:
             if shown is not None:  # a card being posted lands (its id stored) before it is closed
@@ -79,10 +83,12 @@ class InlineGate:
         await self._decisions.sessions.save_state(self._parent)
         return verdict
 
+    def _surface(self) -> Surface | None:
+        return self._decisions.surfaces.surface_for(ThreadKey(self._parent.key))
+
     async def _closed(self, approval_id: str) -> None:
         """The wait was cut off (a Stop): the request expires and its card says so."""
-        surface = self._decisions.surfaces.surface_for(ThreadKey(self._parent.key))
         try:
-            await asking.close(self._decisions, self._parent, surface, asking.STOPPED, only=approval_id)
+            await asking.close(self._decisions, self._parent, self._surface(), asking.STOPPED, only=approval_id)
         except ThreadlineError:  # the store or the platform failed: a restart closes it then
             log.warning("could not close inline approval %s", approval_id, exc_info=True)

@@ -234,6 +234,27 @@ async def test_two_sub_agents_asking_at_once_get_a_card_each(world: World) -> No
     assert world.surface.texts()[-1].endswith("Both are shipped.")
 
 
+async def test_a_request_nobody_decides_expires_and_the_sub_agent_goes_on(tmp_path: Path) -> None:
+    world = World(tmp_path, approval_ttl_s=60.0)
+    await world.core.start()
+    world.model.steps = [
+        step(delegate("Ship it.", ["deploy"])),
+        step(call("deploy", {"target": "prod"})),
+        text("Nobody approved the deploy in time."),
+        text("It was not shipped: nobody approved in time."),
+    ]
+    try:
+        await world.say("ship it")  # nobody clicks: the clock runs past the request's expiry
+        assert world.ran == []
+        [card] = world.cards()
+        assert "Expired" in card.text and card.buttons == ()
+        sub_saw = world.model.requests[2].messages[-1]
+        assert isinstance(sub_saw, ToolResult) and sub_saw.content.startswith("expired: nobody approved")
+        assert world.surface.texts()[-1].endswith("It was not shipped: nobody approved in time.")
+    finally:
+        await world.core.aclose()
+
+
 async def test_a_stop_while_a_delegation_waits_closes_its_card(world: World) -> None:
     world.model.steps = [step(delegate("Ship it.", ["deploy"])), step(call("deploy", {"target": "prod"}))]
     work = asyncio.ensure_future(world.core.handle(world.inbound("ship it"), world.surface))
