@@ -104,7 +104,7 @@ class Recovery:
         if session.state is RunState.AWAITING_APPROVAL:
             return
         await self._drop_stop_buttons(session, surface)
-        await asking.close(self._decisions, session, surface, asking.RESTARTED)  # a sub-agent's
+        await asking.close(self._decisions, session, surface, asking.RESTARTED)  # what a sub-agent waited for
         missing = open_calls(session.messages)
         if not missing:
             return
