@@ -117,7 +117,7 @@ class Core:
         )  # fmt: skip
         self.delegations = Delegations(
             settings, model, tools, clock, lambda session: self.channels.config(session.key, session.model),
-            lambda parent, sink: InlineGate(self.approvals, self.decisions, parent, sink),
+            lambda parent, sink, say: InlineGate(self.approvals, self.decisions, parent, sink, say),
         )  # fmt: skip
         tools.add(self.delegations.tool())
         self.recovery = Recovery(self.sessions, self.decisions, self.supervisor, clock, self._locks, self.leases)

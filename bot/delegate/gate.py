@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 from bot.approvals.service import ApprovalService
 from bot.clock import sleep_until_set
@@ -28,6 +29,8 @@ from bot.tools.base import Tool, ToolContext
 
 log = logging.getLogger(__name__)
 
+Say = Callable[[str], Awaitable[None]]
+"""Shows a line of the delegation's activity in the thread."""
 POLL_S = 5.0
 """How often a wait reads the request again (a decision made on another worker, an expiry)."""
 NOWHERE = "refused: this call needs a person's approval, and there is no thread to ask it in."
@@ -40,11 +43,13 @@ class InlineGate:
         decisions: Decisions,
         parent: Session,
         sink: EventSink | None,
+        say: Say | None = None,
     ) -> None:
         self._approvals = approvals
         self._decisions = decisions
         self._parent = parent
         self._sink = sink
+        self._say = say
 
     def free(self, ctx: ToolContext, tool: Tool) -> bool:
         return self._approvals.free(ctx, tool)
@@ -65,6 +70,8 @@ class InlineGate:
                 await self._decisions.sessions.save_state(self._parent)
                 shown = asyncio.ensure_future(self._sink(ApprovalNeeded(request, inline=True)))
                 await asyncio.shield(shown)
+                if self._say is not None:  # below the card, with the Stop button
+                    await self._say(f"waiting for a decision on {call.name}")
             while isinstance(verdict, Wait):
                 await sleep_until_set(self._decisions.clock, POLL_S, woken)
                 woken.clear()

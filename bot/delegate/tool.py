@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from bot.clock import Clock
 from bot.config import Settings
 from bot.delegate import asking
+from bot.delegate.gate import Say
 from bot.delegate.progress import WAITING, SubAgentEvents
 from bot.engine.events import EventSink
 from bot.engine.gate import Gate
@@ -48,8 +49,9 @@ OPERATOR_NOTE = "The operator's instructions for the assistant, which hold for y
 
 Configure = Callable[[Session], EngineConfig]
 """The settings of a run in the session's thread (its channel's, its model)."""
-GateFor = Callable[[Session, EventSink | None], Gate]
-"""The gate of a sub-agent working for the run of ``session`` that shows itself through the sink."""
+GateFor = Callable[[Session, EventSink | None, Say], Gate]
+"""The gate of a sub-agent working for the run of ``session``, which shows itself through the
+sink; the sub-agent's activity line is the third."""
 
 
 @dataclass(slots=True)
@@ -153,7 +155,7 @@ class Delegations:
         )  # fmt: skip
         own = self._sub_config(config)
         engine = Engine(
-            self._model, tools, ScratchSessions(), self._clock, own, gate=self._gate_for(parent, ctx.events)
+            self._model, tools, ScratchSessions(), self._clock, own, gate=self._gate_for(parent, ctx.events, events.say)
         )
         try:
             result = await engine.run(scratch, events, ToolContext(parent.key, scratch, asker, self._clock))

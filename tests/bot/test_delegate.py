@@ -186,6 +186,7 @@ async def test_a_call_asked_for_inside_a_delegation_is_approved_in_the_thread(wo
     assert "Approved** by Alice" in card.text and "▶ Ran: deployed to prod" in card.text and card.buttons == ()
     texts = world.surface.texts()
     assert texts[-1].endswith("It is shipped.") and texts.index(card.text) < len(texts) - 1  # below the card
+    assert "waiting for a decision" not in shown(world) and not [m for m in world.surface.live() if m.buttons]
     result = next(r for r in await world.results() if r.name == "delegate_task")
     assert result.content == "Shipped to prod."
     session = await world.session()
@@ -258,14 +259,24 @@ async def test_a_request_nobody_decides_expires_and_the_sub_agent_goes_on(tmp_pa
 async def test_a_stop_while_a_delegation_waits_closes_its_card(world: World) -> None:
     world.model.steps = [step(delegate("Ship it.", ["deploy"])), step(call("deploy", {"target": "prod"}))]
     work = asyncio.ensure_future(world.core.handle(world.inbound("ship it"), world.surface))
-    await run_until(world.clock, lambda: bool(world.cards()))
-    assert await world.core.stop(KEY, ALICE)
+
+    def waiting() -> FakeMessage | None:
+        return next((m for m in world.surface.live() if "waiting for a decision on deploy" in m.text and m.buttons), None)
+
+    await run_until(world.clock, lambda: waiting() is not None)  # below the card, with Stop
+    line = waiting()
+    shown_ids = [m.id for m in world.surface.live()]
+    assert line is not None and shown_ids.index(world.cards()[0].id) < shown_ids.index(line.id)
+    [stop] = line.buttons
+    assert stop.label == "Stop"
+    assert await drive(world.clock, world.core.on_action(stop.action_id, ALICE, world.surface, line.id)) is None
     await drive(world.clock, work)
     [card] = world.cards()
     assert "Expired" in card.text and "stopped" in card.text and card.buttons == ()
     [result] = await world.results()
     assert result.name == "delegate_task" and result.content.startswith("stopped")
     assert world.ran == [] and asking.RECORD not in (await world.session()).toolkits
+    assert "Stopped by Alice." in shown(world) and not [m for m in world.surface.live() if m.buttons]
 
 
 async def test_several_delegations_in_one_batch_run_side_by_side(tmp_path: Path) -> None:
