@@ -159,8 +159,11 @@ class Delegations:
         )
         try:
             result = await engine.run(scratch, events, ToolContext(parent.key, scratch, asker, self._clock))
-        finally:  # what it used counts toward the thread's, stopped or not
-            charge(parent, scratch.usage, scratch.cost_usd, self._clock.now())
+        finally:  # what it used counts toward the run's and the thread's, stopped or not
+            if ctx.spent is not None:
+                ctx.spent(scratch.usage, scratch.cost_usd)
+            else:
+                charge(parent, scratch.usage, scratch.cost_usd, self._clock.now())
         log.info(
             "sub-agent in %s: %d steps, %d tokens, %s", parent.key, result.turns,
             scratch.usage.total, "answered" if result.ok else "stopped",

@@ -148,8 +148,8 @@ class Engine:
         deps = self._deps
         if self._configure is not None:
             deps = replace(deps, config=self._configure(session))
-        ctx.events = sink
         run = _Run(deps, session, sink, ctx)
+        ctx.events, ctx.spent = sink, run.spent
         waiting = open_calls(session.messages) if resume else []
         state: State = RunTools(1, tuple(waiting)) if waiting else CallModel(1)
         try:
@@ -540,11 +540,14 @@ class _Run:
         return True
 
     async def _account(self, usage: Usage | None) -> None:
-        if usage is None:
-            return
-        config = self.deps.config
+        if usage is not None:
+            self.spent(usage, self.deps.config.cost(usage))
+
+    def spent(self, usage: Usage, cost: float) -> None:
+        """Count tokens used for this run (by its model calls, or a sub-agent's) in its limits
+        and in the thread's totals."""
         self.usage = self.usage + usage
-        self.cost += charge(self.session, usage, config.cost(usage), self.deps.clock.now())
+        self.cost += charge(self.session, usage, cost, self.deps.clock.now())
 
     async def _persist(self, messages: Sequence[Message]) -> None:
         if not messages:

@@ -11,21 +11,14 @@ from bot.sessions.model import RunState, Session
 
 
 class ScratchSessions:
-    """A :class:`~bot.sessions.store.SessionStore` that writes nowhere but the session object."""
-
-    def __init__(self) -> None:
-        self._held: dict[ThreadKey, Session] = {}
-
-    def hold(self, session: Session) -> Session:
-        self._held[session.key] = session
-        return session
+    """A :class:`~bot.sessions.store.SessionStore` that writes nowhere but the session object
+    it is given: nothing of it is found again (a new one is empty, none is cut off)."""
 
     async def load_session(self, key: ThreadKey, now: float) -> Session:
-        found = self._held.get(key)
-        return found if found is not None else Session(key, created_at=now, updated_at=now)
+        return Session(key, created_at=now, updated_at=now)
 
     async def has_session(self, key: ThreadKey) -> bool:
-        return key in self._held
+        return False
 
     async def append_messages(self, session: Session, messages: Sequence[Message]) -> None:
         session.messages.extend(messages)
@@ -37,4 +30,4 @@ class ScratchSessions:
         return None
 
     async def keys_in_state(self, state: RunState, limit: int = 1000) -> list[ThreadKey]:
-        return [k for k, s in self._held.items() if s.state is state][:limit]
+        return []

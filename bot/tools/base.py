@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
+from bot.llm.messages import Usage
 from bot.sessions.model import Session
 
 if TYPE_CHECKING:
@@ -43,6 +44,9 @@ class ToolContext:
     events: EventSink | None = None
     """What the thread shows of the run calling the tool (set by the engine): a tool that works
     for long (``delegate_task``) reports its progress and asks for approvals through it."""
+    spent: Callable[[Usage, float], None] | None = None
+    """Counts tokens (and their cost) a tool used for the run in its limits and the thread's
+    totals (set by the engine; a sub-agent's model calls)."""
 
 
 ToolFunction = Callable[..., Awaitable[str]]

@@ -413,6 +413,27 @@ async def test_a_sub_agent_over_its_token_limit_is_stopped_with_words(tmp_path: 
         await world.core.aclose()
 
 
+async def test_a_sub_agents_tokens_count_toward_the_runs_limit(tmp_path: Path) -> None:
+    world = World(tmp_path, run_max_tokens=50_000)
+    await world.core.start()
+    big = Usage(prompt_tokens=30_000, completion_tokens=10)
+
+    def respond(request: ModelRequest) -> Step:
+        if is_sub(request):
+            return [*call("lookup", {"what": "more"}), *text(usage=big)[-2:]]
+        return step(delegate("Read everything.", ["lookup"]))
+
+    world.model.respond = respond
+    try:
+        await world.say("Read it all")
+        assert len(world.model.requests) == 3  # the parent is not called again: its run is over its limit
+        [result] = await world.results()
+        assert "it reached its limit of 50,000 tokens" in result.content  # the run's limit is lower
+        assert "This request reached its token limit (50,000 tokens)" in world.surface.texts()[-1]
+    finally:
+        await world.core.aclose()
+
+
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
