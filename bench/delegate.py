@@ -107,8 +107,14 @@ async def cost(requests: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with FakeOpenAI(default=respond) as fake:
             core = await _core(tmp, fake)
-            direct = [await _timed(core, "Look it up directly", i) for i in range(requests)]
-            delegated = [await _timed(core, "Ask a sub-agent", i) for i in range(requests)]
+            for i in range(10):  # warm up (connections, the database file, the code paths)
+                await _timed(core, "Look it up directly", -i - 1)
+                await _timed(core, "Ask a sub-agent", -i - 1)
+            direct: list[float] = []
+            delegated: list[float] = []
+            for i in range(requests):  # interleaved, so both see the same machine
+                direct.append(await _timed(core, "Look it up directly", i))
+                delegated.append(await _timed(core, "Ask a sub-agent", i))
             await core.aclose()
     extra = statistics.median(delegated) - statistics.median(direct)
     print(f"cost of a delegation, {requests} requests each (fake model answering at once):")
