@@ -23,6 +23,9 @@ from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
 from bot.decisions import Decisions
+from bot.delegate import asking
+from bot.delegate.gate import InlineGate
+from bot.delegate.tool import Delegations
 from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
@@ -112,6 +115,11 @@ class Core:
             self.approvals, store, self.sessions, self.supervisor, self._locks, clock, self.scheduler,
             self.surfaces, self.tasks.spawn, self.leases,
         )  # fmt: skip
+        self.delegations = Delegations(
+            settings, model, tools, clock, lambda session: self.channels.config(session.key, session.model),
+            lambda parent, sink, say: InlineGate(self.approvals, self.decisions, parent, sink, say),
+        )  # fmt: skip
+        tools.add(self.delegations.tool())
         self.recovery = Recovery(self.sessions, self.decisions, self.supervisor, clock, self._locks, self.leases)
         self.work: Alone | Workers = Alone()
         if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
@@ -459,6 +467,7 @@ class Core:
                 with contextlib.suppress(SurfaceError):
                     await surface.unpin(session.panel.message_id)
             await self.decisions.expire_open(session, surface, reset=True)  # also of a paused run
+            await asking.close(self.decisions, session, surface, asking.RESET)  # left by a crash
             session.todos, session.panel, session.inbox = (), None, []
             session.toolkits = {}
             session.state = RunState.IDLE

@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.approvals.decided import Decided
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
 from bot.approvals.service import EXPIRE_JOB, ApprovalService
 from bot.approvals.store import ApprovalStore
@@ -63,6 +64,8 @@ class Decisions:
     surfaces: Surfaces
     spawn: Spawn
     leases: Leasing = field(default_factory=OneProcess)
+    decided: Decided = field(default_factory=Decided)
+    """Wakes the calls that wait for a decision inline (see :mod:`bot.delegate.gate`)."""
 
     def __post_init__(self) -> None:
         self.scheduler.handle(EXPIRE_JOB, self._expire_job)
@@ -99,6 +102,7 @@ class Decisions:
             return False
         if surface is not None:
             await update_card(surface, self.clock, expired, note)
+        self.decided.notify(request.id)
         return True
 
     async def expire_open(
@@ -185,9 +189,11 @@ class Decisions:
             surface = self.surfaces.surface_for(key)
         if surface is None:
             log.info("approval %s is decided; its thread %s is not reachable now", request.id, key)
+            self.decided.notify(request.id)
             return
         await update_card(surface, self.clock, request)
-        self.spawn(self.resume(key, surface))
+        if not self.decided.notify(request.id):  # a call waiting for it inline goes on by itself
+            self.spawn(self.resume(key, surface))
 
     async def _expire_job(self, job: Job) -> None:
         request = await self.store.get_approval(str(job.payload["approval_id"]))

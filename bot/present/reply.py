@@ -104,6 +104,7 @@ class ReplyStream:
         self._interval = surface.limits.min_edit_interval
         self._written = Written()
         self._footer: str | None = None
+        self._footer_alone = False
         self._buttons: tuple[Button, ...] = ()
         self._final: str | None = None
         self._messages: list[_Message] = []
@@ -140,11 +141,14 @@ class ReplyStream:
             self._written.add(text)
             self._kick()
 
-    def set_footer(self, footer: str | None) -> None:
-        """A transient line under the text (``_running `grep`…_``); never part of the final."""
-        if footer != self._footer and self._final is None:
-            self._footer = footer
-            if self._task is not None:
+    def set_footer(self, footer: str | None, *, alone: bool = False) -> None:
+        """A transient line under the text (``_running `grep`…_``); never part of the final.
+        ``alone``: shown even before any text (a long call's progress), in a message of its
+        own that the text then takes over (or that goes if no text ever comes)."""
+        alone = alone and footer is not None
+        if (footer, alone) != (self._footer, self._footer_alone) and self._final is None:
+            self._footer, self._footer_alone = footer, alone
+            if self._task is not None or alone:
                 self._kick()
 
     def set_buttons(self, buttons: tuple[Button, ...]) -> None:
@@ -211,8 +215,11 @@ class ReplyStream:
         """What the messages should show now, newest text only."""
         split, marker = self._split()
         chunks = list(split)
-        if self._final is not None or not chunks:
+        if self._final is not None:
             return chunks
+        if not chunks:  # a footer shown alone, or nothing yet
+            footer = self._footer if self._footer_alone else None
+            return [self._surface.render(footer)] if footer else []
         tail = chunks[-1]
         if marker is not None:
             tail += "\n" + marker  # show streaming code as code

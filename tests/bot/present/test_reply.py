@@ -207,6 +207,27 @@ async def test_footer_shows_while_streaming_and_never_in_the_final() -> None:
     assert thread.surface.texts() == ["Let me look. Found it."]
 
 
+async def test_a_footer_shown_alone_is_taken_over_by_the_text_or_goes() -> None:
+    thread = Thread(ManualClock())
+    thread.stream.set_footer("_running `grep`…_")  # an ordinary footer waits for text
+    await run_until(thread.clock, lambda: True)
+    assert thread.surface.calls == []
+    thread.stream.set_footer("▸ `delegate_task` · working: step 1", alone=True)
+    await run_until(thread.clock, lambda: thread.surface.texts() == ["▸ `delegate_task` · working: step 1"])
+    thread.stream.set_footer("▸ `delegate_task` · working: step 2, grep", alone=True)
+    await run_until(thread.clock, lambda: "step 2, grep" in thread.surface.texts()[0])
+    thread.stream.set_footer(None)
+    thread.stream.append("Found it.")
+    await thread.finish()
+    assert thread.surface.texts() == ["Found it."] and thread.posted == ["m1"]
+
+    gone = Thread(ManualClock())
+    gone.stream.set_footer("▸ `delegate_task` · working: step 1", alone=True)
+    await run_until(gone.clock, lambda: bool(gone.surface.texts()))
+    await gone.finish()
+    assert gone.surface.texts() == []  # no text ever came: the activity line went with the run
+
+
 async def test_no_text_posts_nothing_and_a_notice_posts_alone() -> None:
     quiet = Thread(ManualClock())
     quiet.stream.append("  \n")
