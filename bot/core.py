@@ -126,7 +126,9 @@ class Core:
             self.work = Workers(
                 store, self.leases.owner, self.supervisor, clock, poll_s=settings.worker_poll_s,
                 busy=self._locks.busy, place=self._pick_up, recover=self._take_over,
+                wake=self.decisions.decided.wake_all,
             )  # fmt: skip
+            self.decisions.nudge = self.work.nudge
         self.decide = self.decisions.decide
         """``decide(approval_id, actor, choice, surface=None, *, card_id=None)``: a decision
         on an approval request, as a click makes it (see :class:`Decisions`)."""

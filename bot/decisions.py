@@ -9,7 +9,7 @@ repair of a run a restart cut off; each expires the request once and says so on 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,7 @@ from bot.threads import ThreadLocks
 log = logging.getLogger(__name__)
 
 Spawn = Callable[[Coroutine[Any, Any, None]], object]
+Nudge = Callable[[ThreadKey], Awaitable[None]]
 RESET_NOTE = "The thread was reset before anyone decided."
 APPROVED_NOT_RUN = "The thread was reset before the call ran: nothing was run."
 SOMEONE = Author(id="", display_name="someone")
@@ -66,6 +67,8 @@ class Decisions:
     leases: Leasing = field(default_factory=OneProcess)
     decided: Decided = field(default_factory=Decided)
     """Wakes the calls that wait for a decision inline (see :mod:`bot.delegate.gate`)."""
+    nudge: Nudge | None = None
+    """Tells the worker that holds a thread to look at it now (with several workers)."""
 
     def __post_init__(self) -> None:
         self.scheduler.handle(EXPIRE_JOB, self._expire_job)
@@ -193,6 +196,8 @@ class Decisions:
             return
         await update_card(surface, self.clock, request)
         if not self.decided.notify(request.id):  # a call waiting for it inline goes on by itself
+            if self.nudge is not None:  # it may wait inline on the worker that holds the thread
+                await self.nudge(key)
             self.spawn(self.resume(key, surface))
 
     async def _expire_job(self, job: Job) -> None:

@@ -1,6 +1,7 @@
 """Wakes what waits in this process for a request's decision: a call that waits for its
 approval inline (a sub-agent's tool) rather than pausing its run. A decision made by another
-worker is not announced here; the waiter reads the store again now and then."""
+worker reaches here as a nudge for the thread (:meth:`Decided.wake_all`, the waiters read the
+store again); the waiters also read it again now and then."""
 
 from __future__ import annotations
 
@@ -30,3 +31,9 @@ class Decided:
         for event in found:
             event.set()
         return bool(found)
+
+    def wake_all(self) -> None:
+        """Wake every waiter to read the store again (a decision may have been made elsewhere)."""
+        for events in self._waiting.values():
+            for event in events:
+                event.set()
