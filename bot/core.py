@@ -23,6 +23,9 @@ from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
 from bot.decisions import Decisions
+from bot.delegate import asking
+from bot.delegate.gate import InlineGate
+from bot.delegate.tool import Delegations
 from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
@@ -117,13 +120,20 @@ class Core:
             self.approvals, store, self.sessions, self.supervisor, self._locks, clock, self.scheduler,
             self.surfaces, self.tasks.spawn, self.leases,
         )  # fmt: skip
+        self.delegations = Delegations(
+            settings, model, tools, clock, lambda session: self.channels.config(session.key, session.model),
+            lambda parent, sink, say: InlineGate(self.approvals, self.decisions, parent, sink, say),
+        )  # fmt: skip
+        tools.add(self.delegations.tool())
         self.recovery = Recovery(self.sessions, self.decisions, self.supervisor, clock, self._locks, self.leases)
         self.work: Alone | Workers = Alone()
         if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
             self.work = Workers(
                 store, self.leases.owner, self.supervisor, clock, poll_s=settings.worker_poll_s,
                 busy=self._locks.busy, place=self._pick_up, recover=self._take_over,
+                wake=self.decisions.decided.wake_all,
             )  # fmt: skip
+            self.decisions.nudge = self.work.nudge
         self.decide = self.decisions.decide
         """``decide(approval_id, actor, choice, surface=None, *, card_id=None)``: a decision
         on an approval request, as a click makes it (see :class:`Decisions`)."""
@@ -342,7 +352,7 @@ class Core:
             arrived, session.inbox = session.inbox, []
             session.state = RunState.RUNNING  # stored with the message: a crash now is a cut-off run
             await self.sessions.append_messages(session, arrived)
-            await self.supervisor.drive(session, author, surface, notice=notice)
+            await self.supervisor.drive(session, author, surface, notice=notice, stored=True)
 
     async def _notes(self, key: str) -> Sequence[SystemMessage]:
         """Before each model call: the thread's schedules read again (what the tools offer) and
@@ -464,6 +474,7 @@ class Core:
                 with contextlib.suppress(SurfaceError):
                     await surface.unpin(session.panel.message_id)
             await self.decisions.expire_open(session, surface, reset=True)  # also of a paused run
+            await asking.close(self.decisions, session, surface, asking.RESET)  # left by a crash
             session.todos, session.panel, session.inbox = (), None, []
             session.toolkits = {}
             session.state = RunState.IDLE

@@ -71,7 +71,7 @@ class PostgresStore(
             return
         try:
             pool = await asyncpg.create_pool(
-                self._url, min_size=1, max_size=self._pool_size, timeout=CONNECT_TIMEOUT_S
+                self._url, min_size=1, max_size=self._pool_size, timeout=CONNECT_TIMEOUT_S, reset=_reset
             )
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
             raise StoreError(describe_failure(self._url, exc)) from None
@@ -130,6 +130,15 @@ class PostgresStore(
 
     async def schema_version(self) -> int:
         return int(await self.pool.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
+
+
+async def _reset(conn: asyncpg.Connection) -> None:
+    """Make a connection given back to the pool ready for the next user. The store keeps no
+    session state on pooled connections (its advisory locks are transaction-scoped, it listens on
+    a connection of its own), so only a transaction left open needs ending; asyncpg's default
+    reset (unlock, close cursors, unlisten, reset settings) would cost a round trip per query."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
 
 
 def _keeps_leases(store: PostgresStore) -> LeaseStore:
