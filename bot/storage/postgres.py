@@ -111,7 +111,8 @@ class PostgresStore(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
                 " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
             )
-            current = int(await db.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
+            applied = {r["version"] for r in await db.fetch("SELECT version FROM schema_migrations")}
+            current = max(applied, default=0)
             shipped = migrations()
             newest = shipped[-1][0] if shipped else 0
             if current > newest:
@@ -120,7 +121,7 @@ class PostgresStore(
                     f"Threadline knows ({newest}); upgrade Threadline or use another database"
                 )
             for version, name, sql in shipped:
-                if version <= current:
+                if version in applied:  # one numbered below a version applied before comes late
                     continue
                 log.info("applying PostgreSQL migration %04d_%s", version, name)
                 await db.execute(sql)
