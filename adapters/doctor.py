@@ -124,6 +124,15 @@ def _schedules_and_memory(settings: Settings) -> None:
                 f"(THREADLINE_VISION={settings.vision}), up to {size_words(settings.image_max_bytes)}")
 
 
+def _sub_agents(settings: Settings) -> None:
+    """What one ``delegate_task`` sub-agent may do."""
+    tokens = settings.delegate_max_tokens
+    capped = settings.run_max_tokens is not None and settings.run_max_tokens < tokens
+    limit = f"{settings.run_max_tokens:,} tokens (THREADLINE_RUN_MAX_TOKENS)" if capped else f"{tokens:,} tokens"
+    _line(True, f"sub-agents (delegate_task): each makes up to {settings.delegate_max_turns} model calls "
+                f"and uses up to {limit}; {settings.delegate_max_concurrent} run at once per thread")
+
+
 def _channels(settings: Settings) -> None:
     """The effective settings of each ``[channels."<prefix>"]`` section's threads."""
     base = EngineConfig.from_settings(settings)
@@ -176,6 +185,7 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
             ok = ok and passed is not False
     _line(*describe_metrics(settings))
     _schedules_and_memory(settings)
+    _sub_agents(settings)
     _channels(settings)
     _policy(settings)
     print("all checks passed" if ok else "some checks failed", flush=True)

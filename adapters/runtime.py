@@ -68,6 +68,7 @@ class Runtime:
                     self.settings.data_dir,
                     host=self.settings.http_host,
                     token=(token.get_secret_value() or None) if token is not None else None,
+                    file_max_bytes=self.settings.file_max_bytes,
                 )
             )
         try:

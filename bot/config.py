@@ -297,6 +297,12 @@ class Settings(SettingsBase):
     day_max_tokens: int | None = Field(default=None, ge=1)
     """Per thread and UTC day."""
     day_max_cost_usd: float | None = Field(default=None, gt=0)
+    delegate_max_turns: int = Field(default=8, ge=1, le=100)
+    """Model calls a ``delegate_task`` sub-agent may make before it must give its answer."""
+    delegate_max_tokens: int = Field(default=60_000, ge=1_000)
+    """Tokens one sub-agent may use (its calls' prompt and output tokens) before it is stopped."""
+    delegate_max_concurrent: int = Field(default=4, ge=1, le=32)
+    """Sub-agents of one thread that run at once (more wait for a free place)."""
 
     thread_history_messages: int = Field(default=50, ge=0, le=200)
     """First mentioned in an existing thread: how many of its earlier messages to read (0: none)."""

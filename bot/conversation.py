@@ -53,6 +53,14 @@ class Earlier:
 
 
 @dataclass(frozen=True, slots=True)
+class Gap:
+    """Where earlier messages of the thread were not read (the adapter's bound on their number)."""
+
+    count: int | None
+    """How many; None when the platform does not say (one or more)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Inbound:
     thread_key: ThreadKey
     author: Author
@@ -62,6 +70,7 @@ class Inbound:
     files: tuple[Attachment, ...] = ()
     dm: bool = False
     """A direct message with the bot (``[access] dms`` applies)."""
-    history: tuple[Earlier, ...] = ()
+    history: tuple[Earlier | Gap, ...] = ()
     """The thread's earlier messages, oldest first, when this is the bot's first mention in a
-    thread that existed before (shown to the model once, with this message)."""
+    thread that existed before (shown to the model once, with this message); a :class:`Gap`
+    stands where messages were not read."""

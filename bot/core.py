@@ -23,6 +23,9 @@ from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
 from bot.decisions import Decisions
+from bot.delegate import asking
+from bot.delegate.gate import InlineGate
+from bot.delegate.tool import Delegations
 from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
@@ -36,12 +39,14 @@ from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
 from bot.memory.service import Memories
 from bot.present.budget import BudgetRegistry
+from bot.present.shared_rate import SharedRates
 from bot.present.surface import Surface
 from bot.recovery import Recovery
 from bot.scheduler.prompts import PromptSchedules
 from bot.scheduler.service import Scheduler
 from bot.sessions.model import RunState
 from bot.sessions.store import SessionStore
+from bot.storage.budgets import BudgetStore
 from bot.storage.choose import store_for
 from bot.storage.protocol import Store
 from bot.supervisor import Supervisor
@@ -99,26 +104,36 @@ class Core:
         self.leases: Leasing = OneProcess()
         self.sessions: SessionStore = store
         """The sessions as this worker may write them (with several workers: under a lease)."""
+        shared: SharedRates | None = None
         if isinstance(store, WorkStore):  # several workers may share it
             owner = settings.worker_id or worker_id()
             leases = ThreadLeases(store, owner, settings.lease_ttl_s, on_lost=self._lost)
             self.leases, self.sessions = leases, LeasedSessions(store, leases)
+            if isinstance(store, BudgetStore):
+                shared = SharedRates(store, owner, clock)
         self.engine = Engine(
             model, tools, self.sessions, clock, config, gate=self.approvals, notes=self._notes,
             configure=lambda session: self.channels.config(session.key, session.model),
         )  # fmt: skip
-        self.supervisor = Supervisor(self.engine, self.sessions, store, clock, BudgetRegistry(clock))
+        self.supervisor = Supervisor(self.engine, self.sessions, store, clock, BudgetRegistry(clock, shared=shared))
         self.decisions = Decisions(
             self.approvals, store, self.sessions, self.supervisor, self._locks, clock, self.scheduler,
             self.surfaces, self.tasks.spawn, self.leases,
         )  # fmt: skip
+        self.delegations = Delegations(
+            settings, model, tools, clock, lambda session: self.channels.config(session.key, session.model),
+            lambda parent, sink, say: InlineGate(self.approvals, self.decisions, parent, sink, say),
+        )  # fmt: skip
+        tools.add(self.delegations.tool())
         self.recovery = Recovery(self.sessions, self.decisions, self.supervisor, clock, self._locks, self.leases)
         self.work: Alone | Workers = Alone()
         if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
             self.work = Workers(
                 store, self.leases.owner, self.supervisor, poll_s=settings.worker_poll_s,
                 busy=self._locks.busy, place=self._pick_up, recover=self._take_over,
+                wake=self.decisions.decided.wake_all,
             )  # fmt: skip
+            self.decisions.nudge = self.work.nudge
         self.decide = self.decisions.decide
         """``decide(approval_id, actor, choice, surface=None, *, card_id=None)``: a decision
         on an approval request, as a click makes it (see :class:`Decisions`)."""
@@ -337,7 +352,7 @@ class Core:
             arrived, session.inbox = session.inbox, []
             session.state = RunState.RUNNING  # stored with the message: a crash now is a cut-off run
             await self.sessions.append_messages(session, arrived)
-            await self.supervisor.drive(session, author, surface, notice=notice)
+            await self.supervisor.drive(session, author, surface, notice=notice, stored=True)
 
     async def _notes(self, key: str) -> Sequence[SystemMessage]:
         """Before each model call: the thread's schedules read again (what the tools offer) and
@@ -459,6 +474,7 @@ class Core:
                 with contextlib.suppress(SurfaceError):
                     await surface.unpin(session.panel.message_id)
             await self.decisions.expire_open(session, surface, reset=True)  # also of a paused run
+            await asking.close(self.decisions, session, surface, asking.RESET)  # left by a crash
             session.todos, session.panel, session.inbox = (), None, []
             session.toolkits = {}
             session.state = RunState.IDLE

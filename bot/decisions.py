@@ -9,10 +9,11 @@ repair of a run a restart cut off; each expires the request once and says so on 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.approvals.decided import Decided
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
 from bot.approvals.service import EXPIRE_JOB, ApprovalService
 from bot.approvals.store import ApprovalStore
@@ -34,6 +35,7 @@ from bot.threads import ThreadLocks
 log = logging.getLogger(__name__)
 
 Spawn = Callable[[Coroutine[Any, Any, None]], object]
+Nudge = Callable[[ThreadKey], Awaitable[None]]
 RESET_NOTE = "The thread was reset before anyone decided."
 APPROVED_NOT_RUN = "The thread was reset before the call ran: nothing was run."
 SOMEONE = Author(id="", display_name="someone")
@@ -63,6 +65,10 @@ class Decisions:
     surfaces: Surfaces
     spawn: Spawn
     leases: Leasing = field(default_factory=OneProcess)
+    decided: Decided = field(default_factory=Decided)
+    """Wakes the calls that wait for a decision inline (see :mod:`bot.delegate.gate`)."""
+    nudge: Nudge | None = None
+    """Tells the worker that holds a thread to look at it now (with several workers)."""
 
     def __post_init__(self) -> None:
         self.scheduler.handle(EXPIRE_JOB, self._expire_job)
@@ -99,6 +105,7 @@ class Decisions:
             return False
         if surface is not None:
             await update_card(surface, self.clock, expired, note)
+        self.decided.notify(request.id)
         return True
 
     async def expire_open(
@@ -185,9 +192,13 @@ class Decisions:
             surface = self.surfaces.surface_for(key)
         if surface is None:
             log.info("approval %s is decided; its thread %s is not reachable now", request.id, key)
+            self.decided.notify(request.id)
             return
         await update_card(surface, self.clock, request)
-        self.spawn(self.resume(key, surface))
+        if not self.decided.notify(request.id):  # a call waiting for it inline goes on by itself
+            if self.nudge is not None:  # it may wait inline on the worker that holds the thread
+                await self.nudge(key)
+            self.spawn(self.resume(key, surface))
 
     async def _expire_job(self, job: Job) -> None:
         request = await self.store.get_approval(str(job.payload["approval_id"]))

@@ -154,6 +154,13 @@ EDIT_BUDGET = Gauge(
     ["platform"],
     registry=REGISTRY,
 )
+SHARED_BUDGET_CALLS = Counter(
+    "threadline_shared_edit_budget_calls",
+    "Calls to the database for slots of an edit budget shared by workers: granted (a slot or"
+    " more), later (none within reach yet), failed (no answer: the worker paces locally).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 TURNS_WAITING = Gauge(
     "threadline_turns_waiting",
     "Messages, scheduled prompts and resumed runs waiting for their thread's current run to end.",
@@ -304,3 +311,8 @@ class EditMeter:
     def granted(self, priority: str, waited: float) -> None:
         EDITS.labels(self._platform, priority).inc()
         self._waited.observe(waited)
+
+
+def shared_budget_call(outcome: str) -> None:
+    """One call for slots of a shared edit budget: ``granted``, ``later`` or ``failed``."""
+    SHARED_BUDGET_CALLS.labels(outcome).inc()

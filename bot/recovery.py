@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
 from bot.decisions import Decisions
+from bot.delegate import asking
 from bot.engine.prompt import open_calls
 from bot.errors import SurfaceError
 from bot.leasing import Leasing, OneProcess
@@ -103,6 +104,7 @@ class Recovery:
         if session.state is RunState.AWAITING_APPROVAL:
             return
         await self._drop_stop_buttons(session, surface)
+        await asking.close(self._decisions, session, surface, asking.RESTARTED)  # what a sub-agent waited for
         missing = open_calls(session.messages)
         if not missing:
             return

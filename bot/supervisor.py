@@ -95,11 +95,13 @@ class Supervisor:
         resume: bool = False,
         notice: str | None = None,
         state: RunState = RunState.RUNNING,
+        stored: bool = False,
     ) -> None:
         """Run the engine, again while messages wait in the inbox. The caller holds the lock.
 
         ``state`` is what the session says while the first run goes on (``RESUMED`` for a run
-        picked up after a restart)."""
+        picked up after a restart); ``stored`` when the caller has just stored the session in
+        that state (its first run then writes nothing before it starts)."""
         active = Active(session, secrets.token_hex(8))
         self.active[session.key] = active
         try:
@@ -107,7 +109,7 @@ class Supervisor:
                 active.run_id, active.stopped_by = secrets.token_hex(8), None
                 with metrics.counted_run() as counted:
                     result = await self._run_once(
-                        active, author, surface, resume=resume, notice=notice, state=state
+                        active, author, surface, resume=resume, notice=notice, state=state, stored=stored
                     )
                     counted.outcome = metrics.outcome_of(
                         ok=result.ok, paused=result.paused, stopped=active.stopped_by is not None
@@ -117,7 +119,7 @@ class Supervisor:
                 session.updated_at = self.clock.now()
                 await self.store.save_state(session)
                 log.info("the run in %s ended: %s", session.key, _outcome(result))
-                resume, notice, state = False, None, RunState.RUNNING
+                resume, notice, state, stored = False, None, RunState.RUNNING, False
                 if result.paused or not session.inbox:
                     break  # a Stop ends the run; messages that arrived before it are answered now
         finally:
@@ -133,15 +135,17 @@ class Supervisor:
         resume: bool,
         notice: str | None,
         state: RunState,
+        stored: bool,
     ) -> RunResult:
         session = active.session
         presenter = self.presenter(session, surface, Button(encode(StopRun(active.run_id)), "Stop", "danger"))
         try:
             if notice:
                 await presenter(Notice(notice))
-            session.state = state
-            session.updated_at = self.clock.now()
-            await self.store.save_state(session)
+            if not (stored and session.state is state):
+                session.state = state
+                session.updated_at = self.clock.now()
+                await self.store.save_state(session)
             ctx = ToolContext(session.key, session, author, self.clock)
             active.task = asyncio.ensure_future(self.engine.run(session, presenter, ctx, resume=resume))
             try:

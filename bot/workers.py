@@ -120,6 +120,7 @@ class Workers:
         busy: Callable[[ThreadKey], bool],
         place: Place,
         recover: Recover,
+        wake: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.owner = owner
@@ -128,6 +129,8 @@ class Workers:
         self._busy = busy
         self._place = place
         self._recover = recover
+        self._wake_waiters = wake
+        """Wakes the calls of runs held here that wait inline for a decision (made elsewhere)."""
         self._nudged: set[ThreadKey] = set()
         self._wake = asyncio.Event()
         self._listening: Listening | None = None
@@ -175,6 +178,8 @@ class Workers:
             log.warning("cannot listen for other workers' nudges (polling instead): %s", exc)
 
     def _heard(self, key: ThreadKey) -> None:
+        if key in self._supervisor.active:  # a decision elsewhere may be for a call waiting here
+            self._wake_waiters()
         self._nudged.add(key)
         self._wake.set()
 

@@ -44,7 +44,7 @@ from adapters.discord.ratelimit import GlobalPacer, RateLimitWatch
 from adapters.discord.surface import NO_PINGS, DiscordSurface, Link
 from bot.clock import Clock
 from bot.commands import Command, run_command
-from bot.conversation import Earlier, ThreadKey
+from bot.conversation import Earlier, Gap, ThreadKey
 from bot.errors import SurfaceError
 from bot.ports import CoreApi
 from bot.tasks import TaskSet
@@ -57,6 +57,8 @@ CLICK_FAILED = "Something went wrong with that button; the server log has the de
 COMMAND_FAILED = "Something went wrong; the server log has the details."
 NO_THREAD = "I can't open a thread here: I need the Create Public Threads and Send Messages in Threads permissions."
 THREAD_EXISTS = 160004
+HISTORY_PAGE = 100
+"""The most messages one history request gives."""
 
 
 class Listeners:
@@ -141,19 +143,23 @@ class Listeners:
 
     async def _earlier(
         self, message: discord.Message, key: ThreadKey, me: discord.ClientUser
-    ) -> tuple[Earlier, ...]:
+    ) -> tuple[Earlier | Gap, ...]:
         """A first mention inside a thread that existed before: what was said there before it
-        (one page of history, at most ``history_messages``), the bot's own words left out."""
+        (one page of history, at most ``history_messages``), the bot's own words left out. One
+        message more is asked for: when it comes, the thread goes back further than was read
+        (a :class:`Gap` says so; Discord does not say by how many)."""
         if self.history_messages <= 0 or await self.core.has_session(key):
             return ()
+        want = min(self.history_messages, HISTORY_PAGE - 1)
         await self.pacer.acquire()
         try:
-            found = [m async for m in message.channel.history(limit=min(self.history_messages, 100), before=message)]
+            found = [m async for m in message.channel.history(limit=want + 1, before=message)]
         except discord.HTTPException as exc:
             log.warning("could not read the earlier messages of %s: %s %s", key, exc.status, exc.text)
             return ()
-        said = ((m, clean_text(m, me)) for m in reversed(found) if m.author.id != me.id)
-        return tuple(Earlier(m.author.display_name + (" (an app)" if m.author.bot else ""), t) for m, t in said if t)
+        said = ((m, clean_text(m, me)) for m in reversed(found[:want]) if m.author.id != me.id)
+        read = tuple(Earlier(m.author.display_name + (" (an app)" if m.author.bot else ""), t) for m, t in said if t)
+        return (Gap(None), *read) if len(found) > want else read
 
     # --- catching up after a new session ------------------------------------------------------
     def on_guild_available(self, guild: discord.Guild) -> None:

@@ -89,6 +89,7 @@ class DiscordSurface:
             budget_key=f"discord:channel:{channel_id}",
             can_pin=True,
             final_reserve=FINAL_RESERVE,
+            workers_share_budget=False,  # a thread's channel: only its lease holder edits there
         )
         self._typing: asyncio.Task[None] | None = None
         self.files = DiscordFileTransfer(

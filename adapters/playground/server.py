@@ -11,7 +11,9 @@ a browser's ``Origin``, and the API needs the session cookie the page sets (see 
 - ``POST /api/messages`` ``{thread_id?, text, event_id, user_name}``: writes the
   message in the thread (a new thread without ``thread_id``) and hands it to the core in the
   background; answers 202 with ``{thread_id, message_id}`` at once. A retried POST (same
-  ``event_id``) writes nothing new, and the core ignores the redelivery.
+  ``event_id``) writes nothing new, and the core ignores the redelivery. With files, the same
+  fields come as ``multipart/form-data`` with one ``file`` part per file (see ``uploads.py``).
+- ``GET /api/files/{thread_id}/{file_id}`` a file shown in the thread, as a download
 - ``POST /api/actions`` ``{thread_id, action_id, user_name, client_id}``: a button click, by
   the session's user; the core's private note comes back in the answer, or — if the core takes longer than
   ``ACTION_WAIT`` seconds — later, over the clicker's own WebSockets only.
@@ -31,13 +33,17 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from aiohttp import WSCloseCode, web
+from aiohttp import web
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from adapters.playground.files import FileStore, PlaygroundFiles, attachment, serve
 from adapters.playground.gate import USER, Gate
-from adapters.playground.state import BOT_NAME, Event, PlaygroundState, UnknownThread
+from adapters.playground.live import Connection, Hub
+from adapters.playground.state import BOT_NAME, PlaygroundState, UnknownThread
 from adapters.playground.surface import PREFIX, PlaygroundSurface, thread_key
+from adapters.playground.uploads import Staged, UploadError, keep, read_upload
 from bot.clock import Clock
+from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
 from bot.tasks import TaskSet
 
@@ -48,8 +54,6 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
 ACTION_WAIT = 3.0
-QUEUE_SIZE = 1000
-DRAIN_WAIT = 1.0
 FAILED = "Something went wrong while answering; the server log has the details."
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -76,62 +80,23 @@ class PostMessage(_Speaker):
         return text
 
 
+class PostWithFiles(PostMessage):
+    """The fields of a message with files (its text may be empty)."""
+
+    text: str = Field(default="", max_length=200_000)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, text: str) -> str:
+        return text
+
+
 class PostAction(_Speaker):
     thread_id: str = Field(max_length=64, pattern=_ID)
     action_id: str = Field(min_length=1, max_length=255)
     client_id: str = Field(default="", max_length=64)
     message_id: str | None = Field(default=None, max_length=64, pattern=_ID)
     """The message whose button was clicked."""
-
-
-class _Connection:
-    """One open WebSocket, fed in order through its own bounded queue."""
-
-    def __init__(self, ws: web.WebSocketResponse, client_id: str, user_id: str) -> None:
-        self.ws = ws
-        self.client_id = client_id
-        self.user_id = user_id
-        self.queue: asyncio.Queue[Event] = asyncio.Queue(QUEUE_SIZE)
-
-    def push(self, event: Event) -> None:
-        try:
-            self.queue.put_nowait(event)
-        except asyncio.QueueFull:  # a page that fell behind fetches everything again
-            while not self.queue.empty():
-                self.queue.get_nowait()
-                self.queue.task_done()
-            self.queue.put_nowait({"type": "resync"})
-
-    async def pump(self) -> None:
-        with contextlib.suppress(ConnectionError):
-            while True:
-                await self.ws.send_json(await self.queue.get())
-                self.queue.task_done()
-
-    async def close(self) -> None:
-        """Send what is queued (for a moment at most), then hang up."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.queue.join(), DRAIN_WAIT)
-        await self.ws.close(code=WSCloseCode.GOING_AWAY, message=b"server stopping")
-
-
-class Hub:
-    """The open WebSockets."""
-
-    def __init__(self) -> None:
-        self.connections: set[_Connection] = set()
-
-    def publish(self, event: Event) -> None:
-        for connection in list(self.connections):
-            connection.push(event)
-
-    def send_to(self, client_id: str, user_id: str, event: Event) -> None:
-        for connection in list(self.connections):
-            if client_id and (connection.client_id, connection.user_id) == (client_id, user_id):
-                connection.push(event)
-
-    async def close(self) -> None:
-        await asyncio.gather(*(c.close() for c in list(self.connections)))
 
 
 class PlaygroundAdapter:
@@ -147,11 +112,14 @@ class PlaygroundAdapter:
         clock: Clock | None = None,
         stop_grace: float = 5.0,
         action_wait: float = ACTION_WAIT,
+        file_max_bytes: int = Settings.model_fields["file_max_bytes"].default,
     ) -> None:
         self.gate = Gate(data_dir, host, token, lambda: self._stopping)
         self.core = core
         self.state = PlaygroundState(data_dir / "playground.json", clock=clock)
+        self.files = FileStore(data_dir / "playground_files")
         self.hub = Hub()
+        self._file_cap = file_max_bytes
         self._stop_grace = stop_grace
         self._action_wait = action_wait
         self.tasks = TaskSet("the playground")
@@ -169,16 +137,21 @@ class PlaygroundAdapter:
         app.router.add_get("/api/threads/{thread_id}", self.gate.api(self._thread))
         app.router.add_post("/api/messages", self.gate.api(self._post_message))
         app.router.add_post("/api/actions", self.gate.api(self._post_action))
+        app.router.add_get("/api/files/{thread_id}/{file_id}", self.gate.api(lambda r: serve(self.state, self.files, r)))
         app.router.add_get("/api/ws", self.gate.api(self._websocket))
 
     async def start(self) -> None:
         await self.gate.open()
+        await asyncio.to_thread(self.files.clear_staging)  # uploads a stop cut short
         await self.state.load()
         self._unsubscribe = self.state.subscribe(self.hub.publish)
         self.core.register_surfaces(PREFIX, self._surface_for)
 
     def _surface_for(self, key: ThreadKey) -> PlaygroundSurface:
-        return PlaygroundSurface(self.state, key.removeprefix(PREFIX))
+        return self._surface(key.removeprefix(PREFIX))
+
+    def _surface(self, thread_id: str) -> PlaygroundSurface:
+        return PlaygroundSurface(self.state, thread_id, PlaygroundFiles(self.state, self.files, thread_id))
 
     async def wait_idle(self) -> None:
         """Return once no message or click is being handled (those arriving meanwhile included)."""
@@ -227,37 +200,58 @@ class PlaygroundAdapter:
 
     # --- writes -------------------------------------------------------------------------------
     async def _post_message(self, request: web.Request) -> web.Response:
-        body = await self._body(request, PostMessage)
-        author = body.author(request[USER])
+        if request.content_type != "multipart/form-data":
+            return await self._accept(await self._body(request, PostMessage), request[USER], [])
+        staging = await asyncio.to_thread(self.files.staging)
+        try:
+            try:
+                upload = await read_upload(request, staging, self._file_cap)
+            except UploadError as exc:
+                raise _error(_CLIENT_ERRORS.get(exc.status, web.HTTPBadRequest), str(exc)) from None
+            fields = {k: v for k, v in upload.fields.items() if v or k != "thread_id"}
+            body = _validated(PostWithFiles, lambda: PostWithFiles.model_validate(fields))
+            if not body.text.strip() and not upload.files:
+                raise _error(web.HTTPBadRequest, "the message is empty")
+            return await self._accept(body, request[USER], upload.files)
+        finally:
+            await asyncio.to_thread(FileStore.discard, staging)
+
+    async def _accept(self, body: PostMessage, user_id: str, staged: list[Staged]) -> web.Response:
+        author = body.author(user_id)
         known = self.state.by_event(body.event_id)
-        if known is not None:
+        if known is not None:  # a retry: the files of the message written the first time
             thread_id, message_id = known
+            files = self.state.message(thread_id, message_id).files
         else:
             try:
                 thread = (
-                    self.state.create_thread(body.text)
+                    self.state.create_thread(body.text or ", ".join(f.name for f in staged))
                     if body.thread_id is None
                     else self.state.thread(body.thread_id)
                 )
             except UnknownThread:
                 raise _error(web.HTTPNotFound, "no such thread") from None
             thread_id = thread.id
+            files = [await keep(self.files, thread_id, f) for f in staged]
             message_id = self.state.post(
                 thread_id,
                 author_id=author.id,
                 author_name=author.display_name,
                 text=body.text,
                 event_id=body.event_id,
+                files=files,
             ).id
             await self.state.flush()  # an accepted message is on disk, as on a platform
-        inbound = Inbound(thread_key(thread_id), author, body.text, body.event_id)
+        inbound = Inbound(
+            thread_key(thread_id), author, body.text, body.event_id, tuple(map(attachment, files))
+        )
         self._spawn(self._answer(inbound, thread_id, await self._admit(inbound, thread_id)))
         return web.json_response({"thread_id": thread_id, "message_id": message_id}, status=202)
 
     async def _admit(self, inbound: Inbound, thread_id: str) -> Awaitable[None] | None:
         """The core keeps the message (with its delivery id) before the page hears 202."""
         try:
-            return await self.core.admit(inbound, PlaygroundSurface(self.state, thread_id))
+            return await self.core.admit(inbound, self._surface(thread_id))
         except Exception:
             log.exception("accepting a playground message in %s failed", inbound.thread_key)
             raise _error(web.HTTPServiceUnavailable, "the message could not be stored; try again") from None
@@ -268,7 +262,7 @@ class PlaygroundAdapter:
             self.state.thread(body.thread_id)
         except UnknownThread:
             raise _error(web.HTTPNotFound, "no such thread") from None
-        surface = PlaygroundSurface(self.state, body.thread_id)
+        surface = self._surface(body.thread_id)
         user_id = request[USER]
         task = self._spawn(self._act(body.action_id, body.author(user_id), surface, body.message_id))
         try:
@@ -306,7 +300,7 @@ class PlaygroundAdapter:
     async def _websocket(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(heartbeat=25.0)
         await ws.prepare(request)
-        connection = _Connection(ws, request.query.get("client", "")[:64], request[USER])
+        connection = Connection(ws, request.query.get("client", "")[:64], request[USER])
         self.hub.connections.add(connection)
         pump = asyncio.create_task(connection.pump())
         try:
@@ -329,11 +323,23 @@ class PlaygroundAdapter:
     async def _body(self, request: web.Request, model: type[M]) -> M:
         if request.content_type != "application/json":
             raise _error(web.HTTPUnsupportedMediaType, "send JSON")
-        try:
-            return model.model_validate_json(await request.read())
-        except ValidationError as exc:
-            problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise _error(web.HTTPBadRequest, problem) from None
+        raw = await request.read()
+        return _validated(model, lambda: model.model_validate_json(raw))
+
+
+class _TooLarge(web.HTTPClientError):
+    status_code = 413
+
+
+_CLIENT_ERRORS: dict[int, type[web.HTTPException]] = {400: web.HTTPBadRequest, 413: _TooLarge}
+
+
+def _validated(model: type[M], parse: Callable[[], M]) -> M:
+    try:
+        return parse()
+    except ValidationError as exc:
+        problem = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise _error(web.HTTPBadRequest, problem) from None
 
 
 def _error(kind: type[web.HTTPException], message: str) -> web.HTTPException:

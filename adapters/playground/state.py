@@ -42,6 +42,18 @@ class ButtonData(BaseModel):
     style: Literal["primary", "danger", "default"] = "default"
 
 
+class FileData(BaseModel):
+    """A file shown with a message; its bytes are in the playground's file store."""
+
+    id: str
+    name: str
+    """Already made safe (``bot.files.names``)."""
+    size: int
+    mimetype: str
+    kept: bool = True
+    """False for a file over the cap: named with its size, its bytes not kept."""
+
+
 class MessageData(BaseModel):
     id: str
     author_id: str
@@ -49,6 +61,7 @@ class MessageData(BaseModel):
     bot: bool = False
     text: str
     buttons: list[ButtonData] = Field(default_factory=list)
+    files: list[FileData] = Field(default_factory=list)
     created_at: float
     edited_at: float | None = None
     edits: int = 0
@@ -221,6 +234,7 @@ class PlaygroundState:
         buttons: Iterable[ButtonData] = (),
         bot: bool = False,
         event_id: str | None = None,
+        files: Iterable[FileData] = (),
     ) -> MessageData:
         thread = self.thread(thread_id)
         now = self._clock.now()
@@ -231,6 +245,7 @@ class PlaygroundState:
             bot=bot,
             text=text,
             buttons=list(buttons),
+            files=list(files),
             created_at=now,
             event_id=event_id,
         )
@@ -288,6 +303,14 @@ class PlaygroundState:
 
     def _emit_pins(self, thread: ThreadData) -> None:
         self._emit({"type": "pins", "thread_id": thread.id, "pins": list(thread.pins)})
+
+    def file(self, thread_id: str, file_id: str) -> FileData | None:
+        """The file ``file_id`` shown in the thread (None: not one of its files)."""
+        for message in self.thread(thread_id).messages:
+            for file in message.files:
+                if file.id == file_id:
+                    return file
+        return None
 
     def message(self, thread_id: str, message_id: str) -> MessageData:
         return self._message(thread_id, message_id)

@@ -15,6 +15,7 @@ from adapters.playground.state import (
 )
 from bot.conversation import ThreadKey
 from bot.errors import EditRefused, MessageTooLong, SurfaceError
+from bot.files.transfer import FileTransfer
 from bot.present.surface import Button, SurfaceLimits
 
 PREFIX = "playground:"
@@ -38,10 +39,14 @@ def thread_key(thread_id: str) -> ThreadKey:
 
 
 class PlaygroundSurface:
-    def __init__(self, state: PlaygroundState, thread_id: str) -> None:
+    def __init__(
+        self, state: PlaygroundState, thread_id: str, files: FileTransfer | None = None
+    ) -> None:
         self._state = state
         self._thread_id = thread_id
         self._key = thread_key(thread_id)
+        self.files = files
+        """Shared files read, workspace files posted as downloads (``bot.files.transfer``)."""
 
     @property
     def thread_key(self) -> ThreadKey:

@@ -41,6 +41,7 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         wanted = BOT_SCOPES | ({GROUP_SCOPE} if configured_groups(settings) else set())
         lines.append(_scopes(response.headers.get("x-oauth-scopes"), wanted))
         lines.append(_streaming(config))
+        lines.append(_edit_budget(settings, config))
         if config.app_token is not None:
             lines.append(await _socket_mode(client, config.app_token.get_secret_value(), where))
         else:
@@ -91,6 +92,26 @@ def _streaming(config: SlackConfig) -> Line:
         f"starts and {config.stream_appends_per_minute:g} appends a minute, rollover after "
         f"{config.stream_max_age:g} s)",
     )
+
+
+TIER_3 = 50.0
+"""``chat.update`` calls a minute Slack allows a workspace."""
+
+
+def _edit_budget(settings: Settings, config: SlackConfig) -> Line:
+    """How fast replies may be edited, and who shares that budget."""
+    who = (
+        "shared by every worker on THREADLINE_DATABASE_URL (the database paces them together)"
+        if settings.database_url is not None
+        else "for this one process (SQLite)"
+    )
+    words = (
+        f"edits: {config.edits_per_minute:g} chat.update a minute for the workspace "
+        f"(THREADLINE_SLACK_EDITS_PER_MINUTE), {who}"
+    )
+    if config.edits_per_minute > TIER_3:
+        return (None, f"{words}; Slack allows about {TIER_3:g}: expect 429s and slower replies")
+    return (True, words)
 
 
 def _reason(exc: BaseException) -> str:

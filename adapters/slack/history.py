@@ -1,7 +1,12 @@
 """A thread's earlier messages, read once when the bot is first mentioned in a thread that
 existed before (``conversations.replies``, one page): the thread's first message and the most
 recent ones before the mention, at most ``limit``, each with its author's display name. The
-bot's own messages are left out; other apps' are named as such."""
+bot's own messages are left out; other apps' are named as such.
+
+What was not read is a :class:`Gap` where it was: the messages between the first and the most
+recent ones that the ``limit`` left out (counted), and, when the page did not reach the mention
+(``has_more``: a long thread, or Slack's 15-message page for apps outside the Marketplace),
+the rest before it (not counted: one page is all Slack allows such apps a minute)."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from typing import Any
 from adapters.slack.api import Identity, SlackApi, guarded
 from adapters.slack.names import DisplayNames
 from adapters.slack.parse import mentioned_users, plain_text
-from bot.conversation import Earlier
+from bot.conversation import Earlier, Gap
 from bot.errors import SurfaceError
 
 log = logging.getLogger(__name__)
@@ -29,7 +34,7 @@ async def earlier(
     root_ts: str,
     before_ts: str,
     limit: int,
-) -> tuple[Earlier, ...]:
+) -> tuple[Earlier | Gap, ...]:
     """The thread's messages before ``before_ts`` (the root first), at most ``limit``; none when
     Slack refuses (the answer goes on without them)."""
     if limit <= 0:
@@ -46,16 +51,22 @@ async def earlier(
         return ()
     found = response.get("messages") if response is not None else None
     said = [m for m in found or () if _shown(m, identity) and str(m.get("ts")) < before_ts]
-    if len(said) > limit:  # the root, then the most recent
+    skipped = max(0, len(said) - limit)
+    if skipped:  # the root, then the most recent
         said = [said[0], *said[len(said) - limit + 1 :]] if limit > 1 else said[:1]
     users = {str(m["user"]) for m in said if m.get("user") and not m.get("bot_id")}
     users |= {u for m in said for u in mentioned_users(str(m.get("text") or ""))}
     ordered = sorted(users)
     looked_up = await asyncio.gather(*(names.name(u) for u in ordered))
     known = dict(zip(ordered, looked_up, strict=True))
-    return tuple(
+    read: list[Earlier | Gap] = [
         Earlier(_author(m, known), plain_text(str(m.get("text") or ""), known)) for m in said
-    )
+    ]
+    if skipped:
+        read.insert(1, Gap(skipped))
+    if response is not None and response.get("has_more"):
+        read.append(Gap(None))
+    return tuple(read)
 
 
 def _shown(message: Any, identity: Identity) -> bool:

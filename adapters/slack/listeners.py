@@ -40,7 +40,7 @@ from adapters.slack.render import render
 from adapters.slack.streams import StreamSupport
 from adapters.slack.surface import SlackSurface, StatusSupport
 from bot.commands import run_command
-from bot.conversation import Author, Earlier, Inbound, ThreadKey
+from bot.conversation import Author, Earlier, Gap, Inbound, ThreadKey
 from bot.errors import SurfaceError
 from bot.ports import CoreApi
 from bot.present.surface import SurfaceLimits
@@ -139,7 +139,7 @@ class SlackListeners:
         )
         found = await asyncio.gather(*(_within(self.names.name(u), u) for u in mentioned))
         names = dict(zip(mentioned, found, strict=True))
-        history: tuple[Earlier, ...] = await history_read
+        history: tuple[Earlier | Gap, ...] = await history_read
         return Inbound(
             thread_key=key,
             author=Author(f"slack:{message.user}", name, roles),
@@ -150,7 +150,7 @@ class SlackListeners:
             history=history,
         )
 
-    async def _earlier(self, message: PersonMessage, key: ThreadKey) -> tuple[Earlier, ...]:
+    async def _earlier(self, message: PersonMessage, key: ThreadKey) -> tuple[Earlier | Gap, ...]:
         """A first mention inside a thread that existed before: what was said there."""
         if message.needs_session or message.ts == message.root_ts or await self.core.has_session(key):
             return ()

@@ -42,6 +42,15 @@ class ToolFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A call still running says how far it got (a sub-agent's step and tool)."""
+
+    call_id: str
+    name: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class TodosChanged:
     todos: tuple[Todo, ...]
 
@@ -58,6 +67,9 @@ class ApprovalNeeded:
     """A tool call waits for a person's decision: show the card with its buttons."""
 
     request: ApprovalRequest
+    inline: bool = False
+    """Asked by a call that waits for it while the run goes on (a sub-agent's tool): the reply
+    continues below the card instead of ending with it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +89,7 @@ EngineEvent = (
     | TextDelta
     | ToolStarted
     | ToolFinished
+    | ToolProgress
     | TodosChanged
     | Notice
     | ApprovalNeeded

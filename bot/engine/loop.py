@@ -149,6 +149,7 @@ class Engine:
         if self._configure is not None:
             deps = replace(deps, config=self._configure(session))
         run = _Run(deps, session, sink, ctx)
+        ctx.events, ctx.spent = sink, run.spent
         waiting = open_calls(session.messages) if resume else []
         state: State = RunTools(1, tuple(waiting)) if waiting else CallModel(1)
         try:
@@ -356,9 +357,10 @@ class _Run:
     async def run_tools(self, turn: int, calls: tuple[ToolCall, ...]) -> State:
         """Run the calls in order; a call waiting for approval holds back the calls after it.
 
-        A call that proceeds with nothing to ask and no side effect starts beside the ones
-        before it when they are of other lanes (other toolkits, other plain tools); calls of
-        one lane run one after another. Results are recorded in call order either way."""
+        A call that proceeds with nothing to ask and no side effect (or of a concurrent tool:
+        ``delegate_task``, each call its own lane) starts beside the ones before it when they
+        are of other lanes (other toolkits, other plain tools); calls of one lane run one after
+        another. Results are recorded in call order either way."""
         before = self.session.todos
         waiting = False
         flight = _Flight() if len(calls) > 1 else None
@@ -385,13 +387,13 @@ class _Run:
         for a person, or ``_HELD`` when an earlier call waits (it runs after that one, in order),
         or it is started in ``flight`` (its result recorded when the flight lands).
         Calls whose arguments are invalid, over their limits or cut off never reach the gate."""
-        lane = self.deps.tools.lane(call.name)
+        lane = self.deps.tools.lane(call.name, call.id)
         if flight is not None and lane in flight.lanes:
             await self._land(flight)  # it sees what the earlier call of its lane changed
         tool, args, refusal = self._prepared(call)
         beside = (
             flight is not None and tool is not None and args is not None and not blocked
-            and self.deps.gate.free(self.ctx, tool)
+            and (tool.concurrent or self.deps.gate.free(self.ctx, tool))
         )  # fmt: skip
         if not beside:
             await self._land(flight)  # what runs now comes after every earlier result
@@ -492,7 +494,7 @@ class _Run:
         """Run the tool: its output, and whether it failed."""
         began = time.perf_counter()
         try:
-            content, is_error = await tool.invoke(self.ctx, args), False
+            content, is_error = await tool.invoke(replace(self.ctx, call_id=call.id), args), False
         except ToolError as exc:
             content, is_error = f"error: {exc}", True
         except Exception as exc:  # a tool's bug is a result the model sees, not a crashed run
@@ -538,11 +540,14 @@ class _Run:
         return True
 
     async def _account(self, usage: Usage | None) -> None:
-        if usage is None:
-            return
-        config = self.deps.config
+        if usage is not None:
+            self.spent(usage, self.deps.config.cost(usage))
+
+    def spent(self, usage: Usage, cost: float) -> None:
+        """Count tokens used for this run (by its model calls, or a sub-agent's) in its limits
+        and in the thread's totals."""
         self.usage = self.usage + usage
-        self.cost += charge(self.session, usage, config.cost(usage), self.deps.clock.now())
+        self.cost += charge(self.session, usage, cost, self.deps.clock.now())
 
     async def _persist(self, messages: Sequence[Message]) -> None:
         if not messages:

@@ -15,6 +15,10 @@ takes its edits from one :class:`EditBudget`:
   ``Retry-After``, and one the pacing did not foresee slows the pace (it recovers a little with
   every edit that goes through, never above the documented rate).
 
+With several workers on one store (PostgreSQL), a key with a rate is paced by the store instead
+(:class:`~bot.present.shared_rate.SharedPace`): the queue above stays each worker's own, the
+interval, the reserve and the pauses are the workers' together. Alone (SQLite) nothing changes.
+
 :class:`EditScheduler` computes who goes next and when; :meth:`EditBudget.acquire` is the one
 place that sleeps, through the injected clock.
 """
@@ -29,6 +33,7 @@ from enum import IntEnum
 
 from bot import metrics
 from bot.clock import Clock, sleep_until_set
+from bot.present.shared_rate import SharedPace, SharedRates
 from bot.present.surface import SurfaceLimits
 from bot.present.sweep import DraftSweeper
 
@@ -77,6 +82,9 @@ class EditScheduler:
     def cancel(self, owner: object) -> None:
         self._places.pop(owner, None)
 
+    def priority_of(self, owner: object) -> Priority:
+        return self._places[owner][0]
+
     def pause(self, until: float, *, now: float | None = None) -> None:
         """A 429 says nobody edits before ``until``; given ``now``, a 429 that came while the
         pace said there was room also slows the pace (the platform allows less than we thought)."""
@@ -89,9 +97,13 @@ class EditScheduler:
         room = self._burst + (self._reserve if priority is Priority.FINAL else 0)
         return max(self._next - room * self.interval, self._paused_until)
 
+    def finals(self) -> int:
+        """Final edits waiting."""
+        return sum(1 for priority, _ in self._places.values() if priority is Priority.FINAL)
+
     def wait_estimate(self, now: float) -> float:
         """Seconds a final edit asked for now would wait: the finals already queued go first."""
-        ahead = sum(1 for priority, _ in self._places.values() if priority is Priority.FINAL)
+        ahead = self.finals()
         start = max(self.ready_at(Priority.FINAL), now)
         return start - now + ahead * self.interval
 
@@ -127,10 +139,14 @@ class EditBudget:
         burst: int = 1,
         reserve: int = 0,
         platform: str | None = "",
+        pace: SharedPace | None = None,
     ) -> None:
-        """``platform`` labels the edit metrics; None: not an edit budget (no metrics)."""
+        """``platform`` labels the edit metrics; None: not an edit budget (no metrics).
+        ``pace``: the rate shared with other workers (it replaces this budget's own pace)."""
         self._clock = clock
-        self.scheduler = EditScheduler(edits_per_minute, burst=burst, reserve=reserve)
+        self._pace = pace
+        local_rate = None if pace is not None else edits_per_minute
+        self.scheduler = EditScheduler(local_rate, burst=burst, reserve=reserve)
         self._turn_waiters: dict[object, asyncio.Future[None]] = {}
         self._metered = None if platform is None else metrics.EditMeter(platform, edits_per_minute)
         self._promoted: dict[object, asyncio.Event] = {}
@@ -161,12 +177,21 @@ class EditBudget:
                     due = sched.due(owner, now)
                     if due is None:
                         await self._wait_for_turn(owner)
-                    elif due > now:
+                        continue
+                    if self._pace is not None:
+                        final = sched.priority_of(owner) is Priority.FINAL
+                        due = max(due, await self._pace.due(final, len(sched)))
+                        now = self._clock.monotonic()
+                        if sched.head() is not owner:
+                            continue
+                    if due > now:
                         promoted = self._promoted.setdefault(owner, asyncio.Event())
                         await sleep_until_set(self._clock, due - now, promoted)
                         promoted.clear()
                     else:
                         sched.grant(owner, now)
+                        if self._pace is not None:
+                            self._pace.take(now)
                         if self._metered is not None:
                             self._metered.granted(priority.name.lower(), now - began)
                         return True
@@ -188,10 +213,15 @@ class EditBudget:
         """The platform answered 429: nobody behind this key edits for ``retry_after`` seconds."""
         now = self._clock.monotonic()
         self.scheduler.pause(now + max(0.0, retry_after), now=now)
+        if self._pace is not None:
+            self._pace.note_rate_limited(retry_after)
 
     def wait_estimate(self) -> float:
         """Seconds a final edit asked for now would wait for its turn."""
-        return self.scheduler.wait_estimate(self._clock.monotonic())
+        now = self._clock.monotonic()
+        if self._pace is None:
+            return self.scheduler.wait_estimate(now)
+        return max(self.scheduler.wait_estimate(now), self._pace.wait_estimate(self.scheduler.finals()))
 
     async def _wait_for_turn(self, owner: object) -> None:
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -210,26 +240,30 @@ class EditBudget:
 
 
 class BudgetRegistry:
-    """The one :class:`EditBudget` of each ``budget_key``."""
+    """The one :class:`EditBudget` of each ``budget_key``; with ``shared``, the keys that have
+    a rate share it with the other workers of the store."""
 
-    def __init__(self, clock: Clock, *, burst: int = 1) -> None:
+    def __init__(self, clock: Clock, *, burst: int = 1, shared: SharedRates | None = None) -> None:
         self._clock = clock
         self._burst = burst
+        self.shared = shared
         self._budgets: dict[str, EditBudget] = {}
-        self.sweeper = DraftSweeper(clock)
+        self.sweeper = DraftSweeper(clock, self._delete_pace if shared is not None else None)
         """Deletes the drafts that finals posted anew leave behind."""
 
     def get(self, limits: SurfaceLimits) -> EditBudget:
         budget = self._budgets.get(limits.budget_key)
         if budget is None:
+            key, rate, reserve = limits.budget_key, limits.edits_per_minute, limits.final_reserve
             budget = EditBudget(
                 self._clock,
-                limits.edits_per_minute,
+                rate,
                 burst=self._burst,
-                reserve=limits.final_reserve,
-                platform=metrics.platform_of(limits.budget_key),
+                reserve=reserve,
+                platform=metrics.platform_of(key),
+                pace=self._pace(key, rate, self._burst, reserve) if limits.workers_share_budget else None,
             )
-            self._budgets[limits.budget_key] = budget
+            self._budgets[key] = budget
         return budget
 
     def for_key(self, key: str, per_minute: float | None, burst: int = 1) -> EditBudget:
@@ -237,9 +271,21 @@ class BudgetRegistry:
         budget = self._budgets.get(key)
         if budget is None:
             budget = self._budgets[key] = EditBudget(
-                self._clock, per_minute, burst=burst, platform=None
-            )
+                self._clock, per_minute, burst=burst, platform=None,
+                pace=self._pace(key, per_minute, burst, 0),
+            )  # fmt: skip
         return budget
+
+    def _delete_pace(self, key: str, per_minute: float) -> EditBudget:
+        """The deletions of drafts behind a key, paced with the other workers'."""
+        return self.for_key(key, per_minute)
+
+    def _pace(self, key: str, rate: float | None, burst: int, reserve: int) -> SharedPace | None:
+        if self.shared is None or rate is None:
+            return None
+        return self.shared.pace(key, rate, burst=burst, reserve=reserve)
 
     async def aclose(self) -> None:
         await self.sweeper.aclose()
+        if self.shared is not None:
+            await self.shared.aclose()

@@ -115,9 +115,9 @@ class NativeReply:
         else:
             self._kick()
 
-    def set_footer(self, footer: str | None) -> None:
+    def set_footer(self, footer: str | None, *, alone: bool = False) -> None:
         """Tool calls show as task cards here; the footer only matters after a fallback."""
-        self._edits.set_footer(footer)
+        self._edits.set_footer(footer)  # the progress shows in the task card meanwhile
 
     def set_buttons(self, buttons: tuple[Button, ...]) -> None:
         """A streamed message has no buttons; a message edited after a fallback does."""

@@ -24,6 +24,7 @@ from bot.engine.events import (
     TextDelta,
     TodosChanged,
     ToolFinished,
+    ToolProgress,
     ToolStarted,
 )
 from bot.errors import SurfaceError
@@ -64,21 +65,13 @@ class Presenter:
         self._clock = clock
         self._on_card = on_card
         self._on_tool = on_tool
-        budget = budgets.get(surface.limits)
-        sweeper = budgets.sweeper
-        edits = ReplyStream(
-            surface, clock, budget, on_posted, lambda draft: sweeper.discard(surface, draft)
-        )
-        streams = native_streams(surface)
-        self._native = (
-            None
-            if streams is None
-            else NativeReply(surface, streams, clock, budgets, edits, on_posted)
-        )
-        self._reply: ReplyStream | NativeReply = edits if self._native is None else self._native
-        if stop_button is not None:
-            self._reply.set_buttons((stop_button,))
-        self._panel = TodoPanel(surface, panel, persist_panel, clock=clock, budget=budget)
+        self._budgets = budgets
+        self._on_posted = on_posted
+        self._stop_button = stop_button
+        self._native: NativeReply | None = None
+        self._reply = self._new_reply()
+        self._cards = asyncio.Lock()
+        self._panel = TodoPanel(surface, panel, persist_panel, clock=clock, budget=budgets.get(surface.limits))
         self._status_wanted: str | None = None
         self._status_sent: str | None = None
         self._status_task: asyncio.Task[None] | None = None
@@ -86,9 +79,27 @@ class Presenter:
         self._paragraph = False
         """A new model call began: its text starts a new paragraph."""
 
+    def _new_reply(self) -> ReplyStream | NativeReply:
+        """A reply message (natively streamed where the surface can), with the Stop button."""
+        surface, sweeper = self._surface, self._budgets.sweeper
+        edits = ReplyStream(
+            surface, self._clock, self._budgets.get(surface.limits), self._on_posted,
+            lambda draft: sweeper.discard(surface, draft),
+        )  # fmt: skip
+        streams = native_streams(surface)
+        self._native = (
+            None
+            if streams is None
+            else NativeReply(surface, streams, self._clock, self._budgets, edits, self._on_posted)
+        )
+        reply: ReplyStream | NativeReply = edits if self._native is None else self._native
+        if self._stop_button is not None:
+            reply.set_buttons((self._stop_button,))
+        return reply
+
     async def __call__(self, event: EngineEvent) -> None:
         if isinstance(event, ApprovalNeeded):
-            await self._card(event.request)
+            await self._card(event.request, inline=event.inline)
             return
         if self._reply.finished and not isinstance(event, Finished | Failed):
             log.warning("event after the reply finished: %r", event)
@@ -99,7 +110,7 @@ class Presenter:
             case ModelCallStarted(turn):
                 self._paragraph = self._paragraph or turn > 1
                 self._status_while_silent(THINKING)
-            case ToolStarted(name=name) if name not in SILENT_TOOLS:
+            case ToolStarted() | ToolProgress() if event.name not in SILENT_TOOLS:
                 self._tool_started(event)
             case ToolFinished(name=name) if name not in SILENT_TOOLS:
                 await self._tool_finished(event)
@@ -117,10 +128,19 @@ class Presenter:
                 gap = "\n\n" if self._reply.has_text else ""
                 await self._end(f"{gap}⚠️ {message}")
 
-    def _tool_started(self, event: ToolStarted) -> None:
+    def _tool_started(self, event: ToolStarted | ToolProgress) -> None:
+        if isinstance(event, ToolProgress):
+            self._progress(event)
+            return
         self._reply.set_footer(f"_running `{event.name}`…_")
         self._task(event.call_id, event.name, "in_progress")
         self._status_while_silent(f"running {event.name}…")
+
+    def _progress(self, event: ToolProgress) -> None:
+        """A long call's activity: a line under the reply (shown even before any text)."""
+        self._reply.set_footer(f"▸ `{event.name}` · {event.text}", alone=True)
+        self._task(event.call_id, event.name, "in_progress", event.text)
+        self._status_while_silent(f"{event.name}: {event.text}")
 
     async def _tool_finished(self, event: ToolFinished) -> None:
         self._reply.set_footer(None)
@@ -143,13 +163,19 @@ class Presenter:
         if self._native is not None:
             self._native.set_task(StreamTask(f"call-{call_id}", f"`{name}`", status, details))
 
-    async def _card(self, request: ApprovalRequest) -> None:
-        """The reply so far lands first, then the card below it."""
-        await self._end("")
-        message_id = await post_card(self._surface, self._clock, request)
-        request.card_id = message_id
-        if self._on_card is not None:
-            await self._on_card(request, message_id)
+    async def _card(self, request: ApprovalRequest, *, inline: bool) -> None:
+        """The reply so far lands first, then the card below it; when the run goes on while
+        the card waits (``inline``), what it writes next goes to a new reply below the card."""
+        async with self._cards:
+            await self._end("")
+            message_id = await post_card(self._surface, self._clock, request)
+            request.card_id = message_id
+            if self._on_card is not None:
+                await self._on_card(request, message_id)
+            if inline:
+                done, self._reply = self._reply, self._new_reply()
+                self._paragraph = False
+                await done.aclose()
 
     async def close(self) -> None:
         """Land everything and stop the tasks; safe to call twice."""

@@ -47,6 +47,8 @@ class _Message:
     sealed: bool
     """It shows its complete chunk; later text goes to other messages."""
     buttons: tuple[Button, ...] = ()
+    recorded: bool = False
+    """Its id went to ``on_posted``: it may show buttons."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,7 @@ class ReplyStream:
         self._interval = surface.limits.min_edit_interval
         self._written = Written()
         self._footer: str | None = None
+        self._footer_alone = False
         self._buttons: tuple[Button, ...] = ()
         self._final: str | None = None
         self._messages: list[_Message] = []
@@ -138,11 +141,14 @@ class ReplyStream:
             self._written.add(text)
             self._kick()
 
-    def set_footer(self, footer: str | None) -> None:
-        """A transient line under the text (``_running `grep`…_``); never part of the final."""
-        if footer != self._footer and self._final is None:
-            self._footer = footer
-            if self._task is not None:
+    def set_footer(self, footer: str | None, *, alone: bool = False) -> None:
+        """A transient line under the text (``_running `grep`…_``); never part of the final.
+        ``alone``: shown even before any text (a long call's progress), in a message of its
+        own that the text then takes over (or that goes if no text ever comes)."""
+        alone = alone and footer is not None
+        if (footer, alone) != (self._footer, self._footer_alone) and self._final is None:
+            self._footer, self._footer_alone = footer, alone
+            if self._task is not None or alone:
                 self._kick()
 
     def set_buttons(self, buttons: tuple[Button, ...]) -> None:
@@ -209,8 +215,11 @@ class ReplyStream:
         """What the messages should show now, newest text only."""
         split, marker = self._split()
         chunks = list(split)
-        if self._final is not None or not chunks:
+        if self._final is not None:
             return chunks
+        if not chunks:  # a footer shown alone, or nothing yet
+            footer = self._footer if self._footer_alone else None
+            return [self._surface.render(footer)] if footer else []
         tail = chunks[-1]
         if marker is not None:
             tail += "\n" + marker  # show streaming code as code
@@ -319,14 +328,16 @@ class ReplyStream:
         now = self._clock.monotonic()
         if op.kind == "post":
             # a message whose id must be recorded first is posted without its buttons: they come
-            # with the next edit, so a crash right after the post leaves no button behind
+            # with an edit once the id is recorded, so a crash right after the post leaves no
+            # button behind (and a reply final at its first post records nothing)
             shown = () if self._on_posted is not None else op.buttons
             message_id = await self._surface.post(op.text, shown)
             self._messages.append(_Message(message_id, op.text, now, op.seal, shown))
-            if self._on_posted is not None:
-                await self._on_posted(message_id)
         elif op.kind == "edit":
             msg = self._messages[op.index]
+            if op.buttons and not msg.recorded and self._on_posted is not None:
+                await self._on_posted(msg.id)
+                msg.recorded = True
             msg.touched = now
             await self._surface.edit(msg.id, op.text, op.buttons, final=self._final is not None)
             msg.text, msg.sealed, msg.buttons = op.text, op.seal, op.buttons

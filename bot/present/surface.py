@@ -44,6 +44,10 @@ class SurfaceLimits:
     draw on the edit budget); None: always edit."""
     deletes_per_minute: float | None = None
     """Deletions allowed per minute across ``budget_key`` (the drafts a fresh final leaves)."""
+    workers_share_budget: bool = True
+    """Whether several workers may edit behind ``budget_key`` at once (a workspace's threads
+    are answered by any worker), so that on a shared store they pace together; False where only
+    the worker holding one thread edits there (a Discord thread is its own channel)."""
 
 
 class Surface(Protocol):

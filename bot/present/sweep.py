@@ -5,6 +5,8 @@ posts it as a new message and hands the superseded draft here. Each ``budget_key
 queue, worked by one owned task, paced by the surface's ``deletes_per_minute``; a 429 pauses
 the queue for its ``Retry-After`` (and slows the pace, like the edit budget), a message that is
 already gone counts as deleted, and any other failure is logged and the draft left as it is.
+With several workers on one store the deletions of a key are paced with the other workers'
+(``shared``: an edit budget of its own per key, :mod:`bot.present.shared_rate`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import Callable
+from typing import Protocol
 
 from bot.clock import Clock
 from bot.errors import SurfaceError, SurfaceRateLimited
@@ -26,9 +30,24 @@ SLOWER = 1.25
 """How much an unforeseen 429 stretches the interval between deletions."""
 
 
+class Pacer(Protocol):
+    """A budget shared with other workers (an :class:`~bot.present.budget.EditBudget`)."""
+
+    async def acquire(self, owner: object, /) -> bool: ...
+
+    def note_rate_limited(self, retry_after: float) -> None: ...
+
+
+SharedPacer = Callable[[str, float], Pacer | None]
+"""The pacer shared with other workers for a key and its rate, None when there is none."""
+
+
 class _Queue:
-    def __init__(self, clock: Clock, deletes_per_minute: float | None) -> None:
+    def __init__(
+        self, clock: Clock, deletes_per_minute: float | None, shared: Pacer | None = None
+    ) -> None:
         self.clock = clock
+        self.shared = shared
         self.interval = 0.0 if deletes_per_minute is None else 60.0 / deletes_per_minute
         self.next_at = 0.0
         self.items: deque[tuple[Surface, str, int]] = deque()
@@ -37,13 +56,18 @@ class _Queue:
     async def work(self) -> None:
         while self.items:
             surface, message_id, attempts = self.items.popleft()
-            wait = self.next_at - self.clock.monotonic()
-            if wait > 0:
-                await self.clock.sleep(wait)
-            self.next_at = max(self.next_at, self.clock.monotonic()) + self.interval
+            if self.shared is not None:
+                await self.shared.acquire(self)
+            else:
+                wait = self.next_at - self.clock.monotonic()
+                if wait > 0:
+                    await self.clock.sleep(wait)
+                self.next_at = max(self.next_at, self.clock.monotonic()) + self.interval
             try:
                 await surface.delete(message_id)
             except SurfaceRateLimited as exc:
+                if self.shared is not None:
+                    self.shared.note_rate_limited(exc.retry_after)
                 self.interval *= SLOWER
                 self.next_at = max(self.next_at, self.clock.monotonic() + exc.retry_after)
                 if attempts + 1 < MAX_ATTEMPTS:
@@ -57,8 +81,9 @@ class _Queue:
 class DraftSweeper:
     """One delete queue per budget key."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, shared: SharedPacer | None = None) -> None:
         self._clock = clock
+        self._shared = shared
         self._queues: dict[str, _Queue] = {}
         self._closed = False
 
@@ -70,7 +95,11 @@ class DraftSweeper:
         limits = surface.limits
         queue = self._queues.get(limits.budget_key)
         if queue is None:
-            queue = self._queues[limits.budget_key] = _Queue(self._clock, limits.deletes_per_minute)
+            rate = limits.deletes_per_minute
+            shared = None
+            if self._shared is not None and rate is not None and limits.workers_share_budget:
+                shared = self._shared(f"{limits.budget_key}:delete", rate)
+            queue = self._queues[limits.budget_key] = _Queue(self._clock, rate, shared)
         queue.items.append((surface, message_id, 0))
         if queue.task is None or queue.task.done():
             queue.task = asyncio.get_running_loop().create_task(queue.work())

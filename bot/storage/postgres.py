@@ -25,8 +25,10 @@ from typing import TYPE_CHECKING
 import asyncpg
 
 from bot.errors import StoreError
+from bot.storage.budgets import BudgetStore
 from bot.storage.leases import LeaseStore
 from bot.storage.postgres_approvals import ApprovalTables
+from bot.storage.postgres_budgets import BudgetTables
 from bot.storage.postgres_jobs import JobTables
 from bot.storage.postgres_leases import LeaseTables
 from bot.storage.postgres_memory import MemoryTables
@@ -63,7 +65,7 @@ def migrations() -> list[tuple[int, str, str]]:
 
 class PostgresStore(
     SessionTables, DeliveryTables, ApprovalTables, JobTables, ScheduleTables, MemoryTables, LeaseTables,
-    WorkTables,
+    WorkTables, BudgetTables,
 ):
     def __init__(
         self, url: str, *, pool_size: int = POOL_SIZE, reconnect_wait_s: float = RECONNECT_WAIT_S
@@ -83,7 +85,7 @@ class PostgresStore(
         try:
             pool = await asyncpg.create_pool(
                 self._url, min_size=1, max_size=self._pool_size, timeout=CONNECT_TIMEOUT_S,
-                connect=self._connect,
+                reset=_reset, connect=self._connect,
             )  # fmt: skip
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
             raise StoreError(describe_failure(self._url, exc)) from None
@@ -135,7 +137,8 @@ class PostgresStore(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
                 " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
             )
-            current = int(await db.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
+            applied = {r["version"] for r in await db.fetch("SELECT version FROM schema_migrations")}
+            current = max(applied, default=0)
             shipped = migrations()
             newest = shipped[-1][0] if shipped else 0
             if current > newest:
@@ -144,7 +147,7 @@ class PostgresStore(
                     f"Threadline knows ({newest}); upgrade Threadline or use another database"
                 )
             for version, name, sql in shipped:
-                if version <= current:
+                if version in applied:  # one numbered below a version applied before comes late
                     continue
                 log.info("applying PostgreSQL migration %04d_%s", version, name)
                 await db.execute(sql)
@@ -156,6 +159,20 @@ class PostgresStore(
         return int(await self.pool.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
 
 
+async def _reset(conn: asyncpg.Connection) -> None:
+    """Make a connection given back to the pool ready for the next user. The store keeps no
+    session state on pooled connections (its advisory locks are transaction-scoped, it listens on
+    a connection of its own), so only a transaction left open needs ending; asyncpg's default
+    reset (unlock, close cursors, unlisten, reset settings) would cost a round trip per query."""
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
 def _keeps_leases(store: PostgresStore) -> LeaseStore:
     """For the type checker: the store keeps leases per thread too."""
+    return store
+
+
+def _shares_budgets(store: PostgresStore) -> BudgetStore:
+    """For the type checker: the store shares edit budgets between workers."""
     return store

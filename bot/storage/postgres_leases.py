@@ -5,7 +5,9 @@ already the taker's, so of several workers taking at once exactly one gets it (t
 makes the others re-check against its new expiry). A fenced write locks the lease row ``FOR
 SHARE`` and checks the token in the write's own transaction: a takeover (an update of that row)
 waits for the write to commit, and a write after a takeover finds another token and writes
-nothing.
+nothing. An append or a state save, the writes of every run, is one statement (one round trip):
+its writes are data-modifying ``WITH``s and its main query calls ``threadline_hold_lease``,
+which takes the same lock or fails the statement (SQLSTATE ``TL001``), undoing its writes.
 """
 
 from __future__ import annotations
@@ -23,7 +25,14 @@ from bot.sessions.model import RunState, Session
 from bot.sessions.store import SessionStore
 from bot.storage.leases import Lease
 from bot.storage.postgres_db import PgDb
-from bot.storage.postgres_sessions import APPEND, REPLACE, UPSERT, changed, session_values
+from bot.storage.postgres_sessions import (
+    FENCED_APPEND,
+    FENCED_UPSERT,
+    REPLACE,
+    UPSERT,
+    changed,
+    session_values,
+)
 
 if TYPE_CHECKING:
     from bot.storage.postgres_db import Conn
@@ -46,6 +55,8 @@ _RELEASE = (
     " WHERE key = $1 AND owner = $2 AND token = $3"
 )
 _FENCE = "SELECT 1 FROM leases WHERE key = $1 AND owner = $2 AND token = $3 FOR SHARE"
+LOST = "TL001"
+"""The SQLSTATE ``threadline_hold_lease`` raises when the lease is no longer the writer's."""
 
 
 def _lease(row: asyncpg.Record | None) -> Lease | None:
@@ -85,12 +96,21 @@ class FencedSessions:
     async def keys_in_state(self, state: RunState, limit: int = 1000) -> list[ThreadKey]:
         return await self._store.keys_in_state(state, limit)
 
+    async def _fenced(self, sql: str, *args: object) -> None:
+        """One statement that holds the lease (its last two parameters) or writes nothing."""
+        lease = self.lease
+        try:
+            await self._store.pool.execute(sql, *args, lease.owner, lease.token)
+        except asyncpg.PostgresError as exc:
+            if exc.sqlstate != LOST:
+                raise
+            raise LeaseLost(f"the lease on {lease.key} with token {lease.token} is no longer {lease.owner}'s") from None
+
     async def append_messages(self, session: Session, messages: Sequence[Message]) -> None:
         if not messages:
             return
         bodies = [dump_message(m) for m in messages]
-        async with self.transaction(session.key) as db:
-            await db.execute(APPEND, *session_values(session, messages), len(session.messages), bodies)
+        await self._fenced(FENCED_APPEND, *session_values(session, messages), len(session.messages), bodies)
         session.messages.extend(messages)
 
     async def replace_messages(self, session: Session, messages: Sequence[Message]) -> None:
@@ -102,8 +122,7 @@ class FencedSessions:
         session.messages[:] = messages
 
     async def save_state(self, session: Session) -> None:
-        async with self.transaction(session.key) as db:
-            await db.execute(UPSERT, *session_values(session))
+        await self._fenced(FENCED_UPSERT, *session_values(session))
 
 
 class LeaseTables:

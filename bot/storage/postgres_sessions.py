@@ -34,6 +34,14 @@ INSERT = (
     " SELECT $1, $16 + n - 1, body FROM unnest($17::text[]) WITH ORDINALITY AS m (body, n)"
 )
 APPEND = f"WITH arrived AS ({_ARRIVED}), saved AS ({_ROW}) {INSERT}"
+FENCED_APPEND = (
+    f"WITH arrived AS ({_ARRIVED}), saved AS ({_ROW}), added AS ({INSERT})"
+    " SELECT threadline_hold_lease($1, $18, $19)"
+)
+""":data:`APPEND` under a lease (``$18`` owner, ``$19`` token), in one statement: the writes
+are data-modifying ``WITH``s, and the main query holds the lease or fails the statement."""
+FENCED_UPSERT = f"WITH arrived AS ({_ARRIVED}), saved AS ({_ROW}) SELECT threadline_hold_lease($1, $16, $17)"
+""":data:`UPSERT` under a lease (``$16`` owner, ``$17`` token), in one statement."""
 REPLACE = INSERT.replace("$16", "0").replace("$17", "$2")
 """The whole transcript (``$2``) of the thread ``$1``, numbered from 0."""
 _LOAD = (

@@ -11,13 +11,17 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, get_type_hints, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
+from bot.llm.messages import Usage
 from bot.sessions.model import Session
+
+if TYPE_CHECKING:
+    from bot.engine.events import EventSink
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -35,6 +39,14 @@ class ToolContext:
     requester: Author | None
     clock: Clock
     scratch: dict[str, Any] = field(default_factory=dict)
+    call_id: str = ""
+    """The call being run (each call gets its own copy of the context)."""
+    events: EventSink | None = None
+    """What the thread shows of the run calling the tool (set by the engine): a tool that works
+    for long (``delegate_task``) reports its progress and asks for approvals through it."""
+    spent: Callable[[Usage, float], None] | None = None
+    """Counts tokens (and their cost) a tool used for the run in its limits and the thread's
+    totals (set by the engine; a sub-agent's model calls)."""
 
 
 ToolFunction = Callable[..., Awaitable[str]]
@@ -65,6 +77,9 @@ class Tool:
     rule_subject: Callable[[BaseModel], str | None] | None = field(default=None, compare=False)
     """What an "Always allow" rule made on one call covers, finer than the whole tool (a
     domain for ``fetch_url``: the rule then covers ``fetch_url:<domain>``); None: the tool."""
+    concurrent: bool = False
+    """Its calls in one batch run side by side, each in a lane of its own, even though it has
+    side effects (``delegate_task``: each call's own side effects are asked for as usual)."""
 
     @property
     def parameters(self) -> Mapping[str, Any]:

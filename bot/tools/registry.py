@@ -76,11 +76,13 @@ class ToolRegistry:
         offered = toolkit.tools(key, here).get(name)
         return offered if offered is not None else _unavailable(name, toolkit.missing(key, name, here))
 
-    def lane(self, name: str) -> str:
+    def lane(self, name: str, call_id: str = "") -> str:
         """Calls in one lane run in order: a toolkit's tools share its name as their lane (each
-        sees the previous one's changes to its state); a plain tool is a lane of its own."""
-        if name in self._tools:
-            return name
+        sees the previous one's changes to its state); a plain tool is a lane of its own, and
+        each call of a :attr:`~bot.tools.base.Tool.concurrent` tool too."""
+        plain = self._tools.get(name)
+        if plain is not None:
+            return f"{name}:{call_id}" if plain.concurrent and call_id else name
         toolkit = self._own.get(name)
         if toolkit is None:
             prefix, sep, _ = name.partition(SEPARATOR)

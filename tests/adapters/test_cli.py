@@ -122,6 +122,16 @@ def test_doctor_checks_the_playground_token_beyond_loopback(tmp_path: Path) -> N
     assert token not in out.stdout + out.stderr
 
 
+def test_doctor_names_the_playground_file_caps(tmp_path: Path) -> None:
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data"), "THREADLINE_FILE_MAX_BYTES": "2097152"}
+    out = threadline("doctor", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout
+    assert (
+        f"[--  ] playground files: kept in {tmp_path / 'data' / 'playground_files'}, up to 2.0 MB "
+        "each (a larger one is named, not kept; more than 64.0 MB in one message is refused)"
+    ) in out.stdout
+
+
 def test_doctor_says_who_can_read_the_metrics(tmp_path: Path) -> None:
     env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
     out = threadline("doctor", env=env, cwd=tmp_path)

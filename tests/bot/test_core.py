@@ -316,19 +316,14 @@ class Killed(BaseException):
 
 class DyingStore(SqliteStore):
     """The real store; ``die_after_append`` kills the process right after the next transcript
-    write (before anything else is written)."""
+    write is stored (before anything else happens)."""
 
     die_after_append = False
-    dying = False
 
     async def append_messages(self, session, messages):  # type: ignore[no-untyped-def]
         await super().append_messages(session, messages)
-        self.dying = self.die_after_append
-
-    async def save_state(self, session):  # type: ignore[no-untyped-def]
-        if self.dying:
+        if self.die_after_append:
             raise Killed
-        await super().save_state(session)
 
 
 async def test_a_crash_right_after_a_message_is_stored_leaves_a_run_that_is_picked_up(tmp_path: Path) -> None:

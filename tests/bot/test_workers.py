@@ -304,3 +304,31 @@ async def test_a_write_with_a_stale_token_is_refused_and_the_stale_run_stops(
         assert KEY not in a.supervisor.active and KEY not in a.leases.held  # type: ignore[attr-defined]
     finally:
         await other.close()
+
+
+async def test_a_click_elsewhere_reaches_a_delegation_waiting_inline_at_once(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.delegate import gate
+
+    monkeypatch.setattr(gate, "POLL_S", 600.0)  # only the nudge can wake the waiting call in time
+    a = await cluster.worker("a", Model(
+        step(call("delegate_task", {"task": "Ship it to prod.", "tools": ["deploy"]})),
+        step(call("deploy", {"target": "prod"})),
+        text("Shipped to prod."),
+        text("The sub-agent shipped it."),
+    ))  # fmt: skip
+    b = await cluster.worker("b", Model())
+    surface = cluster.platform.thread()
+    running = asyncio.ensure_future(a.handle(say("ship it", "e1"), surface))
+    await until(lambda: any(x.label == "Approve" for m in surface.live() for x in m.buttons))
+    [card] = [m for m in surface.live() if any(x.label == "Approve" for x in m.buttons)]
+    approve = next(x for x in card.buttons if x.label == "Approve")
+
+    assert await b.on_action(approve.action_id, ALICE, surface, card.id) == "Approved."
+    async with asyncio.timeout(10):
+        await running
+    assert cluster.ran == ["prod"]
+    assert "The sub-agent shipped it." in cluster.platform.text()
+    session = await b.store.load_session(KEY, time.time())
+    assert session.state is RunState.IDLE

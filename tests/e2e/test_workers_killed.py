@@ -147,5 +147,6 @@ async def test_a_worker_killed_while_its_scheduled_prompt_runs_leaves_it_to_the_
         await slack.stop()
     assert left == []  # the one-off was claimed: no later wake runs it again
     assert sum("Say the build is green" in b and "scheduled by" in b for b in bodies) == 1
-    assert text.count("⏰ Scheduled by Ada") == 1 and text.count("The build is green.") == 1, text
+    assert text.count("The build is green.") == 1, text
+    assert text.count("⏰ Scheduled by Ada") <= 1  # shown by the killed worker if its first post landed
     assert text.count(RESUMING) == 1

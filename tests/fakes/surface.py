@@ -39,6 +39,8 @@ class FakeMessage:
     edits: int = 0
     first_buttons: tuple[Button, ...] = ()
     """The buttons it was posted with (a click on a page not yet updated uses these)."""
+    had_buttons: bool = False
+    """It showed buttons at some time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +155,9 @@ class RecordingSurface:
     async def post(self, text: str, buttons: Sequence[Button] = ()) -> str:
         await self._enter("post", None, text)
         message_id = f"m{next(self._ids)}"
-        self.messages[message_id] = FakeMessage(message_id, text, tuple(buttons), first_buttons=tuple(buttons))
+        self.messages[message_id] = FakeMessage(
+            message_id, text, tuple(buttons), first_buttons=tuple(buttons), had_buttons=bool(buttons)
+        )
         self._log("post", message_id, text)
         return message_id
 
@@ -167,6 +171,7 @@ class RecordingSurface:
         if self.strict:
             self._check_edit_rate(message_id, text)
         message.text, message.buttons = text, tuple(buttons)
+        message.had_buttons = message.had_buttons or bool(buttons)
         message.edits += 1
         self._log("edit", message_id, text)
 

@@ -7,7 +7,9 @@ const els = {
   pins: $("pins"), scroller: $("scroller"), empty: $("empty"), messages: $("messages"),
   status: $("status"), statusText: $("status-text"), form: $("composer"), input: $("input"),
   send: $("send"), name: $("user-name"), newThread: $("new-thread"), toast: $("toast"),
+  files: $("files"), chosen: $("chosen"),
 };
+let chosen = []; // the files to send with the next message
 
 function randomId(bytes) {
   const a = new Uint8Array(bytes);
@@ -37,6 +39,15 @@ async function getJson(url) {
   if (response.status === 401) toast("Your playground session has ended: reload the page.");
   if (!response.ok) throw Object.assign(new Error(`${url}: ${response.status}`), { status: response.status });
   return response.json();
+}
+
+async function postForm(url, body, files) {
+  const form = new FormData();
+  for (const [key, value] of Object.entries(body)) if (value !== null) form.append(key, value);
+  for (const file of files) form.append("file", file, file.name);
+  const response = await fetch(url, { method: "POST", body: form });
+  const data = await response.json().catch(() => ({}));
+  return { status: response.status, data };
 }
 
 async function postJson(url, body) {
@@ -188,8 +199,56 @@ function upsertMessage(message) {
   }
   node.dataset.edits = String(message.edits);
   node.querySelector(".msg-body").innerHTML = renderMarkdown(message.text);
+  node.querySelector(".msg-files").replaceChildren(...(message.files || []).map(fileNode));
   node.querySelector(".msg-buttons").replaceChildren(...message.buttons.map((b) => buttonNode(b, message.id)));
   els.empty.hidden = true;
+}
+
+// A file of a message: a download link (served as an attachment, never shown in this page).
+function fileNode(file) {
+  const kept = file.kept !== false;
+  const node = document.createElement(kept ? "a" : "span");
+  node.className = kept ? "file" : "file not-kept";
+  if (kept) {
+    node.href = `/api/files/${encodeURIComponent(view.threadId)}/${encodeURIComponent(file.id)}`;
+    node.download = file.name;
+    node.rel = "noopener";
+  } else {
+    node.title = "Over the size cap: not kept";
+  }
+  node.innerHTML = '<span class="file-name"></span><span class="file-size"></span>';
+  node.firstElementChild.textContent = file.name;
+  node.lastElementChild.textContent = sizeWords(file.size) + (kept ? "" : " · not kept");
+  return node;
+}
+
+function sizeWords(size) {
+  if (size < 1024) return `${size} bytes`;
+  if (size < 1024 * 1024) return `${(size / 1024).toFixed(1)} KB`;
+  return `${(size / (1024 * 1024)).toFixed(1)} MB`;
+}
+
+function renderChosen() {
+  els.chosen.hidden = chosen.length === 0;
+  els.chosen.replaceChildren(...chosen.map((file, index) => {
+    const node = document.createElement("span");
+    node.className = "file";
+    node.innerHTML = '<span class="file-name"></span><span class="file-size"></span><button type="button" title="Remove">×</button>';
+    node.firstElementChild.textContent = file.name;
+    node.children[1].textContent = sizeWords(file.size);
+    node.lastElementChild.addEventListener("click", () => {
+      chosen = chosen.filter((_, i) => i !== index);
+      renderChosen();
+      fitInput();
+    });
+    return node;
+  }));
+}
+
+function choose(files) {
+  chosen = [...chosen, ...files];
+  renderChosen();
+  fitInput();
 }
 
 function messageNode(message) {
@@ -209,6 +268,7 @@ function messageNode(message) {
         <span class="pinned-tag">${PIN_ICON} pinned</span>
       </div>
       <div class="msg-body"></div>
+      <div class="msg-files"></div>
       <div class="msg-buttons"></div>
     </div>`;
   return node;
@@ -321,13 +381,15 @@ function dayOrTime(seconds) {
 }
 
 // --- writing and clicking ----------------------------------------------------------------------
-async function send(text) {
+async function send(text, files) {
   const body = {
     thread_id: view.threadId, text, event_id: randomId(16), user_name: me.name,
   };
   for (let attempt = 0; attempt < 4; attempt += 1) {
     try {
-      const { status, data } = await postJson("/api/messages", body);
+      const { status, data } = files.length
+        ? await postForm("/api/messages", body, files)
+        : await postJson("/api/messages", body);
       if (status === 202) {
         if (data.thread_id !== view.threadId) location.hash = `#/t/${data.thread_id}`;
         return true;
@@ -380,19 +442,33 @@ function routedThread() {
 function fitInput() {
   els.input.style.height = "auto";
   els.input.style.height = `${Math.min(els.input.scrollHeight, 200)}px`;
-  els.send.disabled = els.input.value.trim() === "";
+  els.send.disabled = els.input.value.trim() === "" && chosen.length === 0;
 }
 
 els.form.addEventListener("submit", async (event) => {
   event.preventDefault();
   const text = els.input.value;
-  if (!text.trim()) return;
+  const files = chosen;
+  if (!text.trim() && !files.length) return;
   els.input.value = "";
+  chosen = [];
+  renderChosen();
   fitInput();
-  if (!(await send(text)) && !els.input.value) {
+  if (!(await send(text, files)) && !els.input.value && !chosen.length) {
     els.input.value = text;
+    chosen = files;
+    renderChosen();
     fitInput();
   }
+});
+els.files.addEventListener("change", () => {
+  choose([...els.files.files]);
+  els.files.value = "";
+});
+els.scroller.addEventListener("dragover", (event) => event.preventDefault());
+els.scroller.addEventListener("drop", (event) => {
+  event.preventDefault();
+  if (event.dataTransfer?.files.length) choose([...event.dataTransfer.files]);
 });
 els.input.addEventListener("input", fitInput);
 els.input.addEventListener("keydown", (event) => {

@@ -167,12 +167,18 @@ async def next_event(
 
 @asynccontextmanager
 async def open_playground(
-    tmp_path: Path, *, stop_grace: float = 5.0, host: str = "127.0.0.1", token: str | None = None
+    tmp_path: Path,
+    *,
+    stop_grace: float = 5.0,
+    host: str = "127.0.0.1",
+    token: str | None = None,
+    **configured: Any,
 ) -> AsyncIterator[Playground]:
-    """The adapter on the real core, on a test server; stopped and closed on the way out."""
+    """The adapter on the real core, on a test server; stopped and closed on the way out
+    (``configured``: more settings)."""
     clock = ManualClock(start=1_000_000.0)
     model = GatedModel([], respond=echo)
-    settings = Settings(data_dir=tmp_path / "data")
+    settings = Settings(data_dir=tmp_path / "data", **configured)
     ran: list[str] = []
 
     @tool(side_effects=True)
@@ -189,8 +195,9 @@ async def open_playground(
     core = Core(settings, SqliteStore(settings.database_path), model, tools, clock)
     await core.start()
     adapter = PlaygroundAdapter(
-        core, tmp_path, host=host, token=token, stop_grace=stop_grace, action_wait=0.2
-    )
+        core, tmp_path, host=host, token=token, stop_grace=stop_grace, action_wait=0.2,
+        file_max_bytes=settings.file_max_bytes,
+    )  # fmt: skip
     app = web.Application()
     adapter.install(app)
     try:

@@ -19,6 +19,7 @@ import pytest
 from adapters.playground import PlaygroundAdapter
 from adapters.playground.server import STATIC
 from tests.adapters.playground.conftest import demo_runtime
+from tests.fakes.documents import CSV
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = Path("/tmp/playground.png")
@@ -27,6 +28,7 @@ ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 WAIT_MS = 20_000
+HOSTILE = b"<html><script>window.opener && (window.opener.__ran = 1); parent.__ran = 1</script></html>"
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
@@ -239,3 +241,43 @@ async def test_markdown_is_rendered_safely(page: Any) -> None:
     await page.add_script_tag(path=str(STATIC / "markdown.js"))
     for source, html in MARKDOWN_CASES:
         assert await page.evaluate("s => renderMarkdown(s)", source) == html, source
+
+
+async def test_files_are_attached_shown_and_downloaded(
+    page: Any, served: tuple[str, PlaygroundAdapter]
+) -> None:
+    """A CSV chosen with the + button goes with the message and shows as a link that downloads
+    the same bytes; an HTML file the bot posts downloads too, never opening in the page."""
+    from playwright.async_api import expect
+
+    url, adapter = served
+    await page.goto(url)
+    await expect(page.locator("#connection")).to_have_text("live", timeout=WAIT_MS)
+    await page.locator("#files").set_input_files(
+        files=[{"name": "cities.csv", "mimeType": "text/csv", "buffer": CSV}]
+    )
+    await expect(page.locator("#chosen .file")).to_contain_text("cities.csv")
+    await send(page, "Which city is largest?")
+    await expect(page.locator("#chosen")).to_be_hidden()
+    await page.wait_for_url("**/#/t/*", timeout=WAIT_MS)
+    thread_id = thread_of(page)
+    await answered(page, adapter, thread_id)
+    link = page.locator(".msg.user a.file", has_text="cities.csv")
+    await expect(link).to_contain_text(f"{len(CSV)} bytes")
+    async with page.expect_download(timeout=WAIT_MS) as info:
+        await link.click()
+    download = await info.value
+    assert download.suggested_filename == "cities.csv"
+    assert await asyncio.to_thread(Path(await download.path()).read_bytes) == CSV
+
+    surface = adapter._surface(thread_id)
+    assert surface.files is not None
+    await surface.files.send("page.html", HOSTILE)
+    sent = page.locator(".msg.bot a.file", has_text="page.html")
+    await expect(sent).to_be_visible(timeout=WAIT_MS)
+    before = page.url
+    async with page.expect_download(timeout=WAIT_MS) as info:
+        await sent.click()
+    download = await info.value
+    assert await asyncio.to_thread(Path(await download.path()).read_bytes) == HOSTILE
+    assert page.url == before and await page.evaluate("window.__ran") is None

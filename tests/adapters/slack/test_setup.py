@@ -92,7 +92,7 @@ async def test_a_refused_token_stops_the_start_in_plain_words(
 
 async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
     lines = await doctor(tmp_path, **fake.settings())
-    assert [ok for ok, _ in lines if ok is not None] == [True, True, True, True]
+    assert [ok for ok, _ in lines if ok is not None] == [True, True, True, True, True]
     text = "\n".join(t for _, t in lines)
     assert "@threadline in workspace Fake Workspace (T0FAKE)" in text
     assert "Socket Mode can connect" in text
@@ -110,6 +110,21 @@ async def test_doctor_says_how_answers_stream(
     lines = await doctor(tmp_path, **fake.settings(), slack_streaming=mode)
     line = next(text for _, text in lines if "THREADLINE_SLACK_STREAMING" in text)
     assert words in line and f"THREADLINE_SLACK_STREAMING={mode}" in line
+
+
+@pytest.mark.parametrize(
+    ("values", "ok", "words"),
+    [({}, True, "48 chat.update a minute for the workspace (THREADLINE_SLACK_EDITS_PER_MINUTE), for this one process"),
+     ({"database_url": "postgresql://threadline@db.example/threadline"}, True,
+      "shared by every worker on THREADLINE_DATABASE_URL"),
+     ({"slack_edits_per_minute": 80.0}, None, "Slack allows about 50: expect 429s")],
+)
+async def test_doctor_says_how_fast_replies_are_edited_and_who_shares_it(
+    tmp_path: Path, fake: FakeSlack, values: dict[str, Any], ok: bool | None, words: str
+) -> None:
+    lines = await doctor(tmp_path, **fake.settings(), **values)
+    line = next((mark, text) for mark, text in lines if "THREADLINE_SLACK_EDITS_PER_MINUTE" in text)
+    assert line[0] is ok and words in line[1], line
 
 
 def test_an_unknown_streaming_mode_is_refused_by_name(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ from bot.history import HEAD
 from bot.llm.messages import UserMessage
 from bot.llm.wire import user_content
 from tests.adapters.slack.conftest import slack_world
-from tests.fakes.slack import MENTION
+from tests.fakes.slack import MENTION, FakeSlack
 
 WAIT = 30.0
 
@@ -64,7 +64,45 @@ async def test_a_long_thread_gives_its_first_and_most_recent_messages(
         await fake.say("UADA", "CGENERAL", f"{MENTION} sum it up", thread_ts=root.ts)
         await world.answered(root, 1, WAIT)
         earlier = first_user_message(world.model.requests).earlier
-        assert earlier == f"{HEAD}\n[Ada]: topic\n[Grace]: reply 4\n[Grace]: reply 5"
+        assert earlier == "\n".join([
+            HEAD, "[Ada]: topic", "(… 4 earlier messages not shown)", "[Grace]: reply 4", "[Grace]: reply 5",
+        ])  # fmt: skip
+
+
+async def test_a_page_that_stops_short_of_the_mention_says_more_were_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An app outside the Marketplace gets 15 messages a page: the rest is not made up."""
+    fake = FakeSlack()
+    fake.api.replies_page_max = 15
+    async with slack_world(tmp_path, monkeypatch, fake=fake, thread_history_messages=3) as world:
+        root = await fake.say("UADA", "CGENERAL", "topic")
+        for n in range(20):
+            await fake.say("UGRACE", "CGENERAL", f"reply {n}", thread_ts=root.ts)
+        await fake.say("UADA", "CGENERAL", f"{MENTION} sum it up", thread_ts=root.ts)
+        await world.answered(root, 1, WAIT)
+        earlier = first_user_message(world.model.requests).earlier
+        assert earlier == "\n".join([
+            HEAD, "[Ada]: topic", "(… 12 earlier messages not shown)", "[Grace]: reply 12",
+            "[Grace]: reply 13", "(… earlier messages not shown)",
+        ])  # fmt: skip
+
+
+async def test_the_character_bound_says_how_many_older_messages_it_left_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with slack_world(tmp_path, monkeypatch, thread_history_chars=len(HEAD) + 80) as world:
+        fake = world.fake
+        root = await fake.say("UADA", "CGENERAL", "topic")
+        for n in range(6):
+            await fake.say("UGRACE", "CGENERAL", f"reply {n} " + "x" * 20, thread_ts=root.ts)
+        await fake.say("UADA", "CGENERAL", f"{MENTION} sum it up", thread_ts=root.ts)
+        await world.answered(root, 1, WAIT)
+        earlier = first_user_message(world.model.requests).earlier
+        tail = "x" * 20
+        assert earlier == "\n".join([
+            HEAD, "(… 5 earlier messages not shown)", f"[Grace]: reply 4 {tail}", f"[Grace]: reply 5 {tail}",
+        ])  # fmt: skip
 
 
 async def test_a_mention_that_starts_a_thread_reads_nothing(

@@ -12,7 +12,7 @@ from bot.errors import SurfaceError
 from bot.present.budget import EditBudget
 from bot.present.reply import ReplyStream
 from bot.present.split import open_block, split_message
-from bot.present.surface import SurfaceLimits
+from bot.present.surface import Button, SurfaceLimits
 from bot.present.sweep import DraftSweeper
 from tests.fakes.surface import (
     DEFAULT_LIMITS,
@@ -23,6 +23,8 @@ from tests.fakes.surface import (
     settle,
 )
 
+STOP = (Button("stop:run", "Stop", "danger"),)
+
 
 class Thread:
     def __init__(
@@ -30,6 +32,8 @@ class Thread:
         clock: ManualClock,
         limits: SurfaceLimits = DEFAULT_LIMITS,
         budget: EditBudget | None = None,
+        *,
+        stop: bool = False,
         **surface_options: object,
     ) -> None:
         self.clock = clock
@@ -38,9 +42,18 @@ class Thread:
         self.stream = ReplyStream(
             self.surface, clock, budget or EditBudget(clock, limits.edits_per_minute), self.record
         )
+        if stop:  # as the supervisor's presenter: ids recorded before a Stop button shows
+            self.stream.set_buttons(STOP)
 
     async def record(self, message_id: str) -> None:
+        assert not self.surface.messages[message_id].buttons, "recorded before it shows buttons"
         self.posted.append(message_id)
+
+    def assert_recorded(self, *, shown_any: bool = True) -> None:
+        """Every message that showed buttons was recorded (before it showed them)."""
+        shown = [m.id for m in self.surface.messages.values() if m.had_buttons]
+        assert set(shown) <= set(self.posted)
+        assert bool(shown) is shown_any
 
     async def feed(self, deltas: list[str], every: float) -> None:
         for delta in deltas:
@@ -53,13 +66,16 @@ class Thread:
 
 
 async def test_first_text_is_visible_at_once() -> None:
-    thread = Thread(ManualClock())
+    thread = Thread(ManualClock(), stop=True)
     thread.stream.append("Hel")
     await settle()
     assert thread.surface.texts() == ["Hel"]
     assert thread.surface.calls[0].at == 0.0
-    assert thread.posted == ["m1"]
+    assert thread.posted == [] and thread.surface.messages["m1"].buttons == ()
+    await run_until(thread.clock, lambda: thread.surface.messages["m1"].buttons == STOP)
+    assert thread.posted == ["m1"], "its id was recorded before its Stop button showed"
     await thread.finish()
+    assert thread.surface.messages["m1"].buttons == ()
 
 
 async def test_a_hundred_deltas_in_a_second_cost_at_most_two_edits() -> None:
@@ -118,7 +134,7 @@ async def test_final_text_is_exact_after_a_storm_of_429s() -> None:
 
 async def test_long_text_continues_in_new_messages_with_code_blocks_intact() -> None:
     limits = replace(DEFAULT_LIMITS, max_chars=300)
-    thread = Thread(ManualClock(), limits)
+    thread = Thread(ManualClock(), limits, stop=True)
     code = "\n".join(f"    step_{i}()  # do thing {i}" for i in range(40))
     text = "Here is the plan.\n\n```python\ndef main():\n" + code + "\n```\n\nThat is all.\n"
     await thread.feed([text[i : i + 7] for i in range(0, len(text), 7)], every=0.05)
@@ -127,7 +143,7 @@ async def test_long_text_continues_in_new_messages_with_code_blocks_intact() -> 
     expected = split_message(text, 300)
     assert len(expected) >= 4
     assert thread.surface.texts() == expected
-    assert thread.posted == [m.id for m in thread.surface.live()]
+    thread.assert_recorded()
     for message in thread.surface.live():
         assert open_block(message.text) is None
     for message in thread.surface.live()[:-1]:
@@ -153,7 +169,7 @@ async def test_streaming_code_shows_as_a_closed_block() -> None:
 
 
 async def test_a_refused_edit_continues_in_a_new_message_without_loss() -> None:
-    thread = Thread(ManualClock())
+    thread = Thread(ManualClock(), stop=True)
     thread.stream.append("first part")
     await settle()
     thread.surface.refuse_edits("m1")
@@ -162,7 +178,7 @@ async def test_a_refused_edit_continues_in_a_new_message_without_loss() -> None:
 
     assert thread.surface.texts() == ["first part, second part, third part."]
     assert thread.surface.messages["m1"].deleted
-    assert thread.posted == ["m1", "m2"]
+    thread.assert_recorded(shown_any=False)  # m1's edits were refused, m2 came final
 
 
 async def test_a_message_the_platform_finds_too_long_is_split_tighter() -> None:
@@ -191,16 +207,38 @@ async def test_footer_shows_while_streaming_and_never_in_the_final() -> None:
     assert thread.surface.texts() == ["Let me look. Found it."]
 
 
+async def test_a_footer_shown_alone_is_taken_over_by_the_text_or_goes() -> None:
+    thread = Thread(ManualClock(), stop=True)
+    thread.stream.set_footer("_running `grep`…_")  # an ordinary footer waits for text
+    await run_until(thread.clock, lambda: True)
+    assert thread.surface.calls == []
+    thread.stream.set_footer("▸ `delegate_task` · working: step 1", alone=True)
+    await run_until(thread.clock, lambda: thread.surface.texts() == ["▸ `delegate_task` · working: step 1"])
+    thread.stream.set_footer("▸ `delegate_task` · working: step 2, grep", alone=True)
+    await run_until(thread.clock, lambda: "step 2, grep" in thread.surface.texts()[0])
+    thread.stream.set_footer(None)
+    thread.stream.append("Found it.")
+    await thread.finish()
+    assert thread.surface.texts() == ["Found it."]
+    thread.assert_recorded()
+
+    gone = Thread(ManualClock())
+    gone.stream.set_footer("▸ `delegate_task` · working: step 1", alone=True)
+    await run_until(gone.clock, lambda: bool(gone.surface.texts()))
+    await gone.finish()
+    assert gone.surface.texts() == []  # no text ever came: the activity line went with the run
+
+
 async def test_no_text_posts_nothing_and_a_notice_posts_alone() -> None:
     quiet = Thread(ManualClock())
     quiet.stream.append("  \n")
     await quiet.finish()
     assert quiet.surface.calls == []
 
-    failed = Thread(ManualClock())
+    failed = Thread(ManualClock(), stop=True)
     await failed.finish("⚠️ The model is unreachable.")
     assert failed.surface.texts() == ["⚠️ The model is unreachable."]
-    assert failed.posted == ["m1"]
+    assert failed.posted == [], "a reply final at its first post shows no button: nothing to record"
 
 
 async def test_finish_is_idempotent_and_append_after_it_is_refused() -> None:
@@ -302,7 +340,7 @@ async def test_a_final_the_budget_would_hold_back_is_posted_anew_and_the_draft_d
     )
     words = [f"w{i} " for i in range(40)]
     await thread.feed(words, every=0.05)  # 2 s: the draft is posted and edited once
-    draft = thread.posted[0]
+    draft = next(c.message_id for c in thread.surface.calls if c.op == "post")
     before = clock.monotonic()
     await thread.finish()
 

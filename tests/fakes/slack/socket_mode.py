@@ -32,6 +32,11 @@ class SocketMode:
         """Connections ever accepted."""
         self._waiting: list[str] = []
         self._acks: dict[str, asyncio.Future[float]] = {}
+        self.spread = False
+        """Spread the envelopes over the open connections (several workers of one app) by
+        channel: each new channel goes to the next connection in turn, and every envelope of a
+        channel to the same one (a mention's ``message`` and ``app_mention`` events alike)."""
+        self._channels: dict[str, int] = {}
 
     def new_url(self) -> str:
         ticket = uuid.uuid4().hex
@@ -89,10 +94,19 @@ class SocketMode:
         self._acks[envelope_id] = future
         open_ = [ws for ws in self.connections if not ws.closed]
         if open_:
-            await open_[-1].send_str(frame)
+            await open_[self._connection(payload) % len(open_) if self.spread else -1].send_str(frame)
         else:
             self._waiting.append(frame)
         return future
+
+    def _connection(self, payload: dict[str, Any]) -> int:
+        event = payload.get("event") or {}
+        channel = payload.get("channel")
+        channel = str(
+            event.get("channel") or (channel.get("id") if isinstance(channel, dict) else None)
+            or payload.get("channel_id") or ""
+        )
+        return self._channels.setdefault(channel, len(self._channels))
 
     async def ask_to_reconnect(self) -> None:
         for ws in list(self.connections):

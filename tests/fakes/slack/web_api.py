@@ -72,6 +72,8 @@ class Call:
     method: str
     args: dict[str, Any]
     outcome: str
+    at: float = field(default_factory=time.monotonic)
+    """When it was answered (``time.monotonic``)."""
 
 
 @dataclass
@@ -90,6 +92,9 @@ class WebApi:
     """Seconds a method takes to answer (a slow Slack)."""
     files: SlackFiles | None = None
     """Shared and uploaded files (set by the server)."""
+    replies_page_max: int = 1000
+    """Most messages ``conversations.replies`` gives in one answer (15 for an app outside the
+    Marketplace installed in another workspace)."""
     stream_ttl: float = 300.0
     """Seconds (``time.monotonic``) after ``chat.startStream`` when a stream stops taking
     appends (``message_not_in_streaming_state``); field reports say about five minutes."""
@@ -183,7 +188,7 @@ class WebApi:
             m for m in self.workspace.thread(channel.id, root)
             if ((low <= float(m.ts) <= high) if inclusive else (low < float(m.ts) < high))
         ]
-        limit = int(args.get("limit") or 1000)
+        limit = min(int(args.get("limit") or 1000), self.replies_page_max)
         return {"messages": [m.as_event() for m in found[:limit]], "has_more": len(found) > limit}
 
     def m_conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
