@@ -106,7 +106,6 @@ def _serve(url: str, name: str, keys: list[str], effects: str, start_at: float, 
         core = Core(config, PostgresStore(url), model, registry(Path(effects)), SystemClock())
         core.register_surfaces("bench:", Threads())
         await core.start()
-        out.put(("ready", name, time.time()))
         await asyncio.sleep(max(0.0, start_at - time.time()))
         works = []
         for k in keys:  # each message taken in (stored) at once, its run started
@@ -173,32 +172,30 @@ def run(url: str, args: argparse.Namespace, effects: Path) -> None:
     keys = [f"bench:cluster:{n}" for n in range(args.threads)]
     shares = [keys[i :: args.workers] for i in range(args.workers)]
     settings = {"lease_ttl_s": args.lease_ttl, "worker_poll_s": args.poll}
-    out: multiprocessing.Queue[Any] = multiprocessing.Queue()
+    # a queue each: a process killed while it writes to a queue leaves that queue's lock held
+    outs: list[multiprocessing.Queue[Any]] = [multiprocessing.Queue() for _ in range(args.workers)]
     stop = multiprocessing.Event()
     start_at = time.time() + 4.0  # every worker started and connected
     procs = [
         multiprocessing.Process(target=_serve, args=(
-            url, f"w{i}", shares[i], str(effects), start_at, settings, out, stop,
+            url, f"w{i}", shares[i], str(effects), start_at, settings, outs[i], stop,
         ))  # fmt: skip
         for i in range(args.workers)
     ]
     for p in procs:
         p.start()
     sys.stdout.flush()
-    killed_at = 0.0
-    while not killed_at:
-        kind, name, _ = out.get(timeout=120)
-        if kind == "taken in" and name == "w0":
-            os.kill(procs[0].pid or 0, signal.SIGKILL)  # mid-run: every message in, runs in flight
-            killed_at = time.time()
+    outs[0].get(timeout=120)  # w0 took in all of its messages
+    os.kill(procs[0].pid or 0, signal.SIGKILL)  # mid-run: every message in, runs in flight
+    killed_at = time.time()
     procs[0].join()
     done_at = asyncio.run(until_answered(url, args.threads, within=120 + args.lease_ttl))
     stop.set()
     calls: list[tuple[str, float]] = []
-    for _ in procs[1:]:
-        kind, name, found = out.get(timeout=120)
+    for out in outs[1:]:
+        kind, _, found = out.get(timeout=120)
         while kind != "calls":
-            kind, name, found = out.get(timeout=120)
+            kind, _, found = out.get(timeout=120)
         calls.extend(found)
     for p in procs[1:]:
         p.join()
