@@ -148,6 +148,12 @@ async def clicks(url: str, count: int) -> list[float]:
     return took
 
 
+async def answer(core: Core, inbounds: list[Inbound]) -> None:
+    """Answer ``inbounds`` at once, each in its thread."""
+    surfaces = [core.surfaces.surface_for(i.thread_key) for i in inbounds]
+    await asyncio.gather(*(core.handle(i, s) for i, s in zip(inbounds, surfaces, strict=True) if s is not None))
+
+
 def _serve(url: str, name: str, keys: list[str], start_at: float, out: Any) -> None:
     async def main() -> None:
         core = await worker(url, name, Model(), Threads())
@@ -155,12 +161,10 @@ def _serve(url: str, name: str, keys: list[str], start_at: float, out: Any) -> N
         # warm: the pool's connections open and prepare their statements before the clock starts,
         # so the figures are the steady cost of a thread, not each worker's start-up
         warm = [Inbound(ThreadKey(f"bench:warm:{name}:{n}"), ALICE, "hello", f"bench:warm:{name}:{n}") for n in range(40)]
-        await asyncio.gather(*(core.handle(i, core.surfaces.surface_for(i.thread_key)) for i in warm))  # type: ignore[arg-type]
+        await answer(core, warm)
         await asyncio.sleep(max(0.0, start_at - time.time()))
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        await asyncio.gather(
-            *(core.handle(i, core.surfaces.surface_for(i.thread_key)) for i in inbounds)
-        )  # type: ignore[arg-type]
+        await answer(core, inbounds)
         out.put((name, time.perf_counter() - wall0, time.process_time() - cpu0, len(keys)))
         await core.aclose()
 
