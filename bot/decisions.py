@@ -196,9 +196,12 @@ class Decisions:
             return
         await update_card(surface, self.clock, request)
         if not self.decided.notify(request.id):  # a call waiting for it inline goes on by itself
-            if self.nudge is not None:  # it may wait inline on the worker that holds the thread
-                await self.nudge(key)
             self.spawn(self.resume(key, surface))
+            if self.nudge is not None:  # it may wait inline on the worker that holds the thread
+                try:
+                    await self.nudge(key)
+                except Exception as exc:  # that call reads the store again soon by itself
+                    log.warning("could not tell the worker holding %s of the decision: %s", key, exc)
 
     async def _expire_job(self, job: Job) -> None:
         request = await self.store.get_approval(str(job.payload["approval_id"]))

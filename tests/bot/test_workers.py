@@ -332,3 +332,34 @@ async def test_a_click_elsewhere_reaches_a_delegation_waiting_inline_at_once(
     assert "The sub-agent shipped it." in cluster.platform.text()
     session = await b.store.load_session(KEY, time.time())
     assert session.state is RunState.IDLE
+
+
+async def test_a_nudge_that_fails_leaves_the_decision_to_the_waiting_call_s_own_reread(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from bot.delegate import gate
+
+    monkeypatch.setattr(gate, "POLL_S", 0.2)
+    a = await cluster.worker("a", Model(
+        step(call("delegate_task", {"task": "Ship it to prod.", "tools": ["deploy"]})),
+        step(call("deploy", {"target": "prod"})),
+        text("Shipped to prod."),
+        text("The sub-agent shipped it."),
+    ))  # fmt: skip
+    b = await cluster.worker("b", Model())
+
+    async def unreachable(key: ThreadKey) -> None:
+        raise ConnectionError("the database went away")
+
+    b.decisions.nudge = unreachable
+    surface = cluster.platform.thread()
+    running = asyncio.ensure_future(a.handle(say("ship it", "e1"), surface))
+    await until(lambda: any(x.label == "Approve" for m in surface.live() for x in m.buttons))
+    [card] = [m for m in surface.live() if any(x.label == "Approve" for x in m.buttons)]
+    approve = next(x for x in card.buttons if x.label == "Approve")
+
+    assert await b.on_action(approve.action_id, ALICE, surface, card.id) == "Approved."
+    async with asyncio.timeout(10):
+        await running
+    assert cluster.ran == ["prod"]
+    assert "could not tell the worker holding" in caplog.text
