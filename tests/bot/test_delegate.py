@@ -323,6 +323,7 @@ async def test_more_delegations_than_places_wait_for_one(tmp_path: Path) -> None
     world = World(tmp_path, delegate_max_concurrent=2)
     running: list[int] = []
     most = 0
+    two_at_once = asyncio.Event()
 
     @tool
     async def work(ctx: ToolContext, n: int) -> str:
@@ -334,7 +335,10 @@ async def test_more_delegations_than_places_wait_for_one(tmp_path: Path) -> None
         nonlocal most
         running.append(n)
         most = max(most, len(running))
-        await world.clock.sleep(1.0)
+        if len(running) >= 2:
+            two_at_once.set()
+        async with asyncio.timeout(10):  # each works until two have run at once (the third after)
+            await two_at_once.wait()
         running.remove(n)
         return f"done {n}"
 

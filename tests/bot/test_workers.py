@@ -306,12 +306,11 @@ async def test_a_write_with_a_stale_token_is_refused_and_the_stale_run_stops(
         await other.close()
 
 
-async def test_a_click_elsewhere_reaches_a_delegation_waiting_inline_at_once(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from bot.delegate import gate
-
-    monkeypatch.setattr(gate, "POLL_S", 600.0)  # only the nudge can wake the waiting call in time
+async def delegation_waiting_on(
+    cluster: Cluster,
+) -> tuple[asyncio.Future[None], Core, RecordingSurface, str, str]:
+    """Worker ``a`` runs a delegation whose deploy waits inline for approval; worker ``b`` is
+    the other. The run, ``b``, the thread, the card's Approve action and the card."""
     a = await cluster.worker("a", Model(
         step(call("delegate_task", {"task": "Ship it to prod.", "tools": ["deploy"]})),
         step(call("deploy", {"target": "prod"})),
@@ -324,8 +323,18 @@ async def test_a_click_elsewhere_reaches_a_delegation_waiting_inline_at_once(
     await until(lambda: any(x.label == "Approve" for m in surface.live() for x in m.buttons))
     [card] = [m for m in surface.live() if any(x.label == "Approve" for x in m.buttons)]
     approve = next(x for x in card.buttons if x.label == "Approve")
+    return running, b, surface, approve.action_id, card.id
 
-    assert await b.on_action(approve.action_id, ALICE, surface, card.id) == "Approved."
+
+async def test_a_click_elsewhere_reaches_a_delegation_waiting_inline_at_once(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.delegate import gate
+
+    monkeypatch.setattr(gate, "POLL_S", 600.0)  # only the nudge can wake the waiting call in time
+    running, b, surface, approve, card_id = await delegation_waiting_on(cluster)
+
+    assert await b.on_action(approve, ALICE, surface, card_id) == "Approved."
     async with asyncio.timeout(10):
         await running
     assert cluster.ran == ["prod"]
@@ -340,25 +349,13 @@ async def test_a_nudge_that_fails_leaves_the_decision_to_the_waiting_call_s_own_
     from bot.delegate import gate
 
     monkeypatch.setattr(gate, "POLL_S", 0.2)
-    a = await cluster.worker("a", Model(
-        step(call("delegate_task", {"task": "Ship it to prod.", "tools": ["deploy"]})),
-        step(call("deploy", {"target": "prod"})),
-        text("Shipped to prod."),
-        text("The sub-agent shipped it."),
-    ))  # fmt: skip
-    b = await cluster.worker("b", Model())
+    running, b, surface, approve, card_id = await delegation_waiting_on(cluster)
 
     async def unreachable(key: ThreadKey) -> None:
         raise ConnectionError("the database went away")
 
     b.decisions.nudge = unreachable
-    surface = cluster.platform.thread()
-    running = asyncio.ensure_future(a.handle(say("ship it", "e1"), surface))
-    await until(lambda: any(x.label == "Approve" for m in surface.live() for x in m.buttons))
-    [card] = [m for m in surface.live() if any(x.label == "Approve" for x in m.buttons)]
-    approve = next(x for x in card.buttons if x.label == "Approve")
-
-    assert await b.on_action(approve.action_id, ALICE, surface, card.id) == "Approved."
+    assert await b.on_action(approve, ALICE, surface, card_id) == "Approved."
     async with asyncio.timeout(10):
         await running
     assert cluster.ran == ["prod"]
