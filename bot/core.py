@@ -23,13 +23,12 @@ from bot.clock import Clock, SystemClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
 from bot.decisions import Decisions
-from bot.delegate import asking
 from bot.delegate.gate import InlineGate
 from bot.delegate.tool import Delegations
 from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
-from bot.errors import Refused, SurfaceError
+from bot.errors import SurfaceError
 from bot.files.intake import Intake, Received, sees_images
 from bot.files.transfer import file_transfer
 from bot.history import earlier_note
@@ -52,8 +51,8 @@ from bot.storage.protocol import Store
 from bot.supervisor import Supervisor
 from bot.surfaces import ChannelOf, SurfaceFactory, Surfaces
 from bot.tasks import TaskSet
+from bot.thread_commands import ThreadCommands
 from bot.threads import ThreadLocks, Turn
-from bot.tools.base import ToolError
 from bot.tools.builtin import files_out as files_tools
 from bot.tools.builtin import memory as memory_tools
 from bot.tools.builtin import schedule as schedule_tools
@@ -62,21 +61,16 @@ from bot.tools.builtin.files_out import FilesToolkit
 from bot.tools.builtin.memory import MemoryToolkit
 from bot.tools.builtin.schedule import ScheduleToolkit
 from bot.tools.registry import ToolRegistry
-from bot.tools.skills import TOOLKIT as SKILLS
-from bot.tools.skills import SkillsToolkit
 from bot.workers import Alone, Workers, WorkStore, worker_id
 
 log = logging.getLogger(__name__)
 
 WAITING = "I'll read this once the approval above is decided."
-BUSY = "Another of my workers is busy in this thread; try again once it has answered."
 SCHEDULED_WAIT_S = 600.0
 """A scheduled prompt waits this long for a run on another worker to end."""
-COMMAND_WAIT_S = 120.0
-"""A reset or a skill waits this long for a run on another worker to end."""
 
 
-class Core:
+class Core(ThreadCommands):
     def __init__(
         self, settings: Settings, store: Store, model: Model, tools: ToolRegistry, clock: Clock
     ) -> None:
@@ -296,20 +290,17 @@ class Core:
         return work
 
     async def scheduled_turn(
-        self, inbound: Inbound, surface: Surface, notice: str
+        self, key: ThreadKey, message: UserMessage, author: Author, surface: Surface, notice: str
     ) -> Awaitable[None] | None:
-        """A prompt someone scheduled (:mod:`bot.scheduler.prompts`, which checked who may): a
-        new turn of its thread after any run going on there (never steered into it), with
-        ``notice`` shown first. Returns the work, started; None when its event id was answered
-        already, or the core is shutting down."""
-        if not await self.deliveries.first(inbound.event_id):
-            return None
-        key, author = inbound.thread_key, inbound.author
-        text, _ = _cap(inbound.text, self.settings.max_input_chars)
-        message = UserMessage(text=text, author_id=author.id, author_name=author.display_name)
+        """A prompt someone scheduled (:mod:`bot.scheduler.prompts`, which checked who may, and
+        accepted ``message`` with the claim of its run): a new turn of its thread after any run
+        going on there (never steered into it), with ``notice`` shown first. Returns the work,
+        started; None when the core is shutting down (the message, kept, is answered after the
+        restart or by another worker)."""
         turn = self._locks.reserve(key)
-        wait_s = SCHEDULED_WAIT_S
-        work = self.tasks.spawn(self._answer(key, turn, message, author, surface, notice, wait_s=wait_s))
+        wait_s = SCHEDULED_WAIT_S  # then left to the worker that holds the thread, nudged
+        answer = self._answer(key, turn, message, author, surface, notice, arrival=True, fresh=True, wait_s=wait_s)
+        work = self.tasks.spawn(answer)
         if work is None:
             turn.cancel()
         else:
@@ -386,102 +377,6 @@ class Core:
             case None:
                 log.info("click on unknown action %r by %s", action_id, actor.id)
                 return "This button is no longer active."
-
-    # --- thread commands ---
-
-    async def has_session(self, key: ThreadKey) -> bool:
-        """Whether the bot has joined the thread (adapters answer un-mentioned messages only there)."""
-        return await self.store.has_session(key)
-
-    async def latest_thread(self, prefix: str) -> ThreadKey | None:
-        """The thread under ``prefix`` (a channel) whose session changed last."""
-        return await self.store.latest_under(prefix)
-
-    async def describe(self, key: ThreadKey) -> str:
-        """A short status of the thread for people: model, state, usage, todos."""
-        session = await self.store.load_session(key, self.clock.now())
-        label = self._model_label(key, session.model)
-        if not session.messages:
-            return "\n".join([f"Model: {label}. No conversation in this thread yet.", *self.tools.status(session)])
-        usage = session.usage
-        done = sum(t.status == "completed" for t in session.todos)
-        state = "running" if self.supervisor.running(key) else session.state.value.replace("_", " ")
-        lines = [
-            f"Model: {label}",
-            f"State: {state}",
-            f"Messages: {len(session.messages)}",
-            f"Tokens: {usage.prompt_tokens:,} in, {usage.completion_tokens:,} out",
-        ]
-        if session.cost_usd:
-            lines.append(f"Cost: ${session.cost_usd:.4f}")
-        if session.todos:
-            lines.append(f"Todos: {done} of {len(session.todos)} done")
-        lines.extend(self.tools.status(session))
-        return "\n".join(lines)
-
-    def _model_label(self, key: ThreadKey, chosen: str | None) -> str:
-        model = self.channels.model(key, chosen)
-        if model.source == "THREADLINE_MODEL" or model.name == self.model.name:
-            return self.model_label
-        return f"{model.name} ({model.source})"
-
-    def refusal(self, actor: Author, key: ThreadKey, *, dm: bool) -> str | None:
-        """Why ``actor`` may not use the bot in the thread ``key`` (commands check it too)."""
-        return refusal(self.settings.access, actor, key, dm=dm)
-
-    async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
-        """``/threadline model [NAME]``: show or change the model of this thread only (kept with
-        its session; ``default`` goes back to the channel's); what to tell the person."""
-        async with self._locks.hold(key):
-            session = await self.store.load_session(key, self.clock.now())
-            try:
-                chosen, note = self.channels.choose(key, session.model, name)
-            except Refused as exc:
-                return f"Nothing changed: {exc}"
-            if chosen != session.model:
-                session.model = chosen
-                session.updated_at = self.clock.now()
-                await self.store.save_state(session)
-                log.info("%s chose the model %s for %s", actor.id, chosen or "of the channel", key)
-        return note
-
-    async def load_skill(self, key: ThreadKey, name: str, actor: Author) -> str:
-        """Load the skill ``name`` into the thread (``/threadline skill NAME``), once the run
-        going on there, if any, has ended; what to tell the person."""
-        skills = self.tools.toolkit(SKILLS)
-        if not isinstance(skills, SkillsToolkit):
-            return "No skills are set up for this bot."
-        async with self._locks.hold(key), self.leases.hold(key, wait_s=COMMAND_WAIT_S) as held:
-            if not held:
-                return BUSY
-            session = await self.store.load_session(key, self.clock.now())
-            try:
-                note = await skills.load(session, name, actor.display_name)
-            except ToolError as exc:
-                return f"Not loaded: {exc}."
-            session.updated_at = self.clock.now()
-            await self.sessions.save_state(session)
-        return note
-
-    async def reset(self, key: ThreadKey, surface: Surface) -> None:
-        """Start a fresh session in the thread (after the running run, if any, ends)."""
-        async with self._locks.hold(key), self.leases.hold(key, wait_s=COMMAND_WAIT_S) as held:
-            if not held:
-                await surface.post(BUSY)
-                return
-            session = await self.store.load_session(key, self.clock.now())
-            if session.panel is not None and session.panel.pinned:
-                with contextlib.suppress(SurfaceError):
-                    await surface.unpin(session.panel.message_id)
-            await self.decisions.expire_open(session, surface, reset=True)  # also of a paused run
-            await asking.close(self.decisions, session, surface, asking.RESET)  # left by a crash
-            session.todos, session.panel, session.inbox = (), None, []
-            session.toolkits = {}
-            session.state = RunState.IDLE
-            session.updated_at = self.clock.now()
-            await self.sessions.replace_messages(session, [])
-            log.info("session %s reset", key)
-
 
     # --- several workers ---
 

@@ -101,7 +101,10 @@ class Supervisor:
 
         ``state`` is what the session says while the first run goes on (``RESUMED`` for a run
         picked up after a restart); ``stored`` when the caller has just stored the session in
-        that state (its first run then writes nothing before it starts)."""
+        that state (its first run then writes nothing before it starts).
+
+        The session is never stored idle with messages in its inbox: a message handed to a run
+        has no arrival any more, and a restart answers the inbox of a run cut off only."""
         active = Active(session, secrets.token_hex(8))
         self.active[session.key] = active
         try:
@@ -114,14 +117,24 @@ class Supervisor:
                     counted.outcome = metrics.outcome_of(
                         ok=result.ok, paused=result.paused, stopped=active.stopped_by is not None
                     )
-                session.state = RunState.AWAITING_APPROVAL if result.paused else RunState.IDLE
+                # a Stop ends the run; messages that arrived before it are answered now, by the
+                # next run, stored as running with them (a crash finds a cut-off run). Without
+                # any, the thread stops taking messages before the last write: one that comes
+                # during it waits for its own turn, an arrival until then.
+                again = not result.paused and bool(session.inbox)
+                if not again and self.active.get(session.key) is active:
+                    del self.active[session.key]
+                if result.paused:
+                    session.state = RunState.AWAITING_APPROVAL
+                else:
+                    session.state = RunState.RUNNING if again else RunState.IDLE
                 session.stop_buttons = []  # the presenter's last edit removed them
                 session.updated_at = self.clock.now()
                 await self.store.save_state(session)
                 log.info("the run in %s ended: %s", session.key, _outcome(result))
-                resume, notice, state, stored = False, None, RunState.RUNNING, False
-                if result.paused or not session.inbox:
-                    break  # a Stop ends the run; messages that arrived before it are answered now
+                resume, notice, state, stored = False, None, RunState.RUNNING, True
+                if not again:
+                    break
         finally:
             if self.active.get(session.key) is active:
                 del self.active[session.key]

@@ -14,6 +14,8 @@ from bot.sessions.model import Todo
 class ModelCallStarted:
     turn: int
     """1 for the first model call of the run."""
+    after_messages: bool = False
+    """The call reads messages people wrote while the run went on (below its reply so far)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,31 +18,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
-
-from pydantic import BaseModel
 
 from bot import metrics
 from bot.clock import Clock
 from bot.conversation import Author
-from bot.engine.activity import preview, summarise
 from bot.engine.collect import ResponseCollector
 from bot.engine.compact import CompactionFailed, TokenGauge, compacted
 from bot.engine.events import (
-    ApprovalNeeded,
     EventSink,
     Failed,
     Finished,
     ModelCallStarted,
     TextDelta,
-    TodosChanged,
-    ToolFinished,
-    ToolStarted,
 )
-from bot.engine.gate import Gate, OpenGate, Proceed, Refuse, Wait
+from bot.engine.gate import Gate, OpenGate
 from bot.engine.limits import charge, limit_reached
 from bot.engine.messages import failure_text
 from bot.engine.prompt import TURN_LIMIT_NOTE, open_calls, todo_note
@@ -57,13 +48,13 @@ from bot.engine.states import (
     State,
     WrapUp,
 )
+from bot.engine.tool_turn import ToolTurns
 from bot.errors import ContextOverflow, ModelError
 from bot.llm.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
     ToolCall,
-    ToolResult,
     Usage,
     UserMessage,
 )
@@ -76,21 +67,13 @@ from bot.llm.model import (
     ToolSpec,
     UsagePiece,
 )
-from bot.sessions.model import RunState, Session
+from bot.sessions.model import Session
 from bot.sessions.store import SessionStore
-from bot.tools.base import Tool, ToolContext, ToolError
+from bot.tools.base import Tool, ToolContext
 from bot.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
 
-MAX_TOOL_OUTPUT = 20_000
-STOPPED_RESULT = "stopped: the run was stopped before this call finished; its outcome is unknown."
-_HELD = object()
-_WAITING = object()
-CUT_RESULT = (
-    "error: your answer was cut off by the output token limit while writing this call, so its "
-    "arguments may be incomplete; it was not run. Make the call again, shorter if needed."
-)
 EMPTY_NOTE = (
     "Your last answer was empty. Answer the people in the thread now, in words, or call a tool."
 )
@@ -181,8 +164,8 @@ class Engine:
                     return RunResult(False, run.turns, run.usage, message)
 
 
-class _Run:
-    """The working state of one run."""
+class _Run(ToolTurns):
+    """The working state of one run (its tool calls: :class:`ToolTurns`)."""
 
     def __init__(self, deps: Deps, session: Session, sink: EventSink, ctx: ToolContext) -> None:
         self.deps = deps
@@ -230,8 +213,8 @@ class _Run:
 
     async def call_model(self, turn: int, *, with_tools: bool) -> State:
         self.turns = turn
-        if self.session.inbox:  # messages that arrived meanwhile: the model reads them now
-            arrived, self.session.inbox = self.session.inbox, []
+        arrived, self.session.inbox = self.session.inbox, []
+        if arrived:  # messages that arrived meanwhile: the model reads them now
             await self._persist(arrived)
         config = self.deps.config
         self._notes = await self.deps.notes(self.session.key) if self.deps.notes else ()
@@ -247,7 +230,7 @@ class _Run:
             max_tokens=self.deps.config.max_output_tokens,
             model=self.deps.config.model,
         )
-        await self.sink(ModelCallStarted(turn))
+        await self.sink(ModelCallStarted(turn, after_messages=bool(arrived)))
         got = ResponseCollector()
         try:
             await self._stream(request, got)
@@ -354,162 +337,6 @@ class _Run:
                 case FinishPiece(reason):
                     got.finish_reason = reason
 
-    async def run_tools(self, turn: int, calls: tuple[ToolCall, ...]) -> State:
-        """Run the calls in order; a call waiting for approval holds back the calls after it.
-
-        A call that proceeds with nothing to ask and no side effect (or of a concurrent tool:
-        ``delegate_task``, each call its own lane) starts beside the ones before it when they
-        are of other lanes (other toolkits, other plain tools); calls of one lane run one after
-        another. Results are recorded in call order either way."""
-        before = self.session.todos
-        waiting = False
-        flight = _Flight() if len(calls) > 1 else None
-        try:
-            for call in calls:
-                if await self._gated(call, blocked=waiting, flight=flight) is _WAITING:
-                    waiting = True
-            await self._land(flight)
-        finally:
-            if flight is not None:
-                await flight.cancel()  # a stop: what still runs ends now (answered as stopped)
-        await self._save_unsaved()
-        if self.session.todos is not before:  # stored with the result of the call that changed them
-            await self.sink(TodosChanged(self.session.todos))
-        return Pause() if waiting else CallModel(turn + 1)
-
-    async def _save_unsaved(self) -> None:
-        if self._unsaved:
-            await self._persist(self._unsaved)
-            self._unsaved = []  # kept until stored: a stop during the write stores it then
-
-    async def _gated(self, call: ToolCall, *, blocked: bool, flight: _Flight | None = None) -> object:
-        """Run, refuse or hold the call: its result is recorded, or ``_WAITING`` when it waits
-        for a person, or ``_HELD`` when an earlier call waits (it runs after that one, in order),
-        or it is started in ``flight`` (its result recorded when the flight lands).
-        Calls whose arguments are invalid, over their limits or cut off never reach the gate."""
-        lane = self.deps.tools.lane(call.name, call.id)
-        if flight is not None and lane in flight.lanes:
-            await self._land(flight)  # it sees what the earlier call of its lane changed
-        tool, args, refusal = self._prepared(call)
-        beside = (
-            flight is not None and tool is not None and args is not None and not blocked
-            and (tool.concurrent or self.deps.gate.free(self.ctx, tool))
-        )  # fmt: skip
-        if not beside:
-            await self._land(flight)  # what runs now comes after every earlier result
-        if tool is None or args is None:
-            return await self._refused(call, refusal)
-        match await self.deps.gate.check(self.ctx, call, tool):
-            case Wait(request, new):
-                await self._land(flight)
-                if new:
-                    await self._pausing()
-                    await self.sink(ApprovalNeeded(request))
-                return _WAITING
-            case Refuse(text):
-                await self._land(flight)
-                return await self._refused(call, text)
-            case Proceed() if blocked:
-                return _HELD
-            case Proceed() if beside and flight is not None:
-                await self.sink(ToolStarted(call.id, call.name, call.arguments))
-                flight.start(lane, call, tool, self._invoke(call, tool, args))
-                return None
-            case Proceed():
-                return await self._run_one(call, tool, args)
-
-    def _prepared(self, call: ToolCall) -> tuple[Tool | None, BaseModel | None, str]:
-        """The tool the call names (as this thread is offered it now) and its arguments, or
-        why it cannot run."""
-        tool = self._tool(call.name)
-        if tool is None:
-            known = ", ".join(n for n in self.deps.tools.names if self.deps.config.offers(n)) or "none"
-            return None, None, f"error: there is no tool named {call.name!r}. Available tools: {known}."
-        if call.id in self._cut:
-            return tool, None, CUT_RESULT
-        try:
-            return tool, tool.parse(call.arguments), ""
-        except ToolError as exc:
-            return tool, None, f"error: {exc}"
-
-    async def _land(self, flight: _Flight | None) -> None:
-        """Record the results of the calls running in ``flight``, in call order."""
-        if flight is None:
-            return
-        while flight.running:
-            call, tool, task = flight.running[0]
-            content, is_error = await task
-            flight.running.pop(0)
-            await self._finished(call, tool, content, is_error)
-        flight.lanes.clear()
-
-    async def _pausing(self) -> None:
-        """The run will pause for a person: stored before any card shows, so that a restart
-        between a card and the end of the run finds the run paused (a click then resumes it)
-        and never takes its approved calls for ones cut off while running. Nothing of the run
-        runs after this: later calls of the batch are held until the decisions."""
-        if self.session.state is not RunState.AWAITING_APPROVAL:
-            await self._save_unsaved()
-            self.session.state = RunState.AWAITING_APPROVAL
-            self.session.updated_at = self.deps.clock.now()
-            await self.deps.store.save_state(self.session)
-
-    async def _refused(self, call: ToolCall, text: str) -> ToolResult:
-        """A call that does not run: its error is recorded, then announced."""
-        result = await self._record(call, text)
-        await self.sink(ToolFinished(call.id, call.name, True))
-        return result
-
-    async def _record(self, call: ToolCall, content: str, *, is_error: bool = True) -> ToolResult:
-        """Store the call's result (with its batch, for calls without side effects)."""
-        if len(content) > MAX_TOOL_OUTPUT:
-            cut = len(content) - MAX_TOOL_OUTPUT
-            content = f"{content[:MAX_TOOL_OUTPUT]}\n[output cut: {cut} more characters]"
-        result = ToolResult(call_id=call.id, name=call.name, content=content, is_error=is_error)
-        if self._unsaved:
-            self._unsaved.append(result)
-        else:
-            await self._persist([result])
-        return result
-
-    async def stopped(self) -> None:
-        """The run was cancelled: keep the partial text and answer the open calls."""
-        await self._save_unsaved()
-        if self._shown:
-            await self._persist([AssistantMessage(text=self._shown, stopped=True)])
-        missing = open_calls(self.session.messages)
-        await self._persist(
-            [
-                ToolResult(call_id=c.id, name=c.name, content=STOPPED_RESULT, is_error=True)
-                for c in missing
-            ]
-        )
-
-    async def _run_one(self, call: ToolCall, tool: Tool, args: BaseModel) -> ToolResult:
-        await self.sink(ToolStarted(call.id, call.name, call.arguments))
-        content, is_error = await self._invoke(call, tool, args)
-        return await self._finished(call, tool, content, is_error)
-
-    async def _invoke(self, call: ToolCall, tool: Tool, args: BaseModel) -> tuple[str, bool]:
-        """Run the tool: its output, and whether it failed."""
-        began = time.perf_counter()
-        try:
-            content, is_error = await tool.invoke(replace(self.ctx, call_id=call.id), args), False
-        except ToolError as exc:
-            content, is_error = f"error: {exc}", True
-        except Exception as exc:  # a tool's bug is a result the model sees, not a crashed run
-            log.warning("tool %s raised", call.name, exc_info=True)
-            content, is_error = f"error: {call.name} failed: {type(exc).__name__}: {exc}", True
-        metrics.tool_ran(tool.name, is_error=is_error, began=began)
-        return content, is_error
-
-    async def _finished(self, call: ToolCall, tool: Tool, content: str, is_error: bool) -> ToolResult:
-        result = await self._record(call, content, is_error=is_error)  # recorded, then announced
-        said = summarise(content, is_error=is_error)
-        shown = preview(content) if tool.side_effects else ""
-        await self.sink(ToolFinished(call.id, call.name, is_error, said, shown, tool.side_effects))
-        return result
-
     async def _failed(self, exc: ModelError, shown: str) -> State:
         if shown:  # keep what the thread already shows, without half-made calls
             await self._persist([AssistantMessage(text=shown)])
@@ -554,24 +381,3 @@ class _Run:
             return
         self.session.updated_at = self.deps.clock.now()
         await self.deps.store.append_messages(self.session, messages)
-
-
-class _Flight:
-    """Calls of one batch running side by side, at most one per lane, in call order."""
-
-    def __init__(self) -> None:
-        self.lanes: set[str] = set()
-        self.running: list[tuple[ToolCall, Tool, asyncio.Task[tuple[str, bool]]]] = []
-
-    def start(self, lane: str, call: ToolCall, tool: Tool, work: Coroutine[Any, Any, tuple[str, bool]]) -> None:
-        self.lanes.add(lane)
-        self.running.append((call, tool, asyncio.create_task(work, name=f"tool {call.name}")))
-
-    async def cancel(self) -> None:
-        """End the calls still running (the run was stopped or failed while they ran)."""
-        tasks = [task for _, _, task in self.running]
-        self.running.clear()
-        self.lanes.clear()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)

@@ -107,9 +107,8 @@ class Presenter:
         match event:
             case TextDelta(text):
                 self._write(text)
-            case ModelCallStarted(turn):
-                self._paragraph = self._paragraph or turn > 1
-                self._status_while_silent(THINKING)
+            case ModelCallStarted():
+                await self._model_call(event)
             case ToolStarted() | ToolProgress() if event.name not in SILENT_TOOLS:
                 self._tool_started(event)
             case ToolFinished(name=name) if name not in SILENT_TOOLS:
@@ -127,6 +126,12 @@ class Presenter:
             case Failed(message):
                 gap = "\n\n" if self._reply.has_text else ""
                 await self._end(f"{gap}⚠️ {message}")
+
+    async def _model_call(self, event: ModelCallStarted) -> None:
+        if event.after_messages and self._reply.has_text:
+            await self._below()  # the answer to messages written meanwhile goes under them
+        self._paragraph = self._paragraph or event.turn > 1
+        self._status_while_silent(THINKING)
 
     def _tool_started(self, event: ToolStarted | ToolProgress) -> None:
         if isinstance(event, ToolProgress):
@@ -173,9 +178,16 @@ class Presenter:
             if self._on_card is not None:
                 await self._on_card(request, message_id)
             if inline:
-                done, self._reply = self._reply, self._new_reply()
-                self._paragraph = False
-                await done.aclose()
+                await self._below(landed=True)
+
+    async def _below(self, *, landed: bool = False) -> None:
+        """What the run writes next goes to a new reply, below what the thread shows now (a
+        card, messages people wrote meanwhile); the reply so far lands first (if not already)."""
+        if not landed:
+            await self._end("")
+        done, self._reply = self._reply, self._new_reply()
+        self._paragraph = False
+        await done.aclose()
 
     async def close(self) -> None:
         """Land everything and stop the tasks; safe to call twice."""

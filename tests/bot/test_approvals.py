@@ -427,6 +427,40 @@ async def test_a_call_answering_a_steered_message_is_that_persons_to_approve(wor
     assert world.ran == ["prod"]
 
 
+async def test_the_answer_to_a_message_steered_into_a_run_goes_below_that_message(world: World) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+    todos = {"todos": [{"content": "look", "status": "in_progress"}]}
+
+    class HeldModel(ScriptedModel):
+        async def stream(self, request: ModelRequest) -> AsyncIterator[Any]:  # type: ignore[override]
+            if self.requests:
+                async for piece in super().stream(request):
+                    yield piece
+                return
+            self.requests.append(request)
+            yield TextPiece("Looking around.")
+            started.set()
+            async with asyncio.timeout(5):
+                await release.wait()
+            for piece in step(call("todo_write", todos)):
+                yield piece
+
+    model = HeldModel([text("Hi Bob: all good here.")], max_calls=2)
+    use_model(world, model)
+    task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "look around", "e1"), world.surface))
+    await asyncio.wait_for(started.wait(), 5)
+    await run_until(world.clock, lambda: "Looking around." in world.surface.visible_text())
+    await world.core.handle(Inbound(KEY, BOB, "say hi too", "e2"), world.surface)  # below that reply
+    release.set()
+    await run_until(world.clock, task.done)
+    await task
+    replies = [m for m in world.surface.live() if "Looking around." in m.text or "Hi Bob" in m.text]
+    assert [m.text for m in replies] == ["Looking around.", "Hi Bob: all good here."]  # two, in order
+    assert all(m.buttons == () for m in replies)
+    asked = [m.text for m in model.requests[-1].messages if isinstance(m, UserMessage)]
+    assert asked[-2:] == ["look around", "say hi too"]
+
+
 async def test_calls_with_invalid_or_over_limit_arguments_never_get_a_card(world: World) -> None:
     world.model.steps = [
         step(call("deploy", {"target": 42}, index=0), call("deploy", '{"target": "pr', index=1)),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -14,13 +14,14 @@ from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
 from bot.errors import ModelServerError, ModelUnavailable
 from bot.llm.messages import AssistantMessage, ToolCall, ToolResult, UserMessage
+from bot.llm.model import ModelPiece, ModelRequest
 from bot.recovery import INTERRUPTED
-from bot.sessions.model import RunState
+from bot.sessions.model import RunState, Session
 from bot.storage.sqlite import SqliteStore
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
 from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text
-from tests.fakes.surface import RecordingSurface, drive
+from tests.fakes.surface import RecordingSurface, drive, run_until
 
 KEY = ThreadKey("test:thread")
 ALICE = Author(id="test:U1", display_name="Alice")
@@ -316,13 +317,37 @@ class Killed(BaseException):
 
 class DyingStore(SqliteStore):
     """The real store; ``die_after_append`` kills the process right after the next transcript
-    write is stored (before anything else happens)."""
+    write is stored (before anything else happens). ``dies_after(session)`` picks a write of a
+    session's state to die right after; that write first waits for ``release``, when set
+    (``reached`` says it is waiting). Once dead, no write of a session is stored any more."""
 
-    die_after_append = False
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.die_after_append = False
+        self.dies_after: Callable[[Session], bool] | None = None
+        self.release: asyncio.Event | None = None
+        self.reached = asyncio.Event()
+        self.dead = False
 
     async def append_messages(self, session, messages):  # type: ignore[no-untyped-def]
+        if self.dead:
+            raise Killed
         await super().append_messages(session, messages)
         if self.die_after_append:
+            raise Killed
+
+    async def save_state(self, session):  # type: ignore[no-untyped-def]
+        if self.dead:
+            raise Killed
+        dies = self.dies_after is not None and self.dies_after(session)
+        if dies:
+            self.dies_after = None
+            self.reached.set()
+            if self.release is not None:
+                await self.release.wait()
+        await super().save_state(session)
+        if dies:
+            self.dead = True
             raise Killed
 
 
@@ -344,3 +369,85 @@ async def test_a_crash_right_after_a_message_is_stored_leaves_a_run_that_is_pick
         assert [type(m) for m in (await world.session()).messages] == [UserMessage, AssistantMessage]
     finally:
         await world.core.aclose()
+
+
+class HeldModel(ScriptedModel):
+    """Its first call streams once ``go_on`` is set (``asked`` says it was called)."""
+
+    def __init__(self, steps: list[Step]) -> None:
+        super().__init__(steps)
+        self.asked, self.go_on = asyncio.Event(), asyncio.Event()
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
+        if not self.requests:
+            self.asked.set()
+            await self.go_on.wait()
+        async for piece in super().stream(request):
+            yield piece
+
+
+def answered(session: Session) -> bool:
+    """The write that ends the run answering the first message: its answer is stored."""
+    return bool(session.messages) and isinstance(session.messages[-1], AssistantMessage)
+
+
+async def dying_world(tmp_path: Path) -> tuple[World, DyingStore, HeldModel]:
+    world = World(tmp_path, [])
+    world.model = model = HeldModel([text("First answer."), text("Second answer.")])
+    store = DyingStore(world.settings.database_path)
+    world.core = Core(world.settings, store, model, ToolRegistry(builtin_tools()), world.clock)
+    await world.core.start()
+    return world, store, model
+
+
+async def answered_after_the_restart(world: World) -> None:
+    await world.restart()
+    try:
+        world.core.register_surfaces(KEY, lambda key: world.surface)
+        assert await drive(world.clock, world.core.recover()) == 1
+        await drive(world.clock, world.core.wait_idle())
+        asked = [m.text for m in (await world.session()).messages if isinstance(m, UserMessage)]
+        assert asked == ["first", "second"], "the message accepted before the crash was lost"
+        assert world.surface.texts()[-1] == "Second answer."
+    finally:
+        await world.core.aclose()
+
+
+async def test_a_crash_as_a_run_ends_keeps_the_message_steered_into_its_last_model_call(
+    tmp_path: Path,
+) -> None:
+    """A message that comes while the run's model is answering is handed to that run (steered),
+    too late for this call: the run goes on for it after the answer. A crash right after the
+    write that ends the answer's run leaves it in a run cut off, which the restart picks up."""
+    world, store, model = await dying_world(tmp_path)
+    store.dies_after = answered
+    first = asyncio.create_task(world.core.handle(world.inbound("first"), world.surface))
+    await asyncio.wait_for(model.asked.wait(), 5)
+    assert await world.core.admit(world.inbound("second", BOB), world.surface) is None  # steered
+    model.go_on.set()
+    await run_until(world.clock, first.done)
+    with pytest.raises(Killed):
+        await first
+    await answered_after_the_restart(world)
+
+
+async def test_a_crash_as_a_run_ends_keeps_a_message_that_came_while_the_end_was_stored(
+    tmp_path: Path,
+) -> None:
+    """A message that comes while the end of a run is being stored (the run has read its last
+    message) waits for its own turn; a crash right after that write leaves it accepted, and the
+    restart answers it."""
+    world, store, model = await dying_world(tmp_path)
+    model.go_on.set()
+    store.dies_after, store.release = answered, asyncio.Event()
+    first = asyncio.create_task(world.core.handle(world.inbound("first"), world.surface))
+    await run_until(world.clock, store.reached.is_set)
+    second = await world.core.admit(world.inbound("second", BOB), world.surface)
+    store.release.set()
+    await run_until(world.clock, first.done)
+    with pytest.raises(Killed):
+        await first
+    if second is not None:  # its own turn, after the first run's: it died with the process
+        with pytest.raises(Killed):
+            await second
+    await answered_after_the_restart(world)

@@ -105,7 +105,9 @@ async def test_events_are_acknowledged_fast_while_the_core_is_busy(
         await world.fake.wait_for(lambda: bool(world.fake.replies("CGENERAL", root.ts)))
         other = await world.fake.say("UGRACE", "CGENERAL", f"{MENTION} a second thread")
         await world.fake.say("UGRACE", "CGENERAL", "more", thread_ts=root.ts)
-        # Slack's deadline; an ack that waited for the held model would come only after release()
+        # Slack's deadline; an ack that waited for the held model would come only after release().
+        # Each delivery answered first: the new reply under the steered "more" is itself delivered.
+        await world.fake.wait_for(lambda: all(d.status is not None for d in world.fake.deliveries), 3.0)
         assert all(d.status == 200 and (d.acked_in or 9) < 3.0 for d in world.fake.deliveries)
         model.release()
         await world.answered(other)

@@ -18,9 +18,10 @@ from bot.engine.events import (
     TodosChanged,
     ToolFinished,
 )
-from bot.engine.loop import STOPPED_RESULT, Engine
+from bot.engine.loop import Engine
 from bot.engine.prompt import open_calls
 from bot.engine.states import EngineConfig
+from bot.engine.tool_turn import STOPPED_RESULT
 from bot.errors import ModelServerError, ModelStreamBroken
 from bot.llm.messages import AssistantMessage, SystemMessage, ToolResult, Usage, UserMessage
 from bot.llm.model import FinishPiece
