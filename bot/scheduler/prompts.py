@@ -18,8 +18,9 @@ from zoneinfo import ZoneInfo
 from bot.access import refusal
 from bot.clock import Clock
 from bot.config import Settings
-from bot.conversation import SCHEDULED_BY, Author, Inbound, ThreadKey
+from bot.conversation import SCHEDULED_BY, Author, ThreadKey
 from bot.errors import Refused, SurfaceError
+from bot.llm.messages import UserMessage
 from bot.present.surface import Surface
 from bot.scheduler.jobs import Job
 from bot.scheduler.schedules import PROMPT_JOB, Schedule, ScheduleStore
@@ -36,8 +37,9 @@ UNREACHABLE_RETRY_S = 60.0
 MAX_PROMPT_CHARS = 4000
 CACHED_THREADS = 1024
 
-Turn = Callable[[Inbound, Surface, str], Awaitable[object]]
-"""Starts a new turn of the inbound's thread with a notice shown first (``Core.scheduled_turn``)."""
+Turn = Callable[[ThreadKey, UserMessage, Author, Surface, str], Awaitable[object]]
+"""Answers a run's message (accepted with the claim of the run) in a new turn of its thread, with
+a notice shown first (``Core.scheduled_turn``)."""
 
 
 class PromptSchedules:
@@ -167,23 +169,22 @@ class PromptSchedules:
             log.warning("schedule %s: nothing reaches %s now; trying again shortly", schedule.id, schedule.key)
             return now + UNREACHABLE_RETRY_S
         following = next_run(schedule.cron, ZoneInfo(schedule.zone), now) if schedule.cron else None
-        if not await self._store.claim_schedule(schedule.id, schedule.next_at, following):
+        key, late = ThreadKey(schedule.key), now - schedule.next_at > LATE_AFTER_S
+        refused = self._refusal(Author(schedule.author_id, schedule.author_name), schedule.key)
+        message = UserMessage(
+            text=self._text(schedule, late)[: self._settings.max_input_chars], author_id=schedule.author_id,
+            author_name=SCHEDULED_BY + schedule.author_name, event_id=f"schedule:{schedule.id}:{schedule.next_at:.3f}",
+        )  # fmt: skip
+        arrival = None if refused is not None else (key, message)  # stored with the claim: never lost
+        if not await self._store.claim_schedule(schedule.id, schedule.next_at, following, arrival):
             return following  # another worker took this run
         if schedule.cron is None:
             self._remember_ids(schedule.key, tuple(i for i in self.cached_ids(schedule.key) if i != schedule.id))
-        author = Author(schedule.author_id, schedule.author_name)
-        refused = self._refusal(author, schedule.key)
         if refused is not None:
             log.info("schedule %s not run: %s", schedule.id, refused)
             return following
-        late = now - schedule.next_at > LATE_AFTER_S
-        inbound = Inbound(
-            ThreadKey(schedule.key),
-            Author(author.id, SCHEDULED_BY + author.display_name),
-            self._text(schedule, late),
-            f"schedule:{schedule.id}:{schedule.next_at:.3f}",
-        )
-        await self._turn(inbound, surface, self._notice(schedule, late))
+        author = Author(schedule.author_id, SCHEDULED_BY + schedule.author_name)
+        await self._turn(key, message, author, surface, self._notice(schedule, late))
         return following
 
     def _refusal(self, author: Author, key: str) -> str | None:

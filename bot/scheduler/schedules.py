@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from bot.conversation import ThreadKey
+from bot.llm.messages import UserMessage
 from bot.scheduler.jobs import Job
 
 PROMPT_JOB = "scheduled_prompt"
@@ -60,9 +62,18 @@ class ScheduleStore(Protocol):
         """The thread's schedules, the next to run first."""
         ...
 
-    async def claim_schedule(self, schedule_id: str, due_at: float, next_at: float | None) -> bool:
+    async def claim_schedule(
+        self,
+        schedule_id: str,
+        due_at: float,
+        next_at: float | None,
+        arrival: tuple[ThreadKey, UserMessage] | None = None,
+    ) -> bool:
         """Take the run due at ``due_at``: a recurring schedule moves on to ``next_at``, a one-off
-        (``next_at`` None) is removed. Only one caller gets True for one run."""
+        (``next_at`` None) is removed. Only one caller gets True for one run. With ``arrival``
+        (the run's message, with its event id), the message is accepted in the same transaction
+        (as :meth:`bot.deliveries.DeliveryStore.accept` does), so a process that dies once the
+        run is claimed leaves the message to be answered after a restart or by another worker."""
         ...
 
     async def delete_schedule(self, key: str, schedule_id: str) -> Schedule | None:

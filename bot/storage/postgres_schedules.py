@@ -9,9 +9,12 @@ from __future__ import annotations
 import dataclasses
 import json
 
+from bot.conversation import ThreadKey
+from bot.llm.messages import UserMessage, dump_message
 from bot.scheduler.schedules import Full, Schedule, job_for
 from bot.storage import rows as stored
 from bot.storage.postgres_db import PgDb
+from bot.storage.postgres_sessions import KEEP
 
 _COLUMNS = (
     "id, key, channel, prompt, when_text, cron, zone, next_at, author_id, author_name, created_at"
@@ -63,29 +66,35 @@ class ScheduleTables:
         return stored.schedule(row) if row else None
 
     async def schedules_of(self: PgDb, key: str) -> list[Schedule]:
-        rows = await self.pool.fetch(
-            f"SELECT {_COLUMNS} FROM schedules WHERE key = $1 ORDER BY next_at, id", key
-        )
-        return [stored.schedule(r) for r in rows]
+        rows = await self.gathered(
+            "schedules_of",
+            f"SELECT {_COLUMNS}, $2::int AS call FROM schedules WHERE key = $1 ORDER BY next_at, id", rows=True
+        ).fetch(key, key)
+        return [stored.schedule(tuple(r)[:-1]) for r in rows]  # without the call
 
     async def claim_schedule(
-        self: PgDb, schedule_id: str, due_at: float, next_at: float | None
+        self: PgDb,
+        schedule_id: str,
+        due_at: float,
+        next_at: float | None,
+        arrival: tuple[ThreadKey, UserMessage] | None = None,
     ) -> bool:
         number = stored.number(schedule_id, "s")
         if number is None:
             return False
-        if next_at is None:
-            status = await self.pool.execute(
-                "DELETE FROM schedules WHERE id = $1 AND next_at = $2", number, due_at
-            )
-        else:
-            status = await self.pool.execute(
-                "UPDATE schedules SET next_at = $1 WHERE id = $2 AND next_at = $3",
-                next_at,
-                number,
-                due_at,
-            )
-        return int(status.rsplit(" ", 1)[-1]) == 1
+        async with self.transaction() as db:
+            if next_at is None:
+                status = await db.execute("DELETE FROM schedules WHERE id = $1 AND next_at = $2", number, due_at)
+            else:
+                status = await db.execute(
+                    "UPDATE schedules SET next_at = $1 WHERE id = $2 AND next_at = $3", next_at, number, due_at
+                )
+            if int(status.rsplit(" ", 1)[-1]) != 1:
+                return False
+            if arrival is not None:
+                key, message = arrival
+                await db.execute(KEEP, message.event_id, due_at, key, dump_message(message))
+        return True
 
     async def delete_schedule(self: PgDb, key: str, schedule_id: str) -> Schedule | None:
         number = stored.number(schedule_id, "s")

@@ -46,9 +46,19 @@ REPLACE = INSERT.replace("$16", "0").replace("$17", "$2")
 """The whole transcript (``$2``) of the thread ``$1``, numbered from 0."""
 _LOAD = (
     f"SELECT {stored.SESSION_COLUMNS},"
-    " ARRAY(SELECT body FROM messages WHERE key = $1 ORDER BY seq) AS bodies"
+    " ARRAY(SELECT body FROM messages WHERE key = $1 ORDER BY seq) AS bodies, $2::int AS call"
     " FROM sessions WHERE key = $1"
 )
+"""A session and its transcript, gathered (``$2``: the call's place in its batch)."""
+KEEP = (
+    "WITH first AS (INSERT INTO deliveries (event_id, seen_at) VALUES ($1, $2)"
+    " ON CONFLICT (event_id) DO NOTHING RETURNING event_id)"
+    " INSERT INTO arrivals (event_id, key, message, at)"  # at: the database's clock (workers' may be off)
+    " SELECT event_id, $3, $4, extract(epoch FROM clock_timestamp()) FROM first"
+)
+"""Record the delivery id ``$1`` (seen at ``$2``) and keep the message ``$4`` as an arrival
+for the thread ``$3``; nothing when the id was recorded before."""
+_ACCEPT = KEEP + " RETURNING $5::int AS call"
 
 
 def session_values(session: Session, messages: Sequence[Message] = ()) -> tuple[Any, ...]:
@@ -61,10 +71,10 @@ class SessionTables:
     """Mixed into :class:`bot.storage.postgres.PostgresStore`."""
 
     async def load_session(self: PgDb, key: ThreadKey, now: float) -> Session:
-        row = await self.pool.fetchrow(_LOAD, key)
-        if row is None:
+        found = await self.gathered("load_session", _LOAD, rows=True).fetch(key, key)
+        if not found:
             return Session(key=key, created_at=now, updated_at=now)
-        return stored.session_of(key, row, row["bodies"])
+        return stored.session_of(key, found[0], found[0]["bodies"])
 
     async def has_session(self: PgDb, key: ThreadKey) -> bool:
         found = await self.pool.fetchval(
@@ -124,14 +134,10 @@ class DeliveryTables:
     async def accept(self: PgDb, key: ThreadKey, message: UserMessage, now: float) -> bool:
         if not message.event_id:
             raise ValueError("an accepted message needs its event id")
-        status = await self.pool.execute(
-            "WITH first AS (INSERT INTO deliveries (event_id, seen_at) VALUES ($1, $2)"
-            " ON CONFLICT (event_id) DO NOTHING RETURNING event_id)"
-            " INSERT INTO arrivals (event_id, key, message, at)"  # at: the database's clock (workers' may be off)
-            " SELECT event_id, $3, $4, extract(epoch FROM clock_timestamp()) FROM first",
-            message.event_id, now, key, dump_message(message),
-        )  # fmt: skip
-        return changed(status) == 1
+        added = await self.gathered("accept", _ACCEPT, rows=True).fetch(  # in the order of the rows it locks
+            message.event_id, message.event_id, now, key, dump_message(message)
+        )
+        return bool(added)
 
     async def arrivals(self: PgDb, limit: int = 1000) -> list[tuple[ThreadKey, UserMessage]]:
         rows = await self.pool.fetch("SELECT key, message FROM arrivals ORDER BY seq LIMIT $1", limit)

@@ -7,9 +7,12 @@ import json
 
 import aiosqlite
 
+from bot.conversation import ThreadKey
+from bot.llm.messages import UserMessage
 from bot.scheduler.schedules import Full, Schedule, job_for
 from bot.storage import rows as stored
 from bot.storage.sqlite_db import Db
+from bot.storage.sqlite_sessions import keep
 
 _COLUMNS = (
     "id, key, channel, prompt, when_text, cron, zone, next_at, author_id, author_name, created_at"
@@ -60,7 +63,13 @@ class ScheduleTables:
         ) as cur:
             return [stored.schedule(r) for r in await cur.fetchall()]
 
-    async def claim_schedule(self: Db, schedule_id: str, due_at: float, next_at: float | None) -> bool:
+    async def claim_schedule(
+        self: Db,
+        schedule_id: str,
+        due_at: float,
+        next_at: float | None,
+        arrival: tuple[ThreadKey, UserMessage] | None = None,
+    ) -> bool:
         number = stored.number(schedule_id, "s")
         if number is None:
             return False
@@ -74,7 +83,11 @@ class ScheduleTables:
                     "UPDATE schedules SET next_at = ? WHERE id = ? AND next_at = ?",
                     (next_at, number, due_at),
                 )
-            return cursor.rowcount == 1
+            if cursor.rowcount != 1:
+                return False
+            if arrival is not None:
+                await keep(db, *arrival, due_at)
+            return True
 
     async def delete_schedule(self: Db, key: str, schedule_id: str) -> Schedule | None:
         number = stored.number(schedule_id, "s")

@@ -14,6 +14,22 @@ from bot.storage import rows as stored
 from bot.storage.sqlite_db import Db
 
 
+async def keep(db: aiosqlite.Connection, key: ThreadKey, message: UserMessage, now: float) -> bool:
+    """In the transaction ``db``: record ``message``'s delivery id and keep it as an arrival
+    for ``key``; False (nothing kept) when the id was recorded before."""
+    cur = await db.execute(
+        "INSERT INTO deliveries (event_id, seen_at) VALUES (?, ?) ON CONFLICT (event_id) DO NOTHING",
+        (message.event_id, now),
+    )
+    if cur.rowcount != 1:
+        return False
+    await db.execute(
+        "INSERT INTO arrivals (event_id, key, message, at) VALUES (?, ?, ?, ?)",
+        (message.event_id, key, dump_message(message), now),
+    )
+    return True
+
+
 class SessionTables:
     """Mixed into :class:`bot.storage.sqlite.SqliteStore`."""
 
@@ -114,17 +130,7 @@ class DeliveryTables:
         if not message.event_id:
             raise ValueError("an accepted message needs its event id")
         async with self.transaction() as db:
-            cur = await db.execute(
-                "INSERT INTO deliveries (event_id, seen_at) VALUES (?, ?) ON CONFLICT (event_id) DO NOTHING",
-                (message.event_id, now),
-            )
-            if cur.rowcount != 1:
-                return False
-            await db.execute(
-                "INSERT INTO arrivals (event_id, key, message, at) VALUES (?, ?, ?, ?)",
-                (message.event_id, key, dump_message(message), now),
-            )
-            return True
+            return await keep(db, key, message, now)
 
     async def arrivals(self: Db, limit: int = 1000) -> list[tuple[ThreadKey, UserMessage]]:
         async with self.db.execute(

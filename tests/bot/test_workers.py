@@ -274,6 +274,29 @@ async def test_a_job_due_on_two_workers_runs_once(cluster: Cluster) -> None:
     assert not [j for j in await a.store.due_jobs(now + 1000) if j.kind == "count"]
 
 
+async def test_a_scheduled_run_claimed_by_a_worker_killed_before_its_turn_is_answered_by_another(
+    cluster: Cluster,
+) -> None:
+    a = await cluster.worker("a", Model())
+    b = await cluster.worker("b", Model(text("The build is green.")))
+    schedule = await a.schedules.create(KEY, ALICE, "Say whether the build is green", "in 1 second")
+    reached = asyncio.Event()
+
+    async def killed(*_: object) -> None:  # a dies once the run is claimed, before its turn begins
+        reached.set()
+
+    a.schedules._turn = killed  # type: ignore[assignment]
+    await until(lambda: time.time() >= schedule.next_at)
+    assert await a.scheduler.run_due() >= 1 and reached.is_set()
+    await kill(a)
+    await until(lambda: "The build is green." in cluster.platform.text())
+    await b.wait_idle()
+    session = await b.store.load_session(KEY, time.time())
+    asked = [m for m in session.messages if isinstance(m, UserMessage)]
+    assert [(m.text, m.author_name) for m in asked] == [("Say whether the build is green", "scheduled by Alice")]
+    assert await b.store.schedules_of(KEY) == [] and await b.store.arrivals() == []
+
+
 async def test_a_write_with_a_stale_token_is_refused_and_the_stale_run_stops(
     cluster: Cluster,
 ) -> None:

@@ -50,7 +50,10 @@ async def test_a_scheduled_prompt_is_a_new_turn_attributed_to_the_person(world: 
     assert shown.startswith("_⏰ Scheduled by Alice: Check the build_") and "The build is green." in shown
     assert "late" not in shown
     asked = (await world.asked())[-1]
-    assert asked == UserMessage(text="Check the build", author_id=ALICE.id, author_name="scheduled by Alice")
+    assert asked == UserMessage(
+        text="Check the build", author_id=ALICE.id, author_name="scheduled by Alice",
+        event_id=f"schedule:s1:{schedule.next_at:.3f}",
+    )  # fmt: skip
     assert user_content(asked) == "[scheduled by Alice]: Check the build"
     assert await world.schedules() == [] and await world.core.store.next_due() is not None  # only housekeeping
     assert await world.later(3600) == 1 and len(world.model.requests) == 3  # it ran once
@@ -69,6 +72,30 @@ async def test_the_approvals_of_a_scheduled_run_go_to_the_person_who_scheduled_i
     assert await world.click("Approve", ALICE) == "Approved."
     assert world.ran == ["staging"]
     assert "Deployed to staging." in world.thread().visible_text()
+
+
+async def test_a_run_claimed_by_a_process_that_stopped_before_its_turn_is_answered_after_the_restart(
+    world: World,
+) -> None:
+    world.model.steps = scheduling("Check the build", "in 5 minutes")  # type: ignore[assignment]
+    await world.say("check the build in 5 minutes, please")
+    [schedule] = await world.schedules()
+    reached: list[str] = []
+
+    async def stopped(key: ThreadKey, message: UserMessage, *_: object) -> None:
+        reached.append(message.text)  # the process ends here: the turn never begins
+
+    world.core.schedules._turn = stopped  # type: ignore[assignment]
+    assert await world.until(schedule.next_at) == 1
+    assert reached == ["Check the build"] and await world.schedules() == []  # the run was claimed
+    world.model.steps = [text("The build is green.")]
+    await world.restart(down_for=60)
+    assert await world.core.recover() == 1  # as `threadline run` does once its adapters are up
+    await drive(world.clock, world.core.wait_idle())
+    asked = [m for m in await world.asked() if m.event_id == f"schedule:s1:{schedule.next_at:.3f}"]
+    assert [(m.text, m.author_name) for m in asked] == [("Check the build", "scheduled by Alice")]
+    assert "The build is green." in world.thread().texts()[-1]
+    assert await world.later(3600) == 1 and len(world.model.requests) == 3  # once, not again
 
 
 async def test_a_one_off_due_while_the_bot_was_down_runs_once_when_it_is_back_and_says_so(

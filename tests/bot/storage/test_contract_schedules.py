@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+from bot.conversation import ThreadKey
+from bot.llm.messages import UserMessage
 from bot.scheduler.schedules import PROMPT_JOB, Schedule
 from bot.storage.protocol import Store
 from tests.bot.storage.conftest import Stores
@@ -77,6 +79,18 @@ async def test_a_run_is_claimed_once(store: Store) -> None:
     moved = await store.get_schedule(every.id)
     assert moved is not None and moved.next_at == 2400.0
     assert not await store.claim_schedule("s999999", 2400.0, None)
+
+
+async def test_a_claimed_run_keeps_its_message_as_an_arrival_once(stores: Stores, store: Store) -> None:
+    key = ThreadKey("test:c1:t1")
+    every = await add(store, draft(cron="*/10 * * * *", next_at=1800.0))
+    message = UserMessage(text="check the build", author_id="test:U1", author_name="scheduled by Alice", event_id="schedule:s1:1800.000")
+    claims = await asyncio.gather(*(store.claim_schedule(every.id, 1800.0, 2400.0, (key, message)) for _ in range(5)))
+    assert claims.count(True) == 1
+    assert not await store.claim_schedule(every.id, 1800.0, 2400.0, (key, message))  # claimed: nothing kept
+    reopened = await stores.reopen(store)  # a restart: the message waits to be answered
+    assert await reopened.arrivals() == [(key, message)]
+    assert not await reopened.accept(key, message, 1900.0)  # its delivery id is recorded too
 
 
 async def test_a_schedule_is_deleted_only_from_its_own_thread_with_its_job(store: Store) -> None:
