@@ -33,7 +33,7 @@ from enum import IntEnum
 
 from bot import metrics
 from bot.clock import Clock, sleep_until_set
-from bot.present.shared_rate import SharedPace, SharedRates
+from bot.present.shared_rate import SLOWER, SharedPace, SharedRates
 from bot.present.surface import SurfaceLimits
 from bot.present.sweep import DraftSweeper
 
@@ -45,8 +45,6 @@ class Priority(IntEnum):
     """A streaming edit that a later one will supersede."""
 
 
-SLOWER = 1.25
-"""How much an unforeseen 429 stretches the interval between edits."""
 RECOVER = 0.97
 """How much each granted edit shrinks a stretched interval back toward the documented one."""
 MAX_STRETCH = 4.0

@@ -11,9 +11,11 @@ would be further away asks again when it comes near; a final one takes its place
 
 A 429 pauses the key for every worker: the pause is kept with the pace in the store, and the
 others hear it at once (``LISTEN``); held slots are dropped, so after a pause the pace begins
-again from the store. A worker that loses the store paces locally at the rate divided by the
-number of workers it last saw on the key (at least ``MIN_WORKERS``), never faster than one
-worker alone, and asks the store again after ``OFFLINE_RETRY_S``.
+again from the store. A 429 that came while the key was not paused also stretches the pace in
+the store (by ``SLOWER``, at most four times; each slot given shrinks it back by 3%), so every
+worker slows down, as one alone does. A worker that loses the store paces locally at the rate
+divided by the number of workers it last saw on the key (at least ``MIN_WORKERS``), never
+faster than one worker alone, and asks the store again after ``OFFLINE_RETRY_S``.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ MIN_WORKERS = 2
 """Without the store a worker paces at most at the rate divided by this."""
 OFFLINE_RETRY_S = 2.0
 """How long a worker that lost the store paces locally before asking it again."""
+SLOWER = 1.25
+"""How much a 429 the pace did not foresee stretches the interval between edits (a worker's
+own pace, and the shared one: migration 0009 stretches it at most 4 times and shrinks it by 3%
+with each slot, as ``budget.MAX_STRETCH`` and ``budget.RECOVER`` do a worker's own)."""
 
 
 class SharedRates:
@@ -82,13 +88,14 @@ class SharedRates:
         except StoreError as exc:
             log.warning("not hearing other workers' edit pauses for now: %s", exc)
 
-    def tell(self, key: str, seconds: float) -> None:
-        """Tell the store (so every worker) that ``key`` is paused for ``seconds``."""
-        self._spawn(self._tell(key, seconds))
+    def tell(self, key: str, seconds: float, *, slower: float = 1.0) -> None:
+        """Tell the store (so every worker) that ``key`` is paused for ``seconds``, and its pace
+        is ``slower``."""
+        self._spawn(self._tell(key, seconds, slower))
 
-    async def _tell(self, key: str, seconds: float) -> None:
+    async def _tell(self, key: str, seconds: float, slower: float) -> None:
         try:
-            await self.store.pause_budget(key, seconds)
+            await self.store.pause_budget(key, seconds, slower=slower)
         except StoreError as exc:
             log.warning("could not share a pause of %s with the other workers: %s", key, exc)
 
@@ -222,9 +229,12 @@ class SharedPace:
         self._expiry.clear()
 
     def note_rate_limited(self, retry_after: float) -> None:
-        """This worker got a 429: paused here at once, and in the store for every worker."""
+        """This worker got a 429: paused here at once, and in the store for every worker. One
+        that came while the key was not paused (its edit went at a slot of the pace) was not
+        foreseen: it also slows the pace for every worker, as it does a worker alone."""
+        slower = 1.0 if self.paused else SLOWER
         self.pause(retry_after)
-        self._rates.tell(self.key, retry_after)
+        self._rates.tell(self.key, retry_after, slower=slower)
 
     def wait_estimate(self, finals_ahead: int) -> float:
         """Seconds a final edit asked for now would wait: its slot, then a turn of every worker

@@ -55,10 +55,12 @@ class BudgetStore(Protocol):
         the store does not answer."""
         ...
 
-    async def pause_budget(self, key: str, seconds: float) -> float:
-        """Nobody takes slots of ``key`` for ``seconds``; every listener hears it. Returns how
-        long the key is paused. Raises :class:`bot.errors.StoreError` when the store does not
-        answer."""
+    async def pause_budget(self, key: str, seconds: float, *, slower: float = 1.0) -> float:
+        """Nobody takes slots of ``key`` for ``seconds``; every listener hears it. A 429 the
+        pace did not foresee also stretches the interval of ``key``'s pace by ``slower`` (each
+        slot given then shrinks it back a little, never below the interval asked for). Returns
+        how long the key is paused. Raises :class:`bot.errors.StoreError` when the store does
+        not answer."""
         ...
 
     async def listen_budgets(self, heard: Callable[[str, float], None]) -> PauseListening:

@@ -1,6 +1,6 @@
 """The PostgreSQL store's shared edit budgets (see :mod:`bot.storage.budgets`).
 
-Taking slots and pausing are one call each of a function of migration 0007 (one round trip;
+Taking slots and pausing are one call each of a function of migrations 0007 and 0009 (one round trip;
 the budget's row is locked for the few microseconds of the computation, on the database's
 clock, ``clock_timestamp()``). A pause is also told on the ``threadline_budget`` channel
 (``NOTIFY``, payload ``"<seconds> <key>"``), heard on a connection of its own.
@@ -54,10 +54,12 @@ class BudgetTables:
         assert row is not None
         return Slots(tuple(row["delays"]), row["next_in"], row["paused_for"], row["workers"])
 
-    async def pause_budget(self: PgDb, key: str, seconds: float) -> float:
+    async def pause_budget(self: PgDb, key: str, seconds: float, *, slower: float = 1.0) -> float:
         try:
             async with asyncio.timeout(TIMEOUT_S):
-                left = await self.pool.fetchval("SELECT threadline_budget_pause($1, $2)", key, seconds)
+                left = await self.pool.fetchval(
+                    "SELECT threadline_budget_pause($1, $2, $3)", key, seconds, slower
+                )
         except _FAILURES as exc:
             raise StoreError(f"cannot pause the edit budget of {key}: {exc}") from None
         return float(left)

@@ -130,6 +130,37 @@ async def test_a_429_on_one_worker_pauses_the_other(workers: Workers) -> None:
     assert time.monotonic() - hit >= 1.0 - 0.05  # the other worker's next edit waited it out
 
 
+async def test_a_429_the_pace_did_not_foresee_slows_the_pace_of_every_worker(workers: Workers) -> None:
+    clock = SystemClock()
+    first = await workers.worker("w1", clock)
+    await workers.worker("w2", clock)
+    one = first.get(LIMITS)
+    assert await one.acquire("a") and first.shared is not None
+    store = workers.stores[1]
+
+    async def stretch() -> float:
+        await asyncio.gather(*first.shared._tasks)  # type: ignore[union-attr]  # the 429s told
+        return float(await store.pool.fetchval("SELECT stretch FROM edit_budgets WHERE key = $1", LIMITS.budget_key))
+
+    one.note_rate_limited(0.0)  # the pace said there was room: it allows less than we thought
+    assert await stretch() == pytest.approx(1.25)
+    got = await store.take_slots(
+        LIMITS.budget_key, "w2", interval_s=INTERVAL, room=0.0, wanted=3, horizon_s=10.0, must=True
+    )
+    gaps = [b - a for a, b in zip(got.delays, got.delays[1:], strict=False)]
+    assert gaps == pytest.approx([INTERVAL * 1.25] * 2, abs=0.01)  # the other worker slows down too
+    assert await stretch() == pytest.approx(1.25 * 0.97**3)  # and each slot given recovers a little
+
+    one.note_rate_limited(0.5)  # unforeseen again: slower still
+    one.note_rate_limited(0.5)  # a second edit of the same burst, the key paused by then: foreseen
+    assert await stretch() == pytest.approx(1.25 * 0.97**3 * 1.25)
+    pace = first.shared._paces[LIMITS.budget_key]
+    await until(lambda: not pace.paused)
+    for _ in range(30):
+        one.note_rate_limited(0.0)  # however many, never more than 4 times slower
+    assert await stretch() == pytest.approx(4.0)
+
+
 async def test_a_pause_is_kept_with_the_pace_for_a_worker_that_did_not_hear_it(
     workers: Workers,
 ) -> None:
