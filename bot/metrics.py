@@ -161,6 +161,19 @@ SHARED_BUDGET_CALLS = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+STORE_CALLS = Counter(
+    "threadline_store_calls",
+    "Calls of the PostgreSQL store's statements that every run makes, by statement.",
+    ["statement"],
+    registry=REGISTRY,
+)
+STORE_ROUND_TRIPS = Counter(
+    "threadline_store_round_trips",
+    "Round trips those calls took, by statement: calls made while the statement's previous batch"
+    " was in flight go together, as one (calls / round trips: the batch size).",
+    ["statement"],
+    registry=REGISTRY,
+)
 TURNS_WAITING = Gauge(
     "threadline_turns_waiting",
     "Messages, scheduled prompts and resumed runs waiting for their thread's current run to end.",
@@ -316,3 +329,9 @@ class EditMeter:
 def shared_budget_call(outcome: str) -> None:
     """One call for slots of a shared edit budget: ``granted``, ``later`` or ``failed``."""
     SHARED_BUDGET_CALLS.labels(outcome).inc()
+
+
+def store_round_trip(statement: str, calls: int) -> None:
+    """One round trip of the store's gathered ``statement``, for ``calls`` calls."""
+    STORE_CALLS.labels(statement).inc(calls)
+    STORE_ROUND_TRIPS.labels(statement).inc()

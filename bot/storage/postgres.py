@@ -28,6 +28,7 @@ from bot.errors import StoreError
 from bot.storage.budgets import BudgetStore
 from bot.storage.leases import LeaseStore
 from bot.storage.postgres_approvals import ApprovalTables
+from bot.storage.postgres_batch import AsOne, Gathered
 from bot.storage.postgres_budgets import BudgetTables
 from bot.storage.postgres_jobs import JobTables
 from bot.storage.postgres_leases import LeaseTables
@@ -76,6 +77,7 @@ class PostgresStore(
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
         self._connect = WaitingConnect(reconnect_wait_s, lambda: self._pool is not None, self.where)
+        self._gathered: dict[str, Gathered] = {}
 
     # --- lifecycle ---
 
@@ -123,6 +125,20 @@ class PostgresStore(
             reason = "no answer in time" if isinstance(exc, TimeoutError) else type(exc).__name__
             return f"PostgreSQL at {self.where} does not answer ({reason})"
         return None
+
+    def gathered(self, name: str, sql: str, *, rows: bool, as_one: AsOne | None = None) -> Gathered:
+        """The hot statements (those of every run) are sent gathered: see
+        :mod:`bot.storage.postgres_batch`."""
+        found = self._gathered.get(sql)
+        if found is None:
+            found = self._gathered[sql] = Gathered(name, sql, lambda: self.pool, rows=rows, as_one=as_one)
+        return found
+
+    @property
+    def round_trips(self) -> tuple[int, int]:
+        """``(calls, round trips)`` of the gathered statements so far: a batch is one trip."""
+        gathered = self._gathered.values()
+        return sum(g.calls for g in gathered), sum(g.sent for g in gathered)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Conn]:

@@ -10,6 +10,8 @@ import asyncpg
 if TYPE_CHECKING:  # subscriptable in asyncpg's stubs only
     from asyncpg.pool import PoolConnectionProxy
 
+    from bot.storage.postgres_batch import AsOne, Gathered
+
     Conn: TypeAlias = PoolConnectionProxy[asyncpg.Record]
     """A connection of the pool."""
 
@@ -19,3 +21,7 @@ class PgDb(Protocol):
     def pool(self) -> asyncpg.Pool: ...
 
     def transaction(self) -> AbstractAsyncContextManager[Conn]: ...
+
+    def gathered(self, name: str, sql: str, *, rows: bool, as_one: AsOne | None = None) -> Gathered:
+        """``sql``'s calls, gathered into batches (see :mod:`bot.storage.postgres_batch`)."""
+        ...

@@ -24,13 +24,14 @@ from bot.llm.messages import Message, dump_message
 from bot.sessions.model import RunState, Session
 from bot.sessions.store import SessionStore
 from bot.storage.leases import Lease
+from bot.storage.postgres_batch import AsOne
 from bot.storage.postgres_db import PgDb
+from bot.storage.postgres_fenced import APPENDED, SAVES
 from bot.storage.postgres_sessions import (
     FENCED_APPEND,
     FENCED_UPSERT,
     REPLACE,
     UPSERT,
-    changed,
     session_values,
 )
 
@@ -54,6 +55,9 @@ _RELEASE = (
     "UPDATE leases SET owner = '', expires_at = clock_timestamp()"
     " WHERE key = $1 AND owner = $2 AND token = $3"
 )
+_TAKE_GATHERED = _TAKE + ", $4::int AS call"
+_RENEW_GATHERED = _RENEW + ", $5::int AS call"
+_RELEASE_GATHERED = _RELEASE + " RETURNING $4::int AS call"
 _FENCE = "SELECT 1 FROM leases WHERE key = $1 AND owner = $2 AND token = $3 FOR SHARE"
 LOST = "TL001"
 """The SQLSTATE ``threadline_hold_lease`` raises when the lease is no longer the writer's."""
@@ -96,11 +100,12 @@ class FencedSessions:
     async def keys_in_state(self, state: RunState, limit: int = 1000) -> list[ThreadKey]:
         return await self._store.keys_in_state(state, limit)
 
-    async def _fenced(self, sql: str, *args: object) -> None:
+    async def _fenced(self, name: str, sql: str, as_one: AsOne, *args: object) -> None:
         """One statement that holds the lease (its last two parameters) or writes nothing."""
         lease = self.lease
         try:
-            await self._store.pool.execute(sql, *args, lease.owner, lease.token)
+            gathered = self._store.gathered(name, sql, rows=False, as_one=as_one)
+            await gathered.execute(lease.key, *args, lease.owner, lease.token)
         except asyncpg.PostgresError as exc:
             if exc.sqlstate != LOST:
                 raise
@@ -110,7 +115,7 @@ class FencedSessions:
         if not messages:
             return
         bodies = [dump_message(m) for m in messages]
-        await self._fenced(FENCED_APPEND, *session_values(session, messages), len(session.messages), bodies)
+        await self._fenced("append_messages", FENCED_APPEND, APPENDED, *session_values(session, messages), len(session.messages), bodies)
         session.messages.extend(messages)
 
     async def replace_messages(self, session: Session, messages: Sequence[Message]) -> None:
@@ -122,7 +127,7 @@ class FencedSessions:
         session.messages[:] = messages
 
     async def save_state(self, session: Session) -> None:
-        await self._fenced(FENCED_UPSERT, *session_values(session))
+        await self._fenced("save_state", FENCED_UPSERT, SAVES, *session_values(session))
 
 
 class LeaseTables:
@@ -131,13 +136,20 @@ class LeaseTables:
     async def take_lease(self: PgDb, key: ThreadKey, owner: str, ttl_s: float) -> Lease | None:
         if not owner:
             raise ValueError("a lease needs an owner")
-        return _lease(await self.pool.fetchrow(_TAKE, key, owner, ttl_s))
+        taken = await self.gathered("take_lease", _TAKE_GATHERED, rows=True).fetch(key, key, owner, ttl_s)
+        return _lease(taken[0] if taken else None)
 
     async def renew_lease(self: PgDb, lease: Lease, ttl_s: float) -> Lease | None:
-        return _lease(await self.pool.fetchrow(_RENEW, lease.key, lease.owner, lease.token, ttl_s))
+        renewed = await self.gathered("renew_lease", _RENEW_GATHERED, rows=True).fetch(
+            lease.key, lease.key, lease.owner, lease.token, ttl_s
+        )
+        return _lease(renewed[0] if renewed else None)
 
     async def release_lease(self: PgDb, lease: Lease) -> bool:
-        return changed(await self.pool.execute(_RELEASE, lease.key, lease.owner, lease.token)) == 1
+        released = await self.gathered("release_lease", _RELEASE_GATHERED, rows=True).fetch(
+            lease.key, lease.key, lease.owner, lease.token
+        )
+        return bool(released)
 
     async def lease_of(self: PgDb, key: ThreadKey) -> Lease | None:
         return _lease(await self.pool.fetchrow(

@@ -46,11 +46,12 @@ class MemoryTables:
         return dataclasses.replace(d, id=f"m{number}")
 
     async def recent_memories(self: PgDb, channel: str, key: str, limit: int) -> list[Memory]:
-        rows = await self.pool.fetch(
-            f"SELECT {_COLUMNS} FROM memories m WHERE {_SEEN_BY} ORDER BY m.id DESC LIMIT $3",
-            channel, key, limit,
-        )  # fmt: skip
-        return [stored.memory(r) for r in rows]
+        rows = await self.gathered(
+            "recent_memories",
+            f"SELECT {_COLUMNS}, $4::int AS call FROM memories m WHERE {_SEEN_BY} ORDER BY m.id DESC LIMIT $3",
+            rows=True,
+        ).fetch(key, channel, key, limit)
+        return [stored.memory(tuple(r)[:-1]) for r in rows]  # without the call
 
     async def recall_memories(
         self: PgDb, channel: str, key: str, terms: Sequence[str], limit: int

@@ -25,6 +25,8 @@ _UNLEASED = (
     " AND l.expires_at > clock_timestamp())"
 )
 
+_IS_ARRIVAL = "SELECT $2::int AS call FROM arrivals WHERE event_id = $1"
+
 
 class Listening:
     """A connection of its own that hears the nudges; :meth:`close` ends it."""
@@ -84,9 +86,8 @@ class WorkTables:
 
     async def is_arrival(self: PgDb, event_id: str) -> bool:
         """Whether the message with this event id still waits for its session."""
-        return bool(
-            await self.pool.fetchval("SELECT 1 FROM arrivals WHERE event_id = $1", event_id)
-        )
+        found = await self.gathered("is_arrival", _IS_ARRIVAL, rows=True).fetch(event_id, event_id)
+        return bool(found)
 
     async def request_stop(self: PgDb, key: ThreadKey, run_id: str, actor: Author) -> None:
         """Ask the worker running ``run_id`` in ``key`` to stop it, and nudge the workers."""

@@ -35,6 +35,9 @@ LABELS = {
     "threadline_edit_wait_seconds": {"platform"},
     "threadline_edit_budget_per_minute": {"platform"},
     "threadline_turns_waiting": set(),
+    "threadline_shared_edit_budget_calls_total": {"outcome"},
+    "threadline_store_calls_total": {"statement"},
+    "threadline_store_round_trips_total": {"statement"},
 }
 """Every metric of ours and its label names (a histogram's ``le`` aside)."""
 

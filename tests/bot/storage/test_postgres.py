@@ -80,21 +80,21 @@ async def test_reopening_applies_nothing_again(url: str, store: PostgresStore) -
 async def test_a_migration_numbered_below_the_newest_applied_is_applied_when_it_comes(
     url: str, store: PostgresStore
 ) -> None:
-    """Branches merged out of order: a database that has 0008 gets 0007 when it ships."""
+    """Branches merged out of order: a database that has 0009 gets 0008 when it ships."""
     await store.pool.execute(
-        "DELETE FROM schema_migrations WHERE version = 7;"
-        " DROP FUNCTION threadline_budget_slots, threadline_budget_pause;"
-        " DROP TABLE edit_budgets, edit_budget_workers"
+        "DELETE FROM schema_migrations WHERE version = 8; DROP FUNCTION threadline_hold_lease"
     )
     again = PostgresStore(url)
     await again.open()
     try:
         versions = [r["version"] for r in await again.pool.fetch("SELECT version FROM schema_migrations ORDER BY version")]
         assert versions == [v for v, _, _ in migrations()]
-        slots = await again.take_slots(
-            "slack:T1", "w1", interval_s=1.0, room=0.0, wanted=1, horizon_s=1.0, must=False
-        )
-        assert len(slots.delays) == 1 and slots.delays[0] < 0.01  # an idle budget: at once
+        lease = await again.take_lease(KEY, "worker-a", 60.0)
+        assert lease is not None
+        writer = again.sessions_under(lease)
+        session = await writer.load_session(KEY, 1.0)
+        await writer.append_messages(session, [UserMessage(text="fenced by 0008's function")])
+        assert len((await again.load_session(KEY, 2.0)).messages) == 1
     finally:
         await again.close()
 

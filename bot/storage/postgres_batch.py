@@ -1,0 +1,192 @@
+"""Calls of one statement gathered while its previous batch is in flight (group commit).
+
+Under load, many runs send the same statement at once: accept a message, take a lease, load a
+session, append to a transcript, release the lease. Sent one by one, each costs the database a
+wake-up, an execution and (a write) a commit, and the worker a round trip through the pool. A
+:class:`Gathered` statement sends the calls that arrived while its previous batch was in flight
+as one pipelined batch (asyncpg's ``fetchmany``/``executemany``): one round trip, one
+transaction, one commit. A call that finds nothing in flight goes at once, so a quiet bot waits
+for nothing.
+
+A batch is one transaction. When one of its statements fails (a fenced write whose lease was
+lost, a constraint), the database undoes them all, and each call is sent again on its own, so
+every caller gets its own outcome, as if it had never been gathered. An error that is not the
+statement's (the connection lost) is every caller's. The calls of a batch are sorted by the key
+of the rows they lock (the thread's, or the delivery id's), so two batches take their locks in
+the same order and do not deadlock each other.
+
+A write may do a batch's work as one statement over arrays (:class:`AsOne`) instead; failing, it
+too is sent again call by call. A statement that returns rows takes the call's place in the
+batch as its last parameter and returns it as the column ``call`` (``SELECT ..., $4::int AS
+call``), so each caller gets its own rows back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from bot import metrics
+
+LIMIT = 128
+"""The most calls in one batch."""
+
+
+@dataclass(frozen=True, slots=True)
+class AsOne:
+    """A statement that does the work of a batch of calls at once (over arrays, with
+    ``unnest``): cheaper for the database than the calls one by one. ``args`` turns the calls'
+    arguments into its own."""
+
+    sql: str
+    args: Callable[[list[tuple[Any, ...]]], tuple[Any, ...]]
+
+
+@dataclass
+class _Call:
+    key: str
+    args: tuple[Any, ...]
+    done: asyncio.Future[list[asyncpg.Record]] = field(repr=False)
+
+
+class Gathered:
+    """One statement; :meth:`fetch` (rows) or :meth:`execute` (none), gathered per batch.
+
+    ``name``: the statement's, in the metrics; ``rows``: whether the statement returns rows (and
+    takes the call's place as its last parameter); ``pool``: the store's pool, asked for each
+    batch (it may be replaced)."""
+
+    def __init__(
+        self,
+        name: str,
+        sql: str,
+        pool: Callable[[], asyncpg.Pool],
+        *,
+        rows: bool,
+        as_one: AsOne | None = None,
+    ) -> None:
+        self.name = name
+        self.sql = sql
+        self._as_one = as_one
+        self._pool = pool
+        self._rows = rows
+        self._waiting: list[_Call] = []
+        self._sending: asyncio.Task[None] | None = None
+        self.calls = 0
+        self.sent = 0
+        """Calls made, and round trips they took (alone or as batches), so far."""
+
+    async def fetch(self, key: str, *args: Any) -> list[asyncpg.Record]:
+        """The rows of this call (``key``: the key of the rows it locks, for the batch's order)."""
+        call = _Call(key, args, asyncio.get_running_loop().create_future())
+        self.calls += 1
+        self._waiting.append(call)
+        if self._sending is None or self._sending.done():
+            self._sending = asyncio.create_task(self._send_all(), name=f"gathered {self.name}")
+        return await call.done
+
+    async def execute(self, key: str, *args: Any) -> None:
+        await self.fetch(key, *args)
+
+    async def _send_all(self) -> None:
+        try:
+            while self._waiting:
+                batch = [c for c in self._waiting[:LIMIT] if not c.done.done()]  # not cancelled
+                del self._waiting[:LIMIT]
+                batch.sort(key=lambda c: c.key)
+                if len(batch) == 1:
+                    await self._alone(batch[0])
+                elif batch:
+                    await self._together(batch)
+        finally:  # cancelled (the loop ends): nobody is left waiting for ever
+            for call in self._waiting:
+                call.done.cancel()
+            self._waiting.clear()
+
+    async def _alone(self, call: _Call) -> None:
+        self.sent += 1
+        metrics.store_round_trip(self.name, 1)
+        try:
+            pool = self._pool()
+            if self._rows:
+                rows = await pool.fetch(self.sql, *call.args, 0)
+            else:
+                await pool.execute(self.sql, *call.args)
+                rows = []
+        except BaseException as exc:  # the caller's own outcome, whatever it is
+            _fail(call, exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            _give(call, rows)
+
+    async def _one_by_one(self, batch: Sequence[_Call]) -> None:
+        """Each call of ``batch`` on its own: those of one key in their order (a later write of
+        a thread lands after an earlier one, as in the batch), the keys side by side."""
+        keys: dict[str, list[_Call]] = defaultdict(list)
+        for call in batch:
+            keys[call.key].append(call)
+        await asyncio.gather(*(_in_turn(calls, self._alone) for calls in keys.values()))
+
+    async def _together(self, batch: Sequence[_Call]) -> None:
+        self.sent += 1
+        metrics.store_round_trip(self.name, len(batch))
+        try:
+            pool = self._pool()
+            if self._rows:
+                found = await pool.fetchmany(self.sql, [(*c.args, n) for n, c in enumerate(batch)])
+            elif self._as_one is not None:
+                await pool.execute(self._as_one.sql, *self._as_one.args([c.args for c in batch]))
+                found = []
+            else:
+                await pool.executemany(self.sql, [c.args for c in batch])
+                found = []
+        except asyncpg.PostgresError as exc:
+            if _statements_error(exc):  # one statement failed and undid the batch: each on its own
+                await self._one_by_one(batch)
+                return
+            for call in batch:  # the connection's: whether the batch committed is unknown
+                _fail(call, exc)
+            return
+        except BaseException as exc:
+            for call in batch:
+                _fail(call, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        rows: dict[int, list[asyncpg.Record]] = defaultdict(list)
+        for row in found:
+            rows[row["call"]].append(row)
+        for n, call in enumerate(batch):
+            _give(call, rows.get(n, []))
+
+
+async def _in_turn(calls: Sequence[_Call], alone: Callable[[_Call], Awaitable[None]]) -> None:
+    for call in calls:
+        await alone(call)
+
+
+def _give(call: _Call, rows: list[asyncpg.Record]) -> None:
+    if not call.done.done():
+        call.done.set_result(rows)
+
+
+def _fail(call: _Call, exc: BaseException) -> None:
+    if call.done.done():
+        return
+    if isinstance(exc, Exception):
+        call.done.set_exception(exc)
+    else:
+        call.done.cancel()
+
+
+def _statements_error(exc: asyncpg.PostgresError) -> bool:
+    """Whether ``exc`` is a statement's own failure, so the batch was undone and sending its
+    calls again is safe; not so when the connection failed (lost, or the server shutting down):
+    the batch may have committed before the answer was lost."""
+    return not isinstance(exc, asyncpg.PostgresConnectionError | asyncpg.OperatorInterventionError)

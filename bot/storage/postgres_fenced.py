@@ -1,0 +1,67 @@
+"""The fenced writes of a batch as one statement each (see :class:`~bot.storage.postgres_batch.AsOne`).
+
+A batch of :data:`~bot.storage.postgres_sessions.FENCED_APPEND` (or ``FENCED_UPSERT``) calls
+becomes one statement over arrays: the session rows upserted from ``unnest``, the arrivals they
+now hold deleted, the new messages inserted, and the main query holding every call's lease
+(``threadline_hold_lease`` per row, in the batch's order), so one lost lease fails the whole
+statement, which is then sent again call by call. Two calls for one thread in a batch (a
+steered message saved while the run appends) make the upsert fail too ("cannot affect row a
+second time"), and go one by one as well.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.storage import rows as stored
+from bot.storage.postgres_batch import AsOne
+
+_TYPES = (
+    "text", "text", "text", "float8", "text", "text", "float8", "float8", "text", "text", "int8",
+    "float8", "text", "text",
+)  # fmt: skip
+"""The types of ``key`` and the :data:`~bot.storage.rows.SESSION_COLUMNS`, in order."""
+_COLUMNS = ["key", *(c.strip() for c in stored.SESSION_COLUMNS.split(","))]
+_SET = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in ("key", "created_at"))
+_ROWS = (
+    "WITH i AS (SELECT * FROM unnest("
+    + ", ".join(f"${n}::{t}[]" for n, t in enumerate(_TYPES, 1))
+    + ", $15::text[], $16::int8[]) AS i ("
+    + ", ".join(_COLUMNS)
+    + ", owner, token)),"
+    " arrived AS (DELETE FROM arrivals WHERE event_id = ANY($17::text[])),"
+    f" saved AS (INSERT INTO sessions ({', '.join(_COLUMNS)}) SELECT {', '.join(_COLUMNS)} FROM i"
+    f" ON CONFLICT (key) DO UPDATE SET {_SET})"
+)
+_HOLD = " SELECT count(threadline_hold_lease(key, owner, token)) FROM i"
+UPSERTS = _ROWS + _HOLD
+APPENDS = (
+    _ROWS + ", added AS (INSERT INTO messages (key, seq, body)"
+    " SELECT * FROM unnest($18::text[], $19::int4[], $20::text[]))" + _HOLD
+)
+
+
+def _columns(calls: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """``$1`` to ``$17``: each session column of the calls as an array, their owners, tokens and
+    the event ids of the arrivals they now hold (each call: :func:`session_values`, then its
+    own arguments, ending in owner and token)."""
+    columns = tuple(list(column) for column in zip(*(c[:14] for c in calls), strict=True))
+    arrived = [event_id for c in calls for event_id in c[14]]
+    return (*columns, [c[-2] for c in calls], [c[-1] for c in calls], arrived)
+
+
+def _appends(calls: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """:func:`_columns`, then the new messages of every call: keys, numbers and bodies."""
+    keys: list[str] = []
+    numbers: list[int] = []
+    bodies: list[str] = []
+    for c in calls:
+        key, first, new = c[0], c[15], c[16]
+        keys.extend([key] * len(new))
+        numbers.extend(range(first, first + len(new)))
+        bodies.extend(new)
+    return (*_columns(calls), keys, numbers, bodies)
+
+
+SAVES = AsOne(UPSERTS, _columns)
+APPENDED = AsOne(APPENDS, _appends)
