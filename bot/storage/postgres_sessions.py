@@ -59,6 +59,10 @@ KEEP = (
 """Record the delivery id ``$1`` (seen at ``$2``) and keep the message ``$4`` as an arrival
 for the thread ``$3``; nothing when the id was recorded before."""
 _ACCEPT = KEEP + " RETURNING $5::int AS call"
+ACTIVE = "state <> 'idle'"
+"""The predicate of the index of sessions by state (migration 0010): a query by state says it
+too, or a generic plan, which cannot know the state asked for is not idle, reads every row."""
+IN_STATE = f"SELECT key FROM sessions WHERE state = $1 AND {ACTIVE} ORDER BY updated_at, key LIMIT $2"
 
 
 def session_values(session: Session, messages: Sequence[Message] = ()) -> tuple[Any, ...]:
@@ -101,11 +105,8 @@ class SessionTables:
         await self.pool.execute(UPSERT, *session_values(session))
 
     async def keys_in_state(self: PgDb, state: RunState, limit: int = 1000) -> list[ThreadKey]:
-        rows = await self.pool.fetch(
-            "SELECT key FROM sessions WHERE state = $1 ORDER BY updated_at, key LIMIT $2",
-            state.value,
-            limit,
-        )
+        sql = IN_STATE if state is not RunState.IDLE else IN_STATE.replace(f" AND {ACTIVE}", "")  # not indexed
+        rows = await self.pool.fetch(sql, state.value, limit)
         return [ThreadKey(row["key"]) for row in rows]
 
     async def latest_under(self: PgDb, prefix: str) -> ThreadKey | None:

@@ -15,6 +15,7 @@ from bot.conversation import Author, ThreadKey
 from bot.llm.messages import UserMessage, load_message
 from bot.sessions.model import RunState
 from bot.storage.postgres_db import PgDb
+from bot.storage.postgres_sessions import ACTIVE
 
 CHANNEL = "threadline_work"
 """The ``LISTEN``/``NOTIFY`` channel; a notification's payload is a thread key."""
@@ -26,6 +27,11 @@ _UNLEASED = (
 )
 
 _IS_ARRIVAL = "SELECT $2::int AS call FROM arrivals WHERE event_id = $1"
+ORPHANS = (
+    f"SELECT s.key FROM sessions s WHERE s.state = ANY($1::text[]) AND s.{ACTIVE} AND "
+    + _UNLEASED.format("s")
+    + " ORDER BY s.updated_at LIMIT $2"
+)
 
 
 class Listening:
@@ -50,13 +56,7 @@ class WorkTables:
 
     async def orphans(self: PgDb, limit: int = 100) -> list[ThreadKey]:
         """Threads cut off mid-run whose lease is not live: their worker died (oldest first)."""
-        rows = await self.pool.fetch(
-            "SELECT s.key FROM sessions s WHERE s.state = ANY($1::text[]) AND "
-            + _UNLEASED.format("s")
-            + " ORDER BY s.updated_at LIMIT $2",
-            [RunState.RUNNING.value, RunState.RESUMED.value],
-            limit,
-        )
+        rows = await self.pool.fetch(ORPHANS, [RunState.RUNNING.value, RunState.RESUMED.value], limit)
         return [ThreadKey(r["key"]) for r in rows]
 
     async def stranded(self: PgDb, older_than_s: float, limit: int = 100) -> list[ThreadKey]:

@@ -20,6 +20,8 @@ from bot.errors import LeaseLost, StoreError
 from bot.llm.messages import UserMessage
 from bot.sessions.model import RunState
 from bot.storage.postgres import PostgresStore, migrations
+from bot.storage.postgres_sessions import IN_STATE
+from bot.storage.postgres_work import ORPHANS
 from tests.postgres import fresh_schema
 
 KEY = ThreadKey("test:c1:t1")
@@ -63,6 +65,40 @@ async def test_workers_starting_together_on_an_empty_database_migrate_it_once(
         assert await workers[0].has_session(ThreadKey("w3"))
     finally:
         await asyncio.gather(*(w.close() for w in workers))
+
+
+async def test_a_runs_updates_change_no_indexed_column_of_its_session_or_lease(store: PostgresStore) -> None:
+    """A run updates its session row several times and its lease row on every renewal: with no
+    index on a column those updates change, they stay in their page (HOT) and add no index
+    entries. Sessions are indexed by state only while they are not idle."""
+    rows = await store.pool.fetch(
+        "SELECT t.relname AS tbl, a.attname AS col, pg_get_expr(i.indpred, i.indrelid) AS only"
+        " FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid"
+        " JOIN pg_namespace n ON n.oid = t.relnamespace AND n.nspname = current_schema()"
+        " JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = ANY(i.indkey)"
+        " WHERE t.relname IN ('sessions', 'leases')"
+    )
+    assert sorted((r["tbl"], r["col"], r["only"]) for r in rows) == [
+        ("leases", "key", None),
+        ("sessions", "key", None),
+        ("sessions", "state", "(state <> 'idle'::text)"),
+    ]
+
+
+@pytest.mark.parametrize("query", [IN_STATE, ORPHANS])
+async def test_the_lookups_by_state_use_the_index_in_a_generic_plan(store: PostgresStore, query: str) -> None:
+    """A prepared statement's generic plan does not know the state asked for: the query itself
+    says it is not idle, or the index (of sessions that are not idle) cannot serve it."""
+    args = "'running', 10" if query == IN_STATE else "ARRAY['running', 'resumed'], 10"
+    async with store.pool.acquire() as conn, conn.transaction():
+        await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off")
+        types = "text, int" if query == IN_STATE else "text[], int"
+        await conn.execute(f"PREPARE by_state ({types}) AS {query}")
+        try:
+            plan = "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN EXECUTE by_state ({args})"))
+        finally:
+            await conn.execute("DEALLOCATE by_state")
+    assert "sessions_active" in plan and "Seq Scan on sessions" not in plan, plan
 
 
 async def test_reopening_applies_nothing_again(url: str, store: PostgresStore) -> None:
