@@ -41,7 +41,7 @@ from bot.present.budget import BudgetRegistry
 from bot.present.shared_rate import SharedRates
 from bot.present.surface import Surface
 from bot.recovery import Recovery
-from bot.scheduler.prompts import PromptSchedules
+from bot.scheduler.prompts import PromptSchedules, left_over_notice
 from bot.scheduler.service import Scheduler
 from bot.sessions.model import RunState
 from bot.sessions.store import SessionStore
@@ -184,7 +184,7 @@ class Core(ThreadCommands):
             surface = self.surfaces.surface_for(key)
             if surface is not None:
                 author = Author(message.author_id or "", message.author_name or "someone")
-                await self._place(key, message, author, surface, None, awaited=False)
+                await self._place(key, message, author, surface, left_over_notice(message), awaited=False)
         if arrived:
             log.warning("%d messages accepted before a restart are answered now", len(arrived))
         return len(keys) + len(arrived)
@@ -389,7 +389,8 @@ class Core(ThreadCommands):
         if surface is None:
             return None
         author = Author(message.author_id or "", message.author_name or "someone")
-        return self.tasks.spawn(_settle(self._place(key, message, author, surface, None, awaited=False, fresh=False)))
+        notice = left_over_notice(message)
+        return self.tasks.spawn(_settle(self._place(key, message, author, surface, notice, awaited=False, fresh=False)))
 
     def _take_over(self, key: ThreadKey) -> None:
         """A thread whose worker died mid-run: resumed here as after a restart."""

@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 
 LATE_AFTER_S = 60.0
 """A run that starts this long after its time says it is late."""
+_LATE = "\n\n(This scheduled prompt was due "
+"""How a late run's message says so, after the prompt."""
+_EVENT = "schedule:"
+"""How the event id of a scheduled prompt's message begins."""
 UNREACHABLE_RETRY_S = 60.0
 """A thread no adapter reaches now (its platform not connected yet) is tried again this much later."""
 MAX_PROMPT_CHARS = 4000
@@ -173,7 +177,7 @@ class PromptSchedules:
         refused = self._refusal(Author(schedule.author_id, schedule.author_name), schedule.key)
         message = UserMessage(
             text=self._text(schedule, late)[: self._settings.max_input_chars], author_id=schedule.author_id,
-            author_name=SCHEDULED_BY + schedule.author_name, event_id=f"schedule:{schedule.id}:{schedule.next_at:.3f}",
+            author_name=SCHEDULED_BY + schedule.author_name, event_id=f"{_EVENT}{schedule.id}:{schedule.next_at:.3f}",
         )  # fmt: skip
         arrival = None if refused is not None else (key, message)  # stored with the claim: never lost
         if not await self._store.claim_schedule(schedule.id, schedule.next_at, following, arrival):
@@ -194,7 +198,7 @@ class PromptSchedules:
         return refusal(access, author, key, dm=False)
 
     def _notice(self, schedule: Schedule, late: bool) -> str:
-        words = f"⏰ Scheduled by {schedule.author_name}: {_short(schedule.prompt, 200)}"
+        words = _words(schedule.author_name, schedule.prompt)
         if not late:
             return words
         due = local_time(schedule.next_at, ZoneInfo(schedule.zone))
@@ -205,7 +209,22 @@ class PromptSchedules:
         if not late:
             return schedule.prompt
         due = local_time(schedule.next_at, ZoneInfo(schedule.zone))
-        return f"{schedule.prompt}\n\n(This scheduled prompt was due {due}; it runs late because the bot was not running then.)"
+        return f"{schedule.prompt}{_LATE}{due}; it runs late because the bot was not running then.)"
+
+
+def left_over_notice(message: UserMessage) -> str | None:
+    """The notice of a scheduled prompt's message answered from where its run was claimed and
+    stored (the process restarted, or the worker that claimed it died, before it was answered):
+    who scheduled what. None for a message a person wrote."""
+    if not (message.event_id or "").startswith(_EVENT):
+        return None
+    prompt, late, _ = message.text.partition(_LATE)
+    words = _words((message.author_name or "").removeprefix(SCHEDULED_BY), prompt)
+    return f"{words} — running late: I was not running when it was due." if late else words
+
+
+def _words(name: str, prompt: str) -> str:
+    return f"⏰ Scheduled by {name or 'someone'}: {_short(prompt, 200)}"
 
 
 def _person(name: str) -> str:

@@ -294,6 +294,7 @@ async def test_a_scheduled_run_claimed_by_a_worker_killed_before_its_turn_is_ans
     session = await b.store.load_session(KEY, time.time())
     asked = [m for m in session.messages if isinstance(m, UserMessage)]
     assert [(m.text, m.author_name) for m in asked] == [("Say whether the build is green", "scheduled by Alice")]
+    assert "⏰ Scheduled by Alice: Say whether the build is green" in cluster.platform.text()
     assert await b.store.schedules_of(KEY) == [] and await b.store.arrivals() == []
 
 

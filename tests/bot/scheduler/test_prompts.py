@@ -16,7 +16,7 @@ from bot.core import Core
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelPiece, ModelRequest
 from bot.llm.wire import user_content
-from bot.scheduler.prompts import UNREACHABLE_RETRY_S
+from bot.scheduler.prompts import UNREACHABLE_RETRY_S, left_over_notice
 from bot.storage.sqlite import SqliteStore
 from bot.tools import ToolRegistry
 from tests.bot.world import ALICE, BOB, KEY, NOW, World
@@ -94,8 +94,20 @@ async def test_a_run_claimed_by_a_process_that_stopped_before_its_turn_is_answer
     await drive(world.clock, world.core.wait_idle())
     asked = [m for m in await world.asked() if m.event_id == f"schedule:s1:{schedule.next_at:.3f}"]
     assert [(m.text, m.author_name) for m in asked] == [("Check the build", "scheduled by Alice")]
-    assert "The build is green." in world.thread().texts()[-1]
+    assert world.thread().texts()[-1] == "_⏰ Scheduled by Alice: Check the build_\n\nThe build is green."
     assert await world.later(3600) == 1 and len(world.model.requests) == 3  # once, not again
+
+
+def test_a_left_over_scheduled_message_says_who_scheduled_it_and_whether_it_ran_late() -> None:
+    def message(text: str, event_id: str | None) -> UserMessage:
+        return UserMessage(text=text, author_name="scheduled by Alice", event_id=event_id)
+
+    assert left_over_notice(message("Check the build", "schedule:s1:60.000")) == "⏰ Scheduled by Alice: Check the build"
+    late = message("Check the build\n\n(This scheduled prompt was due 09:00; it runs late because...)", "schedule:s1:6")
+    assert left_over_notice(late) == (
+        "⏰ Scheduled by Alice: Check the build — running late: I was not running when it was due."
+    )
+    assert left_over_notice(message("Check the build", "Ev123")) is None  # a person wrote it
 
 
 async def test_a_one_off_due_while_the_bot_was_down_runs_once_when_it_is_back_and_says_so(
