@@ -19,6 +19,7 @@ from bot.approvals.service import EXPIRE_JOB, ApprovalService
 from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
 from bot.conversation import Author, ThreadKey
+from bot.delegate.asking import recorded
 from bot.engine.prompt import open_calls
 from bot.errors import SurfaceError
 from bot.leasing import Leasing, OneProcess
@@ -196,12 +197,20 @@ class Decisions:
             return
         await update_card(surface, self.clock, request)
         if not self.decided.notify(request.id):  # a call waiting for it inline goes on by itself
-            self.spawn(self.resume(key, surface))
+            if self.nudge is None or not await self._inline_elsewhere(request):
+                self.spawn(self.resume(key, surface))
             if self.nudge is not None:  # it may wait inline on the worker that holds the thread
                 try:
                     await self.nudge(key)
                 except Exception as exc:  # that call reads the store again soon by itself
                     log.warning("could not tell the worker holding %s of the decision: %s", key, exc)
+
+    async def _inline_elsewhere(self, request: ApprovalRequest) -> bool:
+        """Whether a call waits for ``request`` inline on another worker (its thread's session
+        records it until the decision is in): it goes on there once nudged, and there is no
+        paused run to resume."""
+        session = await self.sessions.load_session(ThreadKey(request.key), self.clock.now())
+        return request.id in recorded(session)
 
     async def _expire_job(self, job: Job) -> None:
         request = await self.store.get_approval(str(job.payload["approval_id"]))

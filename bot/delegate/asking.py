@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from bot.approvals.models import ApprovalRequest, ApprovalStatus
-from bot.decisions import Decisions
 from bot.present.approval_card import update_card
 from bot.present.surface import Surface
 from bot.sessions.model import Session
 from bot.tools.state import set_state, state
+
+if TYPE_CHECKING:  # decisions reads the record too
+    from bot.decisions import Decisions
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
 from bot.llm.messages import AssistantMessage, ToolResult, UserMessage
 from bot.llm.model import ModelPiece, ModelRequest
+from bot.present.surface import Surface
 from bot.recovery import RESUMING
 from bot.scheduler.jobs import Job
 from bot.sessions.model import RunState
@@ -357,11 +358,19 @@ async def test_a_click_elsewhere_reaches_a_delegation_waiting_inline_at_once(
 
     monkeypatch.setattr(gate, "POLL_S", 600.0)  # only the nudge can wake the waiting call in time
     running, b, surface, approve, card_id = await delegation_waiting_on(cluster)
+    resumed: list[ThreadKey] = []
+    resume = b.decisions.resume
 
+    async def resuming(key: ThreadKey, surface: Surface) -> None:
+        resumed.append(key)
+        await resume(key, surface)
+
+    b.decisions.resume = resuming  # type: ignore[method-assign]
     assert await b.on_action(approve, ALICE, surface, card_id) == "Approved."
     async with asyncio.timeout(10):
         await running
     assert cluster.ran == ["prod"]
+    assert resumed == []  # nothing paused to resume on b: the call on a went on by itself
     assert "The sub-agent shipped it." in cluster.platform.text()
     session = await b.store.load_session(KEY, time.time())
     assert session.state is RunState.IDLE
