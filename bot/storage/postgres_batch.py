@@ -15,10 +15,12 @@ statement's (the connection lost) is every caller's. The calls of a batch are so
 of the rows they lock (the thread's, or the delivery id's), so two batches take their locks in
 the same order and do not deadlock each other.
 
-A write may do a batch's work as one statement over arrays (:class:`AsOne`) instead; failing, it
-too is sent again call by call. A statement that returns rows takes the call's place in the
-batch as its last parameter and returns it as the column ``call`` (``SELECT ..., $4::int AS
-call``), so each caller gets its own rows back.
+A statement may do a batch's work as one statement over arrays (:class:`AsOne`) instead: one
+execution instead of one per call. Its calls must lock distinct rows (a batch with a key twice
+goes call by call), and failing, it too is sent again call by call. A statement that returns
+rows takes the call's place in the batch as its last parameter and returns it as the column
+``call`` (``SELECT ..., $4::int AS call``; over arrays, ``WITH ORDINALITY``), so each caller gets
+its own rows back.
 """
 
 from __future__ import annotations
@@ -37,14 +39,24 @@ LIMIT = 128
 """The most calls in one batch."""
 
 
+def by_column(calls: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """The calls' arguments as one array per parameter (for ``unnest``)."""
+    return tuple(list(column) for column in zip(*calls, strict=True))
+
+
+CALLS = "WITH ORDINALITY AS c ({}, n)"
+"""Names the columns of ``unnest`` over the calls' arrays, and ``n``, the call's place in the
+batch from 1 (its rows return ``n - 1`` as ``call``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class AsOne:
     """A statement that does the work of a batch of calls at once (over arrays, with
     ``unnest``): cheaper for the database than the calls one by one. ``args`` turns the calls'
-    arguments into its own."""
+    arguments into its own (by default, :func:`by_column`)."""
 
     sql: str
-    args: Callable[[list[tuple[Any, ...]]], tuple[Any, ...]]
+    args: Callable[[list[tuple[Any, ...]]], tuple[Any, ...]] = by_column
 
 
 @dataclass
@@ -134,18 +146,14 @@ class Gathered:
         await asyncio.gather(*(_in_turn(calls, self._alone) for calls in keys.values()))
 
     async def _together(self, batch: Sequence[_Call]) -> None:
+        if self._as_one is not None and len({c.key for c in batch}) < len(batch):
+            for calls in _rounds(batch):  # a key twice: its calls in their order, in rounds
+                await (self._together(calls) if len(calls) > 1 else self._alone(calls[0]))
+            return
         self.sent += 1
         metrics.store_round_trip(self.name, len(batch))
         try:
-            pool = self._pool()
-            if self._rows:
-                found = await pool.fetchmany(self.sql, [(*c.args, n) for n, c in enumerate(batch)])
-            elif self._as_one is not None:
-                await pool.execute(self._as_one.sql, *self._as_one.args([c.args for c in batch]))
-                found = []
-            else:
-                await pool.executemany(self.sql, [c.args for c in batch])
-                found = []
+            found = await self._send(batch)
         except asyncpg.PostgresError as exc:
             if _statements_error(exc):  # one statement failed and undid the batch: each on its own
                 await self._one_by_one(batch)
@@ -164,6 +172,32 @@ class Gathered:
             rows[row["call"]].append(row)
         for n, call in enumerate(batch):
             _give(call, rows.get(n, []))
+
+    async def _send(self, batch: Sequence[_Call]) -> list[asyncpg.Record]:
+        """One round trip for ``batch``: the rows it returns (each with its ``call``)."""
+        pool = self._pool()
+        if self._as_one is not None:
+            args = self._as_one.args([c.args for c in batch])
+            if self._rows:
+                return await pool.fetch(self._as_one.sql, *args)
+            await pool.execute(self._as_one.sql, *args)
+        elif self._rows:
+            return await pool.fetchmany(self.sql, [(*c.args, n) for n, c in enumerate(batch)])
+        else:
+            await pool.executemany(self.sql, [c.args for c in batch])
+        return []
+
+
+def _rounds(batch: Sequence[_Call]) -> list[list[_Call]]:
+    """``batch`` as rounds with each key at most once: every key's first call, then its second..."""
+    rounds: list[list[_Call]] = []
+    seen: dict[str, int] = defaultdict(int)
+    for call in batch:
+        if seen[call.key] == len(rounds):
+            rounds.append([])
+        rounds[seen[call.key]].append(call)
+        seen[call.key] += 1
+    return rounds
 
 
 async def _in_turn(calls: Sequence[_Call], alone: Callable[[_Call], Awaitable[None]]) -> None:

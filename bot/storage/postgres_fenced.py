@@ -3,10 +3,9 @@
 A batch of :data:`~bot.storage.postgres_sessions.FENCED_APPEND` (or ``FENCED_UPSERT``) calls
 becomes one statement over arrays: the session rows upserted from ``unnest``, the arrivals they
 now hold deleted, the new messages inserted, and the main query holding every call's lease
-(``threadline_hold_lease`` per row, in the batch's order), so one lost lease fails the whole
-statement, which is then sent again call by call. Two calls for one thread in a batch (a
-steered message saved while the run appends) make the upsert fail too ("cannot affect row a
-second time"), and go one by one as well.
+(:data:`_HOLD`, in the batch's order), so one lost lease fails the whole statement, which is
+then sent again call by call. Two calls for one thread in a batch (a steered message saved while
+the run appends) go in rounds, each thread's calls in their order.
 """
 
 from __future__ import annotations
@@ -33,7 +32,15 @@ _ROWS = (
     f" saved AS (INSERT INTO sessions ({', '.join(_COLUMNS)}) SELECT {', '.join(_COLUMNS)} FROM i"
     f" ON CONFLICT (key) DO UPDATE SET {_SET})"
 )
-_HOLD = " SELECT count(threadline_hold_lease(key, owner, token)) FROM i"
+_HOLD = (
+    ", held AS (SELECT l.key FROM leases l JOIN i ON l.key = i.key AND l.owner = i.owner"
+    " AND l.token = i.token WHERE l.key = ANY($1::text[]) ORDER BY l.key FOR SHARE OF l)"
+    " SELECT CASE WHEN (SELECT count(*) FROM held) < (SELECT count(*) FROM i)"
+    " THEN threadline_hold_lease('', '', 0) END"
+)
+"""Every call's lease, held (``FOR SHARE``, in the order of the keys); when one is no longer
+its writer's, the statement fails (the hold of a lease that cannot exist raises TL001) and the
+batch goes call by call."""
 UPSERTS = _ROWS + _HOLD
 APPENDS = (
     _ROWS + ", added AS (INSERT INTO messages (key, seq, body)"

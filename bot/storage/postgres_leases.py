@@ -24,7 +24,7 @@ from bot.llm.messages import Message, dump_message
 from bot.sessions.model import RunState, Session
 from bot.sessions.store import SessionStore
 from bot.storage.leases import Lease
-from bot.storage.postgres_batch import AsOne
+from bot.storage.postgres_batch import CALLS, AsOne
 from bot.storage.postgres_db import PgDb
 from bot.storage.postgres_fenced import APPENDED, SAVES
 from bot.storage.postgres_sessions import (
@@ -58,6 +58,30 @@ _RELEASE = (
 _TAKE_GATHERED = _TAKE + ", $4::int AS call"
 _RENEW_GATHERED = _RENEW + ", $5::int AS call"
 _RELEASE_GATHERED = _RELEASE + " RETURNING $4::int AS call"
+_LEASE = "key, owner, token, extract(epoch FROM expires_at)::float8 AS expires_at, (c.n - 1)::int AS call"
+_TAKE_AS_ONE = AsOne(
+    "WITH c AS (SELECT * FROM unnest($1::text[], $2::text[], $3::float8[]) " + CALLS.format("key, owner, ttl") + "),"
+    " taken AS (INSERT INTO leases (key, owner, token, expires_at)"
+    " SELECT key, owner, nextval('lease_tokens'), clock_timestamp() + make_interval(secs => ttl) FROM c ORDER BY n"
+    " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, token = excluded.token,"
+    " expires_at = excluded.expires_at"
+    " WHERE leases.expires_at <= clock_timestamp() OR leases.owner IN ('', excluded.owner)"
+    " RETURNING key, owner, token, expires_at)"
+    f" SELECT {_LEASE} FROM taken JOIN c USING (key, owner)"
+)
+"""A batch of takes (each call: key, owner, seconds) in one statement."""
+_HELD = "FROM unnest($1::text[], $2::text[], $3::int8[]{}) " + CALLS.format("k, o, t{}")
+_HELD_WHERE = " WHERE leases.key = ANY($1::text[]) AND leases.key = c.k AND leases.owner = c.o AND leases.token = c.t"
+_RENEW_AS_ONE = AsOne(
+    "UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => c.ttl) "
+    + _HELD.format(", $4::float8[]", ", ttl") + _HELD_WHERE + " RETURNING " + _LEASE
+)
+"""A batch of renewals (each call: key, owner, token, seconds) in one statement."""
+_RELEASE_AS_ONE = AsOne(
+    "UPDATE leases SET owner = '', expires_at = clock_timestamp() "
+    + _HELD.format("", "") + _HELD_WHERE + " RETURNING (c.n - 1)::int AS call"
+)
+"""A batch of releases (each call: key, owner, token) in one statement."""
 _FENCE = "SELECT 1 FROM leases WHERE key = $1 AND owner = $2 AND token = $3 FOR SHARE"
 LOST = "TL001"
 """The SQLSTATE ``threadline_hold_lease`` raises when the lease is no longer the writer's."""
@@ -136,17 +160,17 @@ class LeaseTables:
     async def take_lease(self: PgDb, key: ThreadKey, owner: str, ttl_s: float) -> Lease | None:
         if not owner:
             raise ValueError("a lease needs an owner")
-        taken = await self.gathered("take_lease", _TAKE_GATHERED, rows=True).fetch(key, key, owner, ttl_s)
+        taken = await self.gathered("take_lease", _TAKE_GATHERED, rows=True, as_one=_TAKE_AS_ONE).fetch(key, key, owner, ttl_s)
         return _lease(taken[0] if taken else None)
 
     async def renew_lease(self: PgDb, lease: Lease, ttl_s: float) -> Lease | None:
-        renewed = await self.gathered("renew_lease", _RENEW_GATHERED, rows=True).fetch(
+        renewed = await self.gathered("renew_lease", _RENEW_GATHERED, rows=True, as_one=_RENEW_AS_ONE).fetch(
             lease.key, lease.key, lease.owner, lease.token, ttl_s
         )
         return _lease(renewed[0] if renewed else None)
 
     async def release_lease(self: PgDb, lease: Lease) -> bool:
-        released = await self.gathered("release_lease", _RELEASE_GATHERED, rows=True).fetch(
+        released = await self.gathered("release_lease", _RELEASE_GATHERED, rows=True, as_one=_RELEASE_AS_ONE).fetch(
             lease.key, lease.key, lease.owner, lease.token
         )
         return bool(released)

@@ -11,11 +11,20 @@ from collections.abc import Sequence
 
 from bot.memory.model import Memory
 from bot.storage import rows as stored
+from bot.storage.postgres_batch import CALLS, AsOne
 from bot.storage.postgres_db import PgDb
 
 _COLUMNS = "m.id, m.channel, m.key, m.scope, m.note, m.author_id, m.author_name, m.created_at"
 _SEEN_BY = "m.channel = $1 AND (m.scope = 'channel' OR m.key = $2)"
 """The memories a thread sees: its channel's, and its own."""
+_RECENT = AsOne(
+    "SELECT r.*, (c.n - 1)::int AS call FROM unnest($1::text[], $2::text[], $3::int[]) "
+    + CALLS.format("channel, key, lim")
+    + f" CROSS JOIN LATERAL (SELECT {_COLUMNS} FROM memories m"
+    + " WHERE m.channel = c.channel AND (m.scope = 'channel' OR m.key = c.key) ORDER BY m.id DESC LIMIT c.lim) r"
+    + " ORDER BY c.n, r.id DESC"
+)
+"""The newest memories of a batch of threads (each call: channel, key, how many) in one statement."""
 _WORD = re.compile(r"^\w+$")
 
 
@@ -50,6 +59,7 @@ class MemoryTables:
             "recent_memories",
             f"SELECT {_COLUMNS}, $4::int AS call FROM memories m WHERE {_SEEN_BY} ORDER BY m.id DESC LIMIT $3",
             rows=True,
+            as_one=_RECENT,
         ).fetch(key, channel, key, limit)
         return [stored.memory(tuple(r)[:-1]) for r in rows]  # without the call
 

@@ -13,12 +13,19 @@ from bot.conversation import ThreadKey
 from bot.llm.messages import UserMessage, dump_message
 from bot.scheduler.schedules import Full, Schedule, job_for
 from bot.storage import rows as stored
+from bot.storage.postgres_batch import CALLS, AsOne
 from bot.storage.postgres_db import PgDb
 from bot.storage.postgres_sessions import KEEP
 
 _COLUMNS = (
     "id, key, channel, prompt, when_text, cron, zone, next_at, author_id, author_name, created_at"
 )
+_OF_THREADS = AsOne(
+    f"SELECT {_COLUMNS}, (c.n - 1)::int AS call FROM unnest($1::text[]) " + CALLS.format("k")
+    + " JOIN schedules ON schedules.key = c.k AND schedules.key = ANY($1::text[])"  # by the index
+    + " ORDER BY c.n, next_at, id"
+)  # fmt: skip
+"""The schedules of a batch of threads in one statement."""
 
 
 
@@ -68,7 +75,9 @@ class ScheduleTables:
     async def schedules_of(self: PgDb, key: str) -> list[Schedule]:
         rows = await self.gathered(
             "schedules_of",
-            f"SELECT {_COLUMNS}, $2::int AS call FROM schedules WHERE key = $1 ORDER BY next_at, id", rows=True
+            f"SELECT {_COLUMNS}, $2::int AS call FROM schedules WHERE key = $1 ORDER BY next_at, id",
+            rows=True,
+            as_one=_OF_THREADS,
         ).fetch(key, key)
         return [stored.schedule(tuple(r)[:-1]) for r in rows]  # without the call
 

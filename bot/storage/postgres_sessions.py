@@ -15,6 +15,7 @@ from bot.conversation import ThreadKey
 from bot.llm.messages import Message, UserMessage, dump_message, load_message
 from bot.sessions.model import RunState, Session
 from bot.storage import rows as stored
+from bot.storage.postgres_batch import CALLS, AsOne
 from bot.storage.postgres_db import PgDb
 
 _ROW = (
@@ -50,6 +51,13 @@ _LOAD = (
     " FROM sessions WHERE key = $1"
 )
 """A session and its transcript, gathered (``$2``: the call's place in its batch)."""
+_LOADS = AsOne(
+    f"SELECT {stored.SESSION_COLUMNS},"
+    " ARRAY(SELECT body FROM messages WHERE key = c.k ORDER BY seq) AS bodies, (c.n - 1)::int AS call"
+    " FROM unnest($1::text[]) " + CALLS.format("k")
+    + " JOIN sessions ON sessions.key = c.k AND sessions.key = ANY($1::text[])"  # by the index
+)
+"""A batch of loads in one statement (one snapshot)."""
 KEEP = (
     "WITH first AS (INSERT INTO deliveries (event_id, seen_at) VALUES ($1, $2)"
     " ON CONFLICT (event_id) DO NOTHING RETURNING event_id)"
@@ -59,6 +67,18 @@ KEEP = (
 """Record the delivery id ``$1`` (seen at ``$2``) and keep the message ``$4`` as an arrival
 for the thread ``$3``; nothing when the id was recorded before."""
 _ACCEPT = KEEP + " RETURNING $5::int AS call"
+_ACCEPTS = AsOne(
+    "WITH c AS (SELECT * FROM unnest($1::text[], $2::float8[], $3::text[], $4::text[]) "
+    + CALLS.format("event_id, seen_at, key, message") + "),"
+    " first AS (INSERT INTO deliveries (event_id, seen_at) SELECT event_id, seen_at FROM c ORDER BY n"
+    " ON CONFLICT (event_id) DO NOTHING RETURNING event_id),"
+    " kept AS (INSERT INTO arrivals (event_id, key, message, at)"
+    " SELECT event_id, key, message, extract(epoch FROM clock_timestamp()) FROM c JOIN first USING (event_id)"
+    " ORDER BY n RETURNING event_id)"
+    " SELECT (c.n - 1)::int AS call FROM c JOIN kept USING (event_id)"
+)
+"""A batch of :data:`KEEP` (each call: its arguments) in one statement; returns the calls
+whose delivery id was new."""
 ACTIVE = "state <> 'idle'"
 """The predicate of the index of sessions by state (migration 0010): a query by state says it
 too, or a generic plan, which cannot know the state asked for is not idle, reads every row."""
@@ -75,7 +95,7 @@ class SessionTables:
     """Mixed into :class:`bot.storage.postgres.PostgresStore`."""
 
     async def load_session(self: PgDb, key: ThreadKey, now: float) -> Session:
-        found = await self.gathered("load_session", _LOAD, rows=True).fetch(key, key)
+        found = await self.gathered("load_session", _LOAD, rows=True, as_one=_LOADS).fetch(key, key)
         if not found:
             return Session(key=key, created_at=now, updated_at=now)
         return stored.session_of(key, found[0], found[0]["bodies"])
@@ -135,7 +155,7 @@ class DeliveryTables:
     async def accept(self: PgDb, key: ThreadKey, message: UserMessage, now: float) -> bool:
         if not message.event_id:
             raise ValueError("an accepted message needs its event id")
-        added = await self.gathered("accept", _ACCEPT, rows=True).fetch(  # in the order of the rows it locks
+        added = await self.gathered("accept", _ACCEPT, rows=True, as_one=_ACCEPTS).fetch(  # in the order of the rows it locks
             message.event_id, message.event_id, now, key, dump_message(message)
         )
         return bool(added)

@@ -14,6 +14,7 @@ import asyncpg
 from bot.conversation import Author, ThreadKey
 from bot.llm.messages import UserMessage, load_message
 from bot.sessions.model import RunState
+from bot.storage.postgres_batch import CALLS, AsOne
 from bot.storage.postgres_db import PgDb
 from bot.storage.postgres_sessions import ACTIVE
 
@@ -27,6 +28,10 @@ _UNLEASED = (
 )
 
 _IS_ARRIVAL = "SELECT $2::int AS call FROM arrivals WHERE event_id = $1"
+_ARE_ARRIVALS = AsOne(
+    "SELECT (c.n - 1)::int AS call FROM unnest($1::text[]) " + CALLS.format("event_id")
+    + " JOIN arrivals a ON a.event_id = c.event_id AND a.event_id = ANY($1::text[])"  # by the index
+)  # fmt: skip
 ORPHANS = (
     f"SELECT s.key FROM sessions s WHERE s.state = ANY($1::text[]) AND s.{ACTIVE} AND "
     + _UNLEASED.format("s")
@@ -86,7 +91,7 @@ class WorkTables:
 
     async def is_arrival(self: PgDb, event_id: str) -> bool:
         """Whether the message with this event id still waits for its session."""
-        found = await self.gathered("is_arrival", _IS_ARRIVAL, rows=True).fetch(event_id, event_id)
+        found = await self.gathered("is_arrival", _IS_ARRIVAL, rows=True, as_one=_ARE_ARRIVALS).fetch(event_id, event_id)
         return bool(found)
 
     async def request_stop(self: PgDb, key: ThreadKey, run_id: str, actor: Author) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
+from typing import TypeVar
 
 import pytest
 
@@ -13,11 +14,15 @@ from bot import metrics
 from bot.conversation import ThreadKey
 from bot.errors import LeaseLost, StoreError
 from bot.llm.messages import AssistantMessage, UserMessage
+from bot.memory.model import Memory
+from bot.scheduler.schedules import Schedule
+from bot.storage.leases import Lease
 from bot.storage.postgres import PostgresStore
 from tests.bot.storage.test_postgres import until_waiting_on_a_lock
 from tests.postgres import fresh_schema
 
 KEYS = [ThreadKey(f"test:c1:t{n}") for n in range(6)]
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -64,6 +69,47 @@ async def test_calls_made_at_once_take_one_round_trip_and_each_gets_its_own_answ
         assert session.key == KEYS[n]
         assert [m.text for m in session.messages if isinstance(m, UserMessage)] == [f"message {n}"]
     assert loaded[5].key == missing and loaded[5].messages == [] and loaded[5].created_at == 2.0
+
+
+async def test_each_statement_of_a_run_answers_a_batch_at_once_and_each_caller_its_own(
+    pair: tuple[PostgresStore, PostgresStore],
+) -> None:
+    """Take, renew and release a lease, is-arrival, a thread's schedules and memories: one
+    statement over arrays for a batch, and each caller's own answer (found, or not)."""
+    a, b = pair
+    assert await b.take_lease(KEYS[2], "worker-b", 60.0) is not None
+
+    async def batch(*calls: Awaitable[T]) -> list[T]:
+        _, trips = a.round_trips
+        answers = await asyncio.wait_for(asyncio.gather(*calls), 10)
+        assert a.round_trips[1] == trips + 1
+        return answers
+
+    taken = await batch(*(a.take_lease(k, "worker-a", 60.0) for k in KEYS[:3]))
+    assert [lease and (lease.key, lease.owner) for lease in taken] == [
+        (KEYS[0], "worker-a"), (KEYS[1], "worker-a"), None,
+    ]  # fmt: skip
+    mine = [lease for lease in taken if lease is not None]
+    stale = dataclasses.replace(mine[1], token=mine[1].token - 1)
+    renewed = await batch(a.renew_lease(mine[0], 90.0), a.renew_lease(stale, 90.0))
+    assert renewed[0] is not None and renewed[0].token == mine[0].token and renewed[0].expires_at > mine[0].expires_at
+    assert renewed[1] is None
+    not_mine = Lease(KEYS[2], "worker-a", mine[1].token, 0.0)  # b holds that thread
+    assert await batch(a.release_lease(mine[0]), a.release_lease(mine[1]), a.release_lease(not_mine)) == [True, True, False]
+    assert (await b.lease_of(KEYS[2])).owner == "worker-b"  # type: ignore[union-attr]
+
+    assert await a.accept(KEYS[0], message(0, "Ev0"), 1.0)
+    assert await batch(a.is_arrival("Ev0"), a.is_arrival("Ev-none")) == [True, False]
+
+    for n, (key, channel) in enumerate([(KEYS[0], "c1"), (KEYS[0], "c1"), (KEYS[1], "c1")]):
+        draft = Schedule("", key, channel, f"prompt {n}", "in an hour", None, "UTC", 100.0 - n, "U1", "Alice", 1.0)
+        assert isinstance(await a.add_schedule(draft, per_thread=10, per_channel=10), Schedule)
+        note = Memory("", channel, key, "thread", f"note {n}", "U1", "Alice", 1.0)
+        assert await a.add_memory(note, per_channel=10) is not None
+    schedules = await batch(*(a.schedules_of(k) for k in KEYS[:3]))
+    assert [[s.prompt for s in found] for found in schedules] == [["prompt 1", "prompt 0"], ["prompt 2"], []]
+    memories = await batch(a.recent_memories("c1", KEYS[0], 1), a.recent_memories("c1", KEYS[1], 5))
+    assert [[m.note for m in found] for found in memories] == [["note 1"], ["note 2"]]
 
 
 async def test_a_batch_of_fenced_appends_is_one_statement_and_stores_each_thread_s_own(
@@ -139,7 +185,7 @@ async def test_two_writes_of_one_thread_in_a_batch_both_land_in_their_order(
         ),
         10,
     )  # fmt: skip
-    assert a.round_trips[1] == trips + 1 + 4  # the batch (as one statement) refused; then one by one
+    assert a.round_trips[1] == trips + 2  # in rounds: each thread's first write at once, then the second
     assert (await a.load_session(KEYS[0], 2.0)).day == "second"  # the later write is the last
     assert [await a.has_session(k) for k in KEYS[:3]] == [True, True, True]
 
@@ -157,7 +203,7 @@ async def test_one_delivery_accepted_twice_in_one_batch_is_accepted_once(
         ),
         10,
     )
-    assert store.round_trips[1] == trips + 1
+    assert store.round_trips[1] == trips + 2  # in rounds: each delivery id once in a statement
     assert sorted(accepted) == [False, True, True] and accepted[1] is True
     assert [(k, m.event_id) for k, m in await store.arrivals()] == [
         (KEYS[0], "Ev1"),
