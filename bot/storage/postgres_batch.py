@@ -17,7 +17,7 @@ the same order and do not deadlock each other.
 
 A statement may do a batch's work as one statement over arrays (:class:`AsOne`) instead: one
 execution instead of one per call. Its calls must lock distinct rows (a batch with a key twice
-goes call by call), and failing, it too is sent again call by call. A statement that returns
+goes in rounds, each key's calls in their order), and failing, it too is sent again call by call. A statement that returns
 rows takes the call's place in the batch as its last parameter and returns it as the column
 ``call`` (``SELECT ..., $4::int AS call``; over arrays, ``WITH ORDINALITY``), so each caller gets
 its own rows back.
