@@ -126,12 +126,12 @@ class PostgresStore(
             return f"PostgreSQL at {self.where} does not answer ({reason})"
         return None
 
-    def gathered(self, name: str, sql: str, *, rows: bool, as_one: AsOne | None = None) -> Gathered:
+    def gathered(self, name: str, statement: AsOne, *, rows: bool) -> Gathered:
         """The hot statements (those of every run) are sent gathered: see
         :mod:`bot.storage.postgres_batch`."""
-        found = self._gathered.get(sql)
+        found = self._gathered.get(name)
         if found is None:
-            found = self._gathered[sql] = Gathered(name, sql, lambda: self.pool, rows=rows, as_one=as_one)
+            found = self._gathered[name] = Gathered(name, statement, lambda: self.pool, rows=rows)
         return found
 
     @property

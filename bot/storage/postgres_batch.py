@@ -4,23 +4,19 @@ Under load, many runs send the same statement at once: accept a message, take a 
 session, append to a transcript, release the lease. Sent one by one, each costs the database a
 wake-up, an execution and (a write) a commit, and the worker a round trip through the pool. A
 :class:`Gathered` statement sends the calls that arrived while its previous batch was in flight
-as one pipelined batch (asyncpg's ``fetchmany``/``executemany``): one round trip, one
-transaction, one commit. A call that finds nothing in flight goes at once, so a quiet bot waits
-for nothing.
+as one statement over arrays (:class:`AsOne`, with ``unnest``): one round trip, one execution,
+one commit. A call that finds nothing in flight goes at once, alone (the same statement over
+arrays of one), so a quiet bot waits for nothing.
 
-A batch is one transaction. When one of its statements fails (a fenced write whose lease was
-lost, a constraint), the database undoes them all, and each call is sent again on its own, so
-every caller gets its own outcome, as if it had never been gathered. An error that is not the
-statement's (the connection lost) is every caller's. The calls of a batch are sorted by the key
-of the rows they lock (the thread's, or the delivery id's), so two batches take their locks in
-the same order and do not deadlock each other.
-
-A statement may do a batch's work as one statement over arrays (:class:`AsOne`) instead: one
-execution instead of one per call. Its calls must lock distinct rows (a batch with a key twice
-goes in rounds, each key's calls in their order), and failing, it too is sent again call by call. A statement that returns
-rows takes the call's place in the batch as its last parameter and returns it as the column
-``call`` (``SELECT ..., $4::int AS call``; over arrays, ``WITH ORDINALITY``), so each caller gets
-its own rows back.
+When the statement fails for one call (a fenced write whose lease was lost, a constraint), the
+database undoes the whole batch, and each call is sent again on its own, so every caller gets
+its own outcome, as if it had never been gathered. An error that is not the statement's (the
+connection lost) is every caller's. The calls of a batch are sorted by the key of the rows they
+lock (the thread's, or the delivery id's), so two batches take their locks in the same order
+and do not deadlock each other; the calls of one batch lock distinct rows (a key twice goes in
+rounds, each key's calls in their order). A statement that returns rows returns each call's
+place in the batch as the column ``call`` (``WITH ORDINALITY``), so each caller gets its own
+rows back.
 """
 
 from __future__ import annotations
@@ -69,22 +65,14 @@ class _Call:
 class Gathered:
     """One statement; :meth:`fetch` (rows) or :meth:`execute` (none), gathered per batch.
 
-    ``name``: the statement's, in the metrics; ``rows``: whether the statement returns rows (and
-    takes the call's place as its last parameter); ``pool``: the store's pool, asked for each
-    batch (it may be replaced)."""
+    ``name``: the statement's, in the metrics; ``rows``: whether the statement returns rows (each
+    with its ``call``); ``pool``: the store's pool, asked for each batch (it may be replaced)."""
 
     def __init__(
-        self,
-        name: str,
-        sql: str,
-        pool: Callable[[], asyncpg.Pool],
-        *,
-        rows: bool,
-        as_one: AsOne | None = None,
+        self, name: str, statement: AsOne, pool: Callable[[], asyncpg.Pool], *, rows: bool
     ) -> None:
         self.name = name
-        self.sql = sql
-        self._as_one = as_one
+        self._statement = statement
         self._pool = pool
         self._rows = rows
         self._waiting: list[_Call] = []
@@ -124,12 +112,7 @@ class Gathered:
         self.sent += 1
         metrics.store_round_trip(self.name, 1)
         try:
-            pool = self._pool()
-            if self._rows:
-                rows = await pool.fetch(self.sql, *call.args, 0)
-            else:
-                await pool.execute(self.sql, *call.args)
-                rows = []
+            rows = await self._send([call])
         except BaseException as exc:  # the caller's own outcome, whatever it is
             _fail(call, exc)
             if not isinstance(exc, Exception):
@@ -146,7 +129,7 @@ class Gathered:
         await asyncio.gather(*(_in_turn(calls, self._alone) for calls in keys.values()))
 
     async def _together(self, batch: Sequence[_Call]) -> None:
-        if self._as_one is not None and len({c.key for c in batch}) < len(batch):
+        if len({c.key for c in batch}) < len(batch):
             for calls in _rounds(batch):  # a key twice: its calls in their order, in rounds
                 await (self._together(calls) if len(calls) > 1 else self._alone(calls[0]))
             return
@@ -175,16 +158,10 @@ class Gathered:
 
     async def _send(self, batch: Sequence[_Call]) -> list[asyncpg.Record]:
         """One round trip for ``batch``: the rows it returns (each with its ``call``)."""
-        pool = self._pool()
-        if self._as_one is not None:
-            args = self._as_one.args([c.args for c in batch])
-            if self._rows:
-                return await pool.fetch(self._as_one.sql, *args)
-            await pool.execute(self._as_one.sql, *args)
-        elif self._rows:
-            return await pool.fetchmany(self.sql, [(*c.args, n) for n, c in enumerate(batch)])
-        else:
-            await pool.executemany(self.sql, [c.args for c in batch])
+        args = self._statement.args([c.args for c in batch])
+        if self._rows:
+            return await self._pool().fetch(self._statement.sql, *args)
+        await self._pool().execute(self._statement.sql, *args)
         return []
 
 

@@ -1,9 +1,9 @@
 """The PostgreSQL store's shared edit budgets (see :mod:`bot.storage.budgets`).
 
-Taking slots and pausing are one call each of a function of migrations 0007 and 0009 (one round trip;
-the budget's row is locked for the few microseconds of the computation, on the database's
-clock, ``clock_timestamp()``). A pause is also told on the ``threadline_budget`` channel
-(``NOTIFY``, payload ``"<seconds> <key>"``), heard on a connection of its own.
+Taking slots and pausing are one call each of a function of migrations 0007 and 0009 (one
+round trip; the budget's row is locked for the few microseconds of the computation, on the
+database's clock, ``clock_timestamp()``). A pause is also told on the ``threadline_budget``
+channel (``NOTIFY``, payload ``"<seconds> <key>"``), heard on a connection of its own.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ class PgDb(Protocol):
 
     def transaction(self) -> AbstractAsyncContextManager[Conn]: ...
 
-    def gathered(self, name: str, sql: str, *, rows: bool, as_one: AsOne | None = None) -> Gathered:
-        """``sql``'s calls, gathered into batches (see :mod:`bot.storage.postgres_batch`)."""
+    def gathered(self, name: str, statement: AsOne, *, rows: bool) -> Gathered:
+        """The calls of the statement ``name``, gathered into batches (see
+        :mod:`bot.storage.postgres_batch`)."""
         ...

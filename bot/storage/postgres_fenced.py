@@ -1,11 +1,11 @@
-"""The fenced writes of a batch as one statement each (see :class:`~bot.storage.postgres_batch.AsOne`).
+"""The fenced writes (a transcript appended, a state saved, under the thread's lease) as one
+statement over arrays each (see :class:`~bot.storage.postgres_batch.AsOne`).
 
-A batch of :data:`~bot.storage.postgres_sessions.FENCED_APPEND` (or ``FENCED_UPSERT``) calls
-becomes one statement over arrays: the session rows upserted from ``unnest``, the arrivals they
-now hold deleted, the new messages inserted, and the main query holding every call's lease
-(:data:`_HOLD`, in the batch's order), so one lost lease fails the whole statement, which is
-then sent again call by call. Two calls for one thread in a batch (a steered message saved while
-the run appends) go in rounds, each thread's calls in their order.
+The session rows are upserted from ``unnest``, the arrivals they now hold deleted, the new
+messages inserted, and the main query holds every call's lease (:data:`_HOLD`, in the order of
+the keys), so one lost lease fails the whole statement, which is then sent again call by call.
+Two calls for one thread in a batch (a steered message saved while the run appends) go in
+rounds, each thread's calls in their order.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.storage import rows as stored
-from bot.storage.postgres_batch import AsOne
+from bot.storage.postgres_batch import AsOne, by_column
 
 _TYPES = (
     "text", "text", "text", "float8", "text", "text", "float8", "float8", "text", "text", "int8",
@@ -52,7 +52,7 @@ def _columns(calls: list[tuple[Any, ...]]) -> tuple[Any, ...]:
     """``$1`` to ``$17``: each session column of the calls as an array, their owners, tokens and
     the event ids of the arrivals they now hold (each call: :func:`session_values`, then its
     own arguments, ending in owner and token)."""
-    columns = tuple(list(column) for column in zip(*(c[:14] for c in calls), strict=True))
+    columns = by_column([c[:14] for c in calls])
     arrived = [event_id for c in calls for event_id in c[14]]
     return (*columns, [c[-2] for c in calls], [c[-1] for c in calls], arrived)
 

@@ -6,8 +6,9 @@ makes the others re-check against its new expiry). A fenced write locks the leas
 SHARE`` and checks the token in the write's own transaction: a takeover (an update of that row)
 waits for the write to commit, and a write after a takeover finds another token and writes
 nothing. An append or a state save, the writes of every run, is one statement (one round trip):
-its writes are data-modifying ``WITH``s and its main query calls ``threadline_hold_lease``,
-which takes the same lock or fails the statement (SQLSTATE ``TL001``), undoing its writes.
+its writes are data-modifying ``WITH``s and its main query takes the same lock on every lease it
+writes under, or fails the statement (SQLSTATE ``TL001``, :mod:`bot.storage.postgres_fenced`),
+undoing its writes.
 """
 
 from __future__ import annotations
@@ -28,8 +29,6 @@ from bot.storage.postgres_batch import CALLS, AsOne
 from bot.storage.postgres_db import PgDb
 from bot.storage.postgres_fenced import APPENDED, SAVES
 from bot.storage.postgres_sessions import (
-    FENCED_APPEND,
-    FENCED_UPSERT,
     REPLACE,
     UPSERT,
     session_values,
@@ -38,28 +37,8 @@ from bot.storage.postgres_sessions import (
 if TYPE_CHECKING:
     from bot.storage.postgres_db import Conn
 
-_RETURNING = "RETURNING key, owner, token, extract(epoch FROM expires_at)::float8 AS expires_at"
-_TAKE = (
-    "INSERT INTO leases (key, owner, token, expires_at)"
-    " VALUES ($1, $2, nextval('lease_tokens'), clock_timestamp() + make_interval(secs => $3))"
-    " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, token = excluded.token,"
-    " expires_at = excluded.expires_at"
-    " WHERE leases.expires_at <= clock_timestamp() OR leases.owner IN ('', excluded.owner) "
-    + _RETURNING
-)
-_RENEW = (
-    "UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => $4)"
-    " WHERE key = $1 AND owner = $2 AND token = $3 " + _RETURNING
-)
-_RELEASE = (
-    "UPDATE leases SET owner = '', expires_at = clock_timestamp()"
-    " WHERE key = $1 AND owner = $2 AND token = $3"
-)
-_TAKE_GATHERED = _TAKE + ", $4::int AS call"
-_RENEW_GATHERED = _RENEW + ", $5::int AS call"
-_RELEASE_GATHERED = _RELEASE + " RETURNING $4::int AS call"
 _LEASE = "key, owner, token, extract(epoch FROM expires_at)::float8 AS expires_at, (c.n - 1)::int AS call"
-_TAKE_AS_ONE = AsOne(
+_TAKE = AsOne(
     "WITH c AS (SELECT * FROM unnest($1::text[], $2::text[], $3::float8[]) " + CALLS.format("key, owner, ttl") + "),"
     " taken AS (INSERT INTO leases (key, owner, token, expires_at)"
     " SELECT key, owner, nextval('lease_tokens'), clock_timestamp() + make_interval(secs => ttl) FROM c ORDER BY n"
@@ -72,19 +51,19 @@ _TAKE_AS_ONE = AsOne(
 """A batch of takes (each call: key, owner, seconds) in one statement."""
 _HELD = "FROM unnest($1::text[], $2::text[], $3::int8[]{}) " + CALLS.format("k, o, t{}")
 _HELD_WHERE = " WHERE leases.key = ANY($1::text[]) AND leases.key = c.k AND leases.owner = c.o AND leases.token = c.t"
-_RENEW_AS_ONE = AsOne(
+_RENEW = AsOne(
     "UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => c.ttl) "
     + _HELD.format(", $4::float8[]", ", ttl") + _HELD_WHERE + " RETURNING " + _LEASE
 )
 """A batch of renewals (each call: key, owner, token, seconds) in one statement."""
-_RELEASE_AS_ONE = AsOne(
+_RELEASE = AsOne(
     "UPDATE leases SET owner = '', expires_at = clock_timestamp() "
     + _HELD.format("", "") + _HELD_WHERE + " RETURNING (c.n - 1)::int AS call"
 )
 """A batch of releases (each call: key, owner, token) in one statement."""
 _FENCE = "SELECT 1 FROM leases WHERE key = $1 AND owner = $2 AND token = $3 FOR SHARE"
 LOST = "TL001"
-"""The SQLSTATE ``threadline_hold_lease`` raises when the lease is no longer the writer's."""
+"""The SQLSTATE of a fenced write whose lease is no longer the writer's (``threadline_hold_lease``)."""
 
 
 def _lease(row: asyncpg.Record | None) -> Lease | None:
@@ -124,11 +103,11 @@ class FencedSessions:
     async def keys_in_state(self, state: RunState, limit: int = 1000) -> list[ThreadKey]:
         return await self._store.keys_in_state(state, limit)
 
-    async def _fenced(self, name: str, sql: str, as_one: AsOne, *args: object) -> None:
+    async def _fenced(self, name: str, statement: AsOne, *args: object) -> None:
         """One statement that holds the lease (its last two parameters) or writes nothing."""
         lease = self.lease
         try:
-            gathered = self._store.gathered(name, sql, rows=False, as_one=as_one)
+            gathered = self._store.gathered(name, statement, rows=False)
             await gathered.execute(lease.key, *args, lease.owner, lease.token)
         except asyncpg.PostgresError as exc:
             if exc.sqlstate != LOST:
@@ -139,7 +118,7 @@ class FencedSessions:
         if not messages:
             return
         bodies = [dump_message(m) for m in messages]
-        await self._fenced("append_messages", FENCED_APPEND, APPENDED, *session_values(session, messages), len(session.messages), bodies)
+        await self._fenced("append_messages", APPENDED, *session_values(session, messages), len(session.messages), bodies)
         session.messages.extend(messages)
 
     async def replace_messages(self, session: Session, messages: Sequence[Message]) -> None:
@@ -151,7 +130,7 @@ class FencedSessions:
         session.messages[:] = messages
 
     async def save_state(self, session: Session) -> None:
-        await self._fenced("save_state", FENCED_UPSERT, SAVES, *session_values(session))
+        await self._fenced("save_state", SAVES, *session_values(session))
 
 
 class LeaseTables:
@@ -160,17 +139,17 @@ class LeaseTables:
     async def take_lease(self: PgDb, key: ThreadKey, owner: str, ttl_s: float) -> Lease | None:
         if not owner:
             raise ValueError("a lease needs an owner")
-        taken = await self.gathered("take_lease", _TAKE_GATHERED, rows=True, as_one=_TAKE_AS_ONE).fetch(key, key, owner, ttl_s)
+        taken = await self.gathered("take_lease", _TAKE, rows=True).fetch(key, key, owner, ttl_s)
         return _lease(taken[0] if taken else None)
 
     async def renew_lease(self: PgDb, lease: Lease, ttl_s: float) -> Lease | None:
-        renewed = await self.gathered("renew_lease", _RENEW_GATHERED, rows=True, as_one=_RENEW_AS_ONE).fetch(
+        renewed = await self.gathered("renew_lease", _RENEW, rows=True).fetch(
             lease.key, lease.key, lease.owner, lease.token, ttl_s
         )
         return _lease(renewed[0] if renewed else None)
 
     async def release_lease(self: PgDb, lease: Lease) -> bool:
-        released = await self.gathered("release_lease", _RELEASE_GATHERED, rows=True, as_one=_RELEASE_AS_ONE).fetch(
+        released = await self.gathered("release_lease", _RELEASE, rows=True).fetch(
             lease.key, lease.key, lease.owner, lease.token
         )
         return bool(released)

@@ -55,12 +55,7 @@ class MemoryTables:
         return dataclasses.replace(d, id=f"m{number}")
 
     async def recent_memories(self: PgDb, channel: str, key: str, limit: int) -> list[Memory]:
-        rows = await self.gathered(
-            "recent_memories",
-            f"SELECT {_COLUMNS}, $4::int AS call FROM memories m WHERE {_SEEN_BY} ORDER BY m.id DESC LIMIT $3",
-            rows=True,
-            as_one=_RECENT,
-        ).fetch(key, channel, key, limit)
+        rows = await self.gathered("recent_memories", _RECENT, rows=True).fetch(key, channel, key, limit)
         return [stored.memory(tuple(r)[:-1]) for r in rows]  # without the call
 
     async def recall_memories(

@@ -73,12 +73,7 @@ class ScheduleTables:
         return stored.schedule(row) if row else None
 
     async def schedules_of(self: PgDb, key: str) -> list[Schedule]:
-        rows = await self.gathered(
-            "schedules_of",
-            f"SELECT {_COLUMNS}, $2::int AS call FROM schedules WHERE key = $1 ORDER BY next_at, id",
-            rows=True,
-            as_one=_OF_THREADS,
-        ).fetch(key, key)
+        rows = await self.gathered("schedules_of", _OF_THREADS, rows=True).fetch(key, key)
         return [stored.schedule(tuple(r)[:-1]) for r in rows]  # without the call
 
     async def claim_schedule(

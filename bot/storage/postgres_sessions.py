@@ -35,29 +35,15 @@ INSERT = (
     " SELECT $1, $16 + n - 1, body FROM unnest($17::text[]) WITH ORDINALITY AS m (body, n)"
 )
 APPEND = f"WITH arrived AS ({_ARRIVED}), saved AS ({_ROW}) {INSERT}"
-FENCED_APPEND = (
-    f"WITH arrived AS ({_ARRIVED}), saved AS ({_ROW}), added AS ({INSERT})"
-    " SELECT threadline_hold_lease($1, $18, $19)"
-)
-""":data:`APPEND` under a lease (``$18`` owner, ``$19`` token), in one statement: the writes
-are data-modifying ``WITH``s, and the main query holds the lease or fails the statement."""
-FENCED_UPSERT = f"WITH arrived AS ({_ARRIVED}), saved AS ({_ROW}) SELECT threadline_hold_lease($1, $16, $17)"
-""":data:`UPSERT` under a lease (``$16`` owner, ``$17`` token), in one statement."""
 REPLACE = INSERT.replace("$16", "0").replace("$17", "$2")
 """The whole transcript (``$2``) of the thread ``$1``, numbered from 0."""
-_LOAD = (
-    f"SELECT {stored.SESSION_COLUMNS},"
-    " ARRAY(SELECT body FROM messages WHERE key = $1 ORDER BY seq) AS bodies, $2::int AS call"
-    " FROM sessions WHERE key = $1"
-)
-"""A session and its transcript, gathered (``$2``: the call's place in its batch)."""
-_LOADS = AsOne(
+_LOAD = AsOne(
     f"SELECT {stored.SESSION_COLUMNS},"
     " ARRAY(SELECT body FROM messages WHERE key = c.k ORDER BY seq) AS bodies, (c.n - 1)::int AS call"
     " FROM unnest($1::text[]) " + CALLS.format("k")
     + " JOIN sessions ON sessions.key = c.k AND sessions.key = ANY($1::text[])"  # by the index
 )
-"""A batch of loads in one statement (one snapshot)."""
+"""Sessions and their transcripts (each call: a key), in one statement (one snapshot)."""
 KEEP = (
     "WITH first AS (INSERT INTO deliveries (event_id, seen_at) VALUES ($1, $2)"
     " ON CONFLICT (event_id) DO NOTHING RETURNING event_id)"
@@ -66,8 +52,7 @@ KEEP = (
 )
 """Record the delivery id ``$1`` (seen at ``$2``) and keep the message ``$4`` as an arrival
 for the thread ``$3``; nothing when the id was recorded before."""
-_ACCEPT = KEEP + " RETURNING $5::int AS call"
-_ACCEPTS = AsOne(
+_ACCEPT = AsOne(
     "WITH c AS (SELECT * FROM unnest($1::text[], $2::float8[], $3::text[], $4::text[]) "
     + CALLS.format("event_id, seen_at, key, message") + "),"
     " first AS (INSERT INTO deliveries (event_id, seen_at) SELECT event_id, seen_at FROM c ORDER BY n"
@@ -95,7 +80,7 @@ class SessionTables:
     """Mixed into :class:`bot.storage.postgres.PostgresStore`."""
 
     async def load_session(self: PgDb, key: ThreadKey, now: float) -> Session:
-        found = await self.gathered("load_session", _LOAD, rows=True, as_one=_LOADS).fetch(key, key)
+        found = await self.gathered("load_session", _LOAD, rows=True).fetch(key, key)
         if not found:
             return Session(key=key, created_at=now, updated_at=now)
         return stored.session_of(key, found[0], found[0]["bodies"])
@@ -155,7 +140,7 @@ class DeliveryTables:
     async def accept(self: PgDb, key: ThreadKey, message: UserMessage, now: float) -> bool:
         if not message.event_id:
             raise ValueError("an accepted message needs its event id")
-        added = await self.gathered("accept", _ACCEPT, rows=True, as_one=_ACCEPTS).fetch(  # in the order of the rows it locks
+        added = await self.gathered("accept", _ACCEPT, rows=True).fetch(  # in the order of the rows it locks
             message.event_id, message.event_id, now, key, dump_message(message)
         )
         return bool(added)

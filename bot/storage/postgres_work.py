@@ -27,8 +27,7 @@ _UNLEASED = (
     " AND l.expires_at > clock_timestamp())"
 )
 
-_IS_ARRIVAL = "SELECT $2::int AS call FROM arrivals WHERE event_id = $1"
-_ARE_ARRIVALS = AsOne(
+_IS_ARRIVAL = AsOne(
     "SELECT (c.n - 1)::int AS call FROM unnest($1::text[]) " + CALLS.format("event_id")
     + " JOIN arrivals a ON a.event_id = c.event_id AND a.event_id = ANY($1::text[])"  # by the index
 )  # fmt: skip
@@ -91,7 +90,7 @@ class WorkTables:
 
     async def is_arrival(self: PgDb, event_id: str) -> bool:
         """Whether the message with this event id still waits for its session."""
-        found = await self.gathered("is_arrival", _IS_ARRIVAL, rows=True, as_one=_ARE_ARRIVALS).fetch(event_id, event_id)
+        found = await self.gathered("is_arrival", _IS_ARRIVAL, rows=True).fetch(event_id, event_id)
         return bool(found)
 
     async def request_stop(self: PgDb, key: ThreadKey, run_id: str, actor: Author) -> None:

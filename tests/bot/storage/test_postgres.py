@@ -264,12 +264,12 @@ async def test_the_pool_grows_to_its_size_and_closing_ends_its_connections(url: 
 
 
 async def until_waiting_on_a_lock(store: PostgresStore, statement: str) -> None:
-    """Wait (checked every 10 ms, for at most 10 s) until a statement starting with
-    ``statement`` waits on a lock in the server."""
-    waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1"
+    """Wait (checked every 10 ms, for at most 10 s) until a statement containing ``statement``
+    waits on a lock in the server."""
+    waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0"
     async with asyncio.timeout(10):
         for _ in range(1000):
-            if await store.pool.fetchval(waiting, statement + "%"):
+            if await store.pool.fetchval(waiting, statement):
                 return
             await asyncio.sleep(0.01)
 

@@ -239,7 +239,7 @@ async def test_a_caller_cancelled_before_its_batch_is_sent_writes_nothing(
     async with other.transaction() as db:  # holds Ev1's delivery row: the first accept waits
         await db.execute("INSERT INTO deliveries (event_id, seen_at) VALUES ('Ev1', 1.0)")
         first = asyncio.ensure_future(store.accept(KEYS[0], message(1, "Ev1"), 1.0))
-        await until_waiting_on_a_lock(other, "WITH first AS")
+        await until_waiting_on_a_lock(other, "INSERT INTO deliveries")
         second = asyncio.ensure_future(store.accept(KEYS[1], message(2, "Ev2"), 1.0))
         await asyncio.sleep(0)  # one turn of the loop: the second call is made (tasks run in order)
         assert store.round_trips == (2, 1)  # and waits for the first one's batch to end
