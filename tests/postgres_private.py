@@ -79,8 +79,10 @@ async def private_postgres() -> AsyncIterator[PrivateServer]:
     if SKIPPED:
         pytest.skip("THREADLINE_TEST_NO_POSTGRES=1: the PostgreSQL tests are skipped")
     bin_dir = _bin()
-    if bin_dir is None or shutil.which("runuser") is None and os.geteuid() == 0:
+    if bin_dir is None:
         pytest.fail("the PostgreSQL server programs (initdb, pg_ctl) are not installed", pytrace=False)
+    if shutil.which("runuser") is None and os.geteuid() == 0:
+        pytest.fail("runuser is not on PATH (as root, the server runs as the user postgres)", pytrace=False)
     root = Path(tempfile.mkdtemp(prefix="threadline-pg-"))
     server = PrivateServer(root, bin_dir)
     try:
