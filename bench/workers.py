@@ -18,7 +18,7 @@
 
 The database is made for the run on the server at ``--postgres`` and dropped at the end.
 
-    python bench/workers.py [--takeovers 5] [--clicks 20] [--threads 2000] [--rounds 5] [--model loopback|inline]
+    python bench/workers.py [--takeovers 5] [--clicks 20] [--threads 2000] [--rounds 7] [--model loopback|inline]
 """
 
 from __future__ import annotations
@@ -289,13 +289,17 @@ def print_throughput(url: str, model: QuickModel | None, threads: int, count: in
         )
     w, p, f = cpu(1, 1) or 0.0, cpu(1, 2), cpu(1, 3) or 0.0
     rate = {n: median(x[0] for x in got) for n, got in rounds.items()}
+    # each round's 2 workers against the same round's 1, run a few seconds apart: the machine's
+    # drift over the minutes of the benchmark (the tables grow, a neighbour wakes) cancels out
+    paired = [two[0] / one[0] for one, two in zip(rounds[1], rounds[2], strict=True)]
     bound = (
         ""
         if p is None
         else f"; sharing them, 2 workers can reach at best 2w/(w+p+m) = {2 * w / (w + p + f):.2f}x"
     )
     print(
-        f"throughput 2 workers vs 1: {rate[2] / rate[1]:.2f}x; CPU per answered thread 4 workers vs 1: "
+        f"throughput 2 workers vs 1: {rate[2] / rate[1]:.2f}x (round by round: median {median(paired):.2f}x, "
+        f"{', '.join(f'{x:.2f}' for x in paired)}); CPU per answered thread 4 workers vs 1: "
         f"{(cpu(4, 1) or 0.0) / w:.2f}x ({os.cpu_count()} cores, PostgreSQL on the same machine{bound})"
     )
 
@@ -311,7 +315,7 @@ def main() -> None:
     parser.add_argument("--takeovers", type=int, default=5)
     parser.add_argument("--clicks", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument(
         "--model", choices=["loopback", "inline"], default="loopback",
         help="throughput: the real client asking a model server on loopback, or a model in the worker's process",

@@ -4,7 +4,8 @@ A pool of connections; numbered migrations from ``pg_migrations/NNNN_name.sql``,
 transaction under a transaction-scoped advisory lock (so workers that start together apply them
 once, and the others wait, then find them applied); the applied versions are recorded in
 ``schema_migrations``. The URL's other query parameters are sent as server settings
-(``?search_path=threadline`` keeps the tables in that schema).
+(``?search_path=threadline`` keeps the tables in that schema), over the store's own
+(:data:`PLANNER`).
 
 Once open, a connection the pool opens in place of one a database restart closed waits for the
 server (:mod:`bot.storage.postgres_reconnect`, up to ``reconnect_wait_s``); :meth:`problem` says
@@ -21,6 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib import resources
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlsplit
 
 import asyncpg
 
@@ -52,6 +54,20 @@ RECONNECT_WAIT_S = 30.0
 """How long, once open, a new connection waits for a database that is away (restarting)."""
 PROBE_S = 1.0
 """How long :meth:`PostgresStore.problem` waits for the database's answer."""
+
+
+PLANNER = {"random_page_cost": "1.1"}
+"""Server settings of the store's connections, unless the URL sets them (``?random_page_cost=4``):
+the rows the hot statements reach (the threads at work) are in memory, where reaching one through
+an index costs about what reading the next in order does. At the default (4, for disks) a batch of
+lookups by key reads the whole table instead, at every batch, while its table holds from a few
+thousand to some tens of thousands of rows: a busy first week."""
+
+
+def server_settings(url: str) -> dict[str, str]:
+    """The settings of :data:`PLANNER` the URL does not set (asyncpg adds the URL's own)."""
+    given = {name for name, _ in parse_qsl(urlsplit(url).query)}
+    return {name: value for name, value in PLANNER.items() if name not in given}
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -87,7 +103,7 @@ class PostgresStore(
         try:
             pool = await asyncpg.create_pool(
                 self._url, min_size=1, max_size=self._pool_size, timeout=CONNECT_TIMEOUT_S,
-                reset=_reset, connect=self._connect,
+                reset=_reset, connect=self._connect, server_settings=server_settings(self._url),
             )  # fmt: skip
         except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
             raise StoreError(describe_failure(self._url, exc)) from None

@@ -20,7 +20,8 @@ from bot.errors import LeaseLost, StoreError
 from bot.llm.messages import UserMessage
 from bot.sessions.model import RunState
 from bot.storage.postgres import PostgresStore, migrations
-from bot.storage.postgres_sessions import IN_STATE
+from bot.storage.postgres_leases import _RELEASE
+from bot.storage.postgres_sessions import _LOAD, IN_STATE
 from bot.storage.postgres_work import ORPHANS
 from tests.postgres import fresh_schema
 
@@ -99,6 +100,35 @@ async def test_the_lookups_by_state_use_the_index_in_a_generic_plan(store: Postg
         finally:
             await conn.execute("DEALLOCATE by_state")
     assert "sessions_active" in plan and "Seq Scan on sessions" not in plan, plan
+
+
+async def test_a_batch_of_lookups_by_key_reaches_its_rows_through_the_index_on_a_table_of_thousands(
+    store: PostgresStore,
+) -> None:
+    """A batch of 128 keys among 10,000 rows that were never analysed (a busy first day, or a
+    server without autovacuum): each row through the index, not the whole table read per batch."""
+    await store.pool.execute(
+        "INSERT INTO leases (key, owner, token, expires_at) SELECT 'k' || n, 'w', n, now() FROM generate_series(1, 10000) n;"
+        " INSERT INTO sessions (key, created_at, updated_at) SELECT 'k' || n, 0, 0 FROM generate_series(1, 10000) n"
+    )
+    keys = [f"k{n}" for n in range(1, 10000, 77)][:128]
+    for statement, args in [(_RELEASE, [(k, "w", 1) for k in keys]), (_LOAD, [(k,) for k in keys])]:
+        plan = "\n".join(r[0] for r in await store.pool.fetch("EXPLAIN " + statement.sql, *statement.args(args)))
+        assert "Seq Scan" not in plan and "_pkey" in plan, plan
+
+
+async def test_the_url_sets_a_server_setting_over_the_store_s_own(url: str) -> None:
+    mine = PostgresStore(url)
+    theirs = PostgresStore(url + "&random_page_cost=3")
+    await mine.open()
+    await theirs.open()
+    try:
+        assert await mine.pool.fetchval("SHOW random_page_cost") == "1.1"
+        assert await theirs.pool.fetchval("SHOW random_page_cost") == "3"
+        assert await theirs.pool.fetchval("SHOW search_path") == await mine.pool.fetchval("SHOW search_path")
+    finally:
+        await mine.close()
+        await theirs.close()
 
 
 async def test_reopening_applies_nothing_again(url: str, store: PostgresStore) -> None:
