@@ -191,7 +191,7 @@ def _serve(
         # so the figures are the steady cost of a thread, not each worker's start-up
         warm = [
             Inbound(ThreadKey(f"bench:warm:{name}:{n}"), ALICE, "hello", f"bench:warm:{name}:{n}")
-            for n in range(40)
+            for n in range(400)
         ]
         await answer(core, warm)
         await asyncio.sleep(max(0.0, start_at - time.time()))

@@ -56,12 +56,15 @@ PROBE_S = 1.0
 """How long :meth:`PostgresStore.problem` waits for the database's answer."""
 
 
-PLANNER = {"random_page_cost": "1.1"}
-"""Server settings of the store's connections, unless the URL sets them (``?random_page_cost=4``):
-the rows the hot statements reach (the threads at work) are in memory, where reaching one through
-an index costs about what reading the next in order does. At the default (4, for disks) a batch of
-lookups by key reads the whole table instead, at every batch, while its table holds from a few
-thousand to some tens of thousands of rows: a busy first week."""
+PLANNER = {"random_page_cost": "1.1", "jit": "off"}
+"""Server settings of the store's connections, unless the URL sets them (``?random_page_cost=4``).
+The rows the hot statements reach (the threads at work) are in memory, where reaching one through
+an index costs about what reading the next in order does: at the default (4, for disks) a batch
+of lookups by key reads the whole table instead, at every batch, while its table holds from a
+few thousand to some tens of thousands of rows (a busy first week). And no statement of the store
+runs long enough to gain from being compiled (JIT), while a statement whose row estimate is far
+too high (a table of removed rows not yet vacuumed) would be compiled at every execution: the
+poll for messages no worker answers, every second on every worker, took 20 ms instead of 0.3."""
 
 
 def server_settings(url: str) -> dict[str, str]:

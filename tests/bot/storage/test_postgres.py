@@ -124,6 +124,7 @@ async def test_the_url_sets_a_server_setting_over_the_store_s_own(url: str) -> N
     await theirs.open()
     try:
         assert await mine.pool.fetchval("SHOW random_page_cost") == "1.1"
+        assert await mine.pool.fetchval("SHOW jit") == "off"
         assert await theirs.pool.fetchval("SHOW random_page_cost") == "3"
         assert await theirs.pool.fetchval("SHOW search_path") == await mine.pool.fetchval("SHOW search_path")
     finally:
