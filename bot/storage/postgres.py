@@ -64,7 +64,7 @@ of lookups by key reads the whole table instead, at every batch, while its table
 few thousand to some tens of thousands of rows (a busy first week). And no statement of the store
 runs long enough to gain from being compiled (JIT), while a statement whose row estimate is far
 too high (a table of removed rows not yet vacuumed) would be compiled at every execution: the
-poll for messages no worker answers, every second on every worker, took 20 ms instead of 0.3."""
+poll for messages no worker answers, every second on every worker, took 20 ms instead of 1."""
 
 
 def server_settings(url: str) -> dict[str, str]:
