@@ -146,7 +146,14 @@ async def test_doctor_says_whether_the_database_answers_and_its_schema_version(
     code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url)
     assert f"schema version {newest} (current)" in out and code == 0, out
     assert "[ok  ] workers: any number may share this database; a thread's lease lasts 10 s" in out
-    assert "a dead worker's threads are taken over within 11 s" in out
+    assert "a dead worker's threads are taken over within 11 s" in out and "over the bot's own" not in out
+
+    code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url + "&jit=on")
+    line = next(x for x in out.splitlines() if "store:" in x)
+    assert "answers (the URL sets jit on, over the bot's own); schema version" in line and code == 0, line
+    code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url + "&jit=maybe")
+    line = next(x for x in out.splitlines() if "store:" in x)
+    assert line.startswith("[FAIL] store: cannot use PostgreSQL at ") and '"jit"' in line and code == 1, line
 
     code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url, THREADLINE_LEASE_TTL_S="20")
     line = next(x for x in out.splitlines() if "workers:" in x)
