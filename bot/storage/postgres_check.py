@@ -18,7 +18,7 @@ async def check_database(url: str) -> tuple[bool, str]:
         return False, describe_failure(url, exc)
     try:
         server = str(await conn.fetchval("SHOW server_version")).split()[0]
-        changed = {name: str(await conn.fetchval(f"SHOW {name}")) for name in PLANNER}
+        settings = {name: str(await conn.fetchval(f"SHOW {name}")) for name in PLANNER}
         version = 0
         if await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
             version = int(await conn.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
@@ -28,7 +28,7 @@ async def check_database(url: str) -> tuple[bool, str]:
         await conn.close()
     newest = migrations()[-1][0]
     answers = f"PostgreSQL {server} at {redacted(url)} answers"
-    if ours := [f"{name} {value}" for name, value in changed.items() if value != PLANNER[name]]:
+    if ours := [f"{name} {value}" for name, value in settings.items() if value != PLANNER[name]]:
         answers += f" (the URL sets {', '.join(ours)}, over the bot's own)"
     if version > newest:
         return False, (

@@ -15,7 +15,7 @@ from bot.scheduler.schedules import Full, Schedule, job_for
 from bot.storage import rows as stored
 from bot.storage.postgres_batch import CALLS, AsOne
 from bot.storage.postgres_db import PgDb
-from bot.storage.postgres_sessions import KEEP
+from bot.storage.postgres_sessions import ACCEPT, changed
 
 _COLUMNS = (
     "id, key, channel, prompt, when_text, cron, zone, next_at, author_id, author_name, created_at"
@@ -93,11 +93,12 @@ class ScheduleTables:
                 status = await db.execute(
                     "UPDATE schedules SET next_at = $1 WHERE id = $2 AND next_at = $3", next_at, number, due_at
                 )
-            if int(status.rsplit(" ", 1)[-1]) != 1:
+            if changed(status) != 1:
                 return False
             if arrival is not None:
                 key, message = arrival
-                await db.execute(KEEP, message.event_id, due_at, key, dump_message(message))
+                call = (message.event_id, due_at, key, dump_message(message))
+                await db.execute(ACCEPT.sql, *ACCEPT.args([call]))
         return True
 
     async def delete_schedule(self: PgDb, key: str, schedule_id: str) -> Schedule | None:

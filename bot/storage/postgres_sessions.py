@@ -44,15 +44,7 @@ _LOAD = AsOne(
     + " JOIN sessions ON sessions.key = c.k AND sessions.key = ANY($1::text[])"  # by the index
 )
 """Sessions and their transcripts (each call: a key), in one statement (one snapshot)."""
-KEEP = (
-    "WITH first AS (INSERT INTO deliveries (event_id, seen_at) VALUES ($1, $2)"
-    " ON CONFLICT (event_id) DO NOTHING RETURNING event_id)"
-    " INSERT INTO arrivals (event_id, key, message, at)"  # at: the database's clock (workers' may be off)
-    " SELECT event_id, $3, $4, extract(epoch FROM clock_timestamp()) FROM first"
-)
-"""Record the delivery id ``$1`` (seen at ``$2``) and keep the message ``$4`` as an arrival
-for the thread ``$3``; nothing when the id was recorded before."""
-_ACCEPT = AsOne(
+ACCEPT = AsOne(
     "WITH c AS (SELECT * FROM unnest($1::text[], $2::float8[], $3::text[], $4::text[]) "
     + CALLS.format("event_id, seen_at, key, message") + "),"
     " first AS (INSERT INTO deliveries (event_id, seen_at) SELECT event_id, seen_at FROM c ORDER BY n"
@@ -62,8 +54,10 @@ _ACCEPT = AsOne(
     " ORDER BY n RETURNING event_id)"
     " SELECT (c.n - 1)::int AS call FROM c JOIN kept USING (event_id)"
 )
-"""A batch of :data:`KEEP` (each call: its arguments) in one statement; returns the calls
-whose delivery id was new."""
+"""Record delivery ids and keep their messages as arrivals of their threads, in one statement
+(each call: event id, seen at, thread key, message); returns the calls whose delivery id was
+new (a call whose id was recorded before keeps nothing). An arrival's ``at`` is the database's
+clock (workers' may be off)."""
 ACTIVE = "state <> 'idle'"
 """The predicate of the index of sessions by state (migration 0010): a query by state says it
 too, or a generic plan, which cannot know the state asked for is not idle, reads every row."""
@@ -140,7 +134,7 @@ class DeliveryTables:
     async def accept(self: PgDb, key: ThreadKey, message: UserMessage, now: float) -> bool:
         if not message.event_id:
             raise ValueError("an accepted message needs its event id")
-        added = await self.gathered("accept", _ACCEPT, rows=True).fetch(  # in the order of the rows it locks
+        added = await self.gathered("accept", ACCEPT, rows=True).fetch(  # in the order of the rows it locks
             message.event_id, message.event_id, now, key, dump_message(message)
         )
         return bool(added)
