@@ -24,7 +24,9 @@ OPERATOR = "operator"
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = sub.add_parser("audit", help="print the approval audit trail")
     audit.add_argument("--thread", default="", help="only threads whose key starts with this")
-    audit.add_argument("--since", default=None, help="an ISO date or time (UTC), or 30m, 12h, 7d ago")
+    audit.add_argument(
+        "--since", default=None, help="an ISO date or time (UTC), or 30m, 12h, 7d ago"
+    )
     audit.add_argument("--limit", type=int, default=1000)
     rules = sub.add_parser("rules", help='list the "Always allow here" rules, or revoke one')
     rules.add_argument("--channel", default="", help="only rules whose channel starts with this")

@@ -33,7 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="check the configuration, the model endpoint and each platform")
     sub.add_parser("discord-invite", help="print the link that adds the Discord bot to a server")
     add_commands(sub)
-    sub.add_parser("healthcheck", help="exit 0 when the running bot's /healthz answers (for containers)")
+    sub.add_parser(
+        "healthcheck", help="exit 0 when the running bot's /healthz answers (for containers)"
+    )
     return parser
 
 
@@ -47,8 +49,15 @@ async def _serve(settings: Settings, platforms: Platforms) -> None:
     await runtime.start()
     try:
         if settings.playground_enabled(platforms.configured):
-            opened = "  (open it as /?token=<THREADLINE_PLAYGROUND_TOKEN>)" if settings.playground_token else ""
-            print(f"Threadline playground: {runtime.url}  (model: {runtime.core.model_label}){opened}", flush=True)
+            opened = (
+                "  (open it as /?token=<THREADLINE_PLAYGROUND_TOKEN>)"
+                if settings.playground_token
+                else ""
+            )
+            print(
+                f"Threadline playground: {runtime.url}  (model: {runtime.core.model_label}){opened}",
+                flush=True,
+            )
         await stop.wait()
         log.info("stopping")
     finally:

@@ -46,7 +46,9 @@ def _check_data_dir(settings: Settings) -> bool:
 
 async def _check_store(settings: Settings) -> bool:
     if settings.database_url is None:
-        _line(None, f"store: SQLite at {settings.database_path} (THREADLINE_DATABASE_URL is not set)")
+        _line(
+            None, f"store: SQLite at {settings.database_path} (THREADLINE_DATABASE_URL is not set)"
+        )
         return True
     from bot.storage.postgres_check import check_database
 
@@ -68,7 +70,10 @@ def _check_workers(settings: Settings) -> bool:
         f"are taken over within {worst:g} s"
     )
     if worst > TAKEOVER_GOAL_S:
-        _line(None, f"{words}, longer than {TAKEOVER_GOAL_S:g} s: lower THREADLINE_LEASE_TTL_S to resume sooner")
+        _line(
+            None,
+            f"{words}, longer than {TAKEOVER_GOAL_S:g} s: lower THREADLINE_LEASE_TTL_S to resume sooner",
+        )
     else:
         _line(True, words)
     return True
@@ -111,35 +116,54 @@ def _schedules_and_memory(settings: Settings) -> None:
     """The zone scheduled times are read in (valid: the configuration loaded), and the limits."""
     zone = ZoneInfo(settings.timezone)
     every = settings.schedule_min_interval_s
-    _line(True, f"scheduled prompts: times in {settings.timezone} (now {local_time(time.time(), zone)}); "
-                f"at most {settings.schedules_per_thread} per thread and {settings.schedules_per_channel} "
-                f"per channel, a recurring one at most once every {every:g} s")
-    _line(True, f"memory: at most {settings.memories_per_channel:,} per channel; the model sees the "
-                f"{settings.memory_note_items} most recent (up to {settings.memory_note_chars:,} characters)")
+    _line(
+        True,
+        f"scheduled prompts: times in {settings.timezone} (now {local_time(time.time(), zone)}); "
+        f"at most {settings.schedules_per_thread} per thread and {settings.schedules_per_channel} "
+        f"per channel, a recurring one at most once every {every:g} s",
+    )
+    _line(
+        True,
+        f"memory: at most {settings.memories_per_channel:,} per channel; the model sees the "
+        f"{settings.memory_note_items} most recent (up to {settings.memory_note_chars:,} characters)",
+    )
     sees = sees_images(settings.vision, settings.model, demo=settings.uses_demo_model)
-    _line(True, f"files: shared files up to {size_words(settings.file_max_bytes)} go into the thread's "
-                f"workspace (previews of {settings.file_preview_chars:,} characters); images "
-                f"{'shown to' if sees else 'only described to'} "
-                f"{'the offline demo model' if settings.uses_demo_model else settings.model} "
-                f"(THREADLINE_VISION={settings.vision}), up to {size_words(settings.image_max_bytes)}")
+    _line(
+        True,
+        f"files: shared files up to {size_words(settings.file_max_bytes)} go into the thread's "
+        f"workspace (previews of {settings.file_preview_chars:,} characters); images "
+        f"{'shown to' if sees else 'only described to'} "
+        f"{'the offline demo model' if settings.uses_demo_model else settings.model} "
+        f"(THREADLINE_VISION={settings.vision}), up to {size_words(settings.image_max_bytes)}",
+    )
 
 
 def _sub_agents(settings: Settings) -> None:
     """What one ``delegate_task`` sub-agent may do."""
     tokens = settings.delegate_max_tokens
     capped = settings.run_max_tokens is not None and settings.run_max_tokens < tokens
-    limit = f"{settings.run_max_tokens:,} tokens (THREADLINE_RUN_MAX_TOKENS)" if capped else f"{tokens:,} tokens"
-    _line(True, f"sub-agents (delegate_task): each makes up to {settings.delegate_max_turns} model calls "
-                f"and uses up to {limit}; {settings.delegate_max_concurrent} run at once per thread")
+    limit = (
+        f"{settings.run_max_tokens:,} tokens (THREADLINE_RUN_MAX_TOKENS)"
+        if capped
+        else f"{tokens:,} tokens"
+    )
+    _line(
+        True,
+        f"sub-agents (delegate_task): each makes up to {settings.delegate_max_turns} model calls "
+        f"and uses up to {limit}; {settings.delegate_max_concurrent} run at once per thread",
+    )
 
 
 def _channels(settings: Settings) -> None:
     """The effective settings of each ``[channels."<prefix>"]`` section's threads."""
     base = EngineConfig.from_settings(settings)
     choices = ", ".join(settings.models) or "any name (the model server decides)"
-    _line(None, f"model: {settings.model}; /threadline model may choose {choices}; "
-                f"a first mention in an existing thread reads up to {settings.thread_history_messages} "
-                f"earlier messages ({settings.thread_history_chars:,} characters)")
+    _line(
+        None,
+        f"model: {settings.model}; /threadline model may choose {choices}; "
+        f"a first mention in an existing thread reads up to {settings.thread_history_messages} "
+        f"earlier messages ({settings.thread_history_chars:,} characters)",
+    )
     for prefix in sorted(settings.channels):
         lines = describe_section(settings, prefix, base)
         _line(None, f"{lines[0]} " + "; ".join(line.strip() for line in lines[1:]))

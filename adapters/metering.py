@@ -22,21 +22,24 @@ def request_trace(platform: str, name_of: Namer) -> aiohttp.TraceConfig:
     """A trace that counts each request's outcome, 429s and time under ``name_of``'s name."""
 
     async def start(
-        session: aiohttp.ClientSession, context: SimpleNamespace,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
         params: aiohttp.TraceRequestStartParams,
-    ) -> None:  # fmt: skip
+    ) -> None:
         context.threadline_began = time.perf_counter()
 
     async def end(
-        session: aiohttp.ClientSession, context: SimpleNamespace,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
         params: aiohttp.TraceRequestEndParams,
-    ) -> None:  # fmt: skip
+    ) -> None:
         _count(context, name_of(params.method, params.url), params.response.status)
 
     async def failed(
-        session: aiohttp.ClientSession, context: SimpleNamespace,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
         params: aiohttp.TraceRequestExceptionParams,
-    ) -> None:  # fmt: skip
+    ) -> None:
         _count(context, name_of(params.method, params.url), None)
 
     def _count(context: SimpleNamespace, name: str, status: int | None) -> None:

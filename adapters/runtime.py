@@ -148,7 +148,9 @@ class Runtime:
             waiting["threadline"] = "starting"
         elif (problem := await self.core.store.problem()) is not None:
             waiting["store"] = problem
-        return web.json_response({"ready": not waiting, "waiting": waiting}, status=503 if waiting else 200)
+        return web.json_response(
+            {"ready": not waiting, "waiting": waiting}, status=503 if waiting else 200
+        )
 
     async def _metrics(self, request: web.Request) -> web.Response:
         """The process's metrics for Prometheus (with ``THREADLINE_METRICS_TOKEN`` set: only for
@@ -158,9 +160,12 @@ class Runtime:
             given = request.headers.get("Authorization", "").encode()
             if not hmac.compare_digest(given, f"Bearer {token.get_secret_value()}".encode()):
                 return web.Response(
-                    status=401, text="a bearer token is required\n",
+                    status=401,
+                    text="a bearer token is required\n",
                     headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
-                )  # fmt: skip
+                )
         # a busy worker's body takes milliseconds to build: off the event loop
-        body, content_type = await asyncio.to_thread(metrics.exposition, request.headers.get("Accept", ""))
+        body, content_type = await asyncio.to_thread(
+            metrics.exposition, request.headers.get("Accept", "")
+        )
         return web.Response(body=body, headers={"Content-Type": content_type})

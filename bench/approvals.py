@@ -40,7 +40,9 @@ from bot.tools.builtin import builtin_tools
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
 from tests.fakes.surface import RecordingSurface
 
-FAST = SurfaceLimits(max_chars=4000, min_edit_interval=0.05, edits_per_minute=None, budget_key="bench")
+FAST = SurfaceLimits(
+    max_chars=4000, min_edit_interval=0.05, edits_per_minute=None, budget_key="bench"
+)
 ALICE = Author(id="bench:U1", display_name="Alice")
 
 
@@ -78,7 +80,9 @@ async def round_trip(rounds: int) -> None:
                 key = ThreadKey(f"bench:a{i}")
                 surface = RecordingSurface(clock, FAST, thread_key=key)
                 await core.handle(Inbound(key, ALICE, "ship it", f"ev{i}"), surface)
-                card = next(m for m in surface.live() if m.buttons and m.buttons[0].label == "Approve")
+                card = next(
+                    m for m in surface.live() if m.buttons and m.buttons[0].label == "Approve"
+                )
                 seen = len(fake.requests)
                 clicked = time.monotonic()
                 await core.on_action(card.buttons[0].action_id, ALICE, surface)
@@ -92,7 +96,9 @@ async def round_trip(rounds: int) -> None:
 
 async def compaction() -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        async with FakeOpenAI(default=lambda body: Reply("- a summary of the thread " * 20)) as fake:
+        async with FakeOpenAI(
+            default=lambda body: Reply("- a summary of the thread " * 20)
+        ) as fake:
             settings = Settings(data_dir=Path(tmp), openai_base_url=fake.base_url)
             model = build_openai_model(settings, SystemClock(), rng=random.Random(0))
             store = SqliteStore(settings.database_path)
@@ -113,8 +119,12 @@ async def compaction() -> None:
             await store.close()
             await model.aclose()
     print("compaction of a 500-message thread (keeping the last 4 turns):")
-    print(f"  time {took:.1f} ms   messages 500 -> {len(shorter)}   results kept with their calls: {len(calls)}")
-    print(f"  estimated tokens {before_tokens:,} -> {after_tokens:,} ({1 - after_tokens / before_tokens:.0%} saved)")
+    print(
+        f"  time {took:.1f} ms   messages 500 -> {len(shorter)}   results kept with their calls: {len(calls)}"
+    )
+    print(
+        f"  estimated tokens {before_tokens:,} -> {after_tokens:,} ({1 - after_tokens / before_tokens:.0%} saved)"
+    )
     print(f"  loaded session memory {before_mem / 1024:.0f} KiB -> {after_mem / 1024:.0f} KiB")
 
 

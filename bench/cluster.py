@@ -67,7 +67,11 @@ class Model:
         self.calls: list[tuple[str, float]] = []
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
-        asked = next(m.text for m in request.messages if isinstance(m, UserMessage) and m.text.startswith(ASKED))
+        asked = next(
+            m.text
+            for m in request.messages
+            if isinstance(m, UserMessage) and m.text.startswith(ASKED)
+        )
         key = asked.removeprefix(ASKED)
         self.calls.append((key, time.time()))
         first = isinstance(request.messages[-1], UserMessage)  # else it follows the call's result
@@ -93,16 +97,27 @@ def registry(effects: Path) -> ToolRegistry:
     return ToolRegistry([record])
 
 
-def _serve(url: str, name: str, keys: list[str], effects: str, start_at: float, settings: dict[str, Any],
-           out: Any, stop: Any) -> None:  # fmt: skip
+def _serve(
+    url: str,
+    name: str,
+    keys: list[str],
+    effects: str,
+    start_at: float,
+    settings: dict[str, Any],
+    out: Any,
+    stop: Any,
+) -> None:
     logging.basicConfig(level=logging.ERROR)  # takeovers and repairs are counted, not logged
 
     async def main() -> None:
         model = Model()
         config = Settings(
-            data_dir=Path(tempfile.mkdtemp(prefix="threadline-bench-")), worker_id=name,
-            workspace_tools=False, tools={"record": ToolSettings(approval="never")}, **settings,
-        )  # fmt: skip
+            data_dir=Path(tempfile.mkdtemp(prefix="threadline-bench-")),
+            worker_id=name,
+            workspace_tools=False,
+            tools={"record": ToolSettings(approval="never")},
+            **settings,
+        )
         core = Core(config, PostgresStore(url), model, registry(Path(effects)), SystemClock())
         core.register_surfaces("bench:", Threads())
         await core.start()
@@ -110,7 +125,9 @@ def _serve(url: str, name: str, keys: list[str], effects: str, start_at: float, 
         works = []
         for k in keys:  # each message taken in (stored) at once, its run started
             surface = core.surfaces.surface_for(ThreadKey(k))
-            works.append(await core.admit(Inbound(ThreadKey(k), ALICE, ASKED + k, f"{k}:1"), surface))  # type: ignore[arg-type]
+            works.append(
+                await core.admit(Inbound(ThreadKey(k), ALICE, ASKED + k, f"{k}:1"), surface)
+            )  # type: ignore[arg-type]
         out.put(("taken in", name, sum(w is not None for w in works)))  # the moment to kill w0
         await asyncio.gather(*(w for w in works if w is not None))
         for _ in range(STOP_WITHIN_S * 10):  # until every thread is answered (taken-over ones too)
@@ -128,10 +145,12 @@ def _serve(url: str, name: str, keys: list[str], effects: str, start_at: float, 
 async def answered(url: str) -> int:
     conn = await asyncpg.connect(url)
     try:
-        return int(await conn.fetchval(
-            "SELECT count(*) FROM sessions s WHERE s.state = 'idle'"
-            " AND NOT EXISTS (SELECT 1 FROM arrivals a WHERE a.key = s.key)"
-        ))  # fmt: skip
+        return int(
+            await conn.fetchval(
+                "SELECT count(*) FROM sessions s WHERE s.state = 'idle'"
+                " AND NOT EXISTS (SELECT 1 FROM arrivals a WHERE a.key = s.key)"
+            )
+        )
     finally:
         await conn.close()
 
@@ -153,7 +172,9 @@ async def transcripts(url: str, keys: list[str]) -> tuple[int, int]:
     try:
         for key in keys:
             session = await store.load_session(ThreadKey(key), time.time())
-            asked = sum(isinstance(m, UserMessage) and m.text == ASKED + key for m in session.messages)
+            asked = sum(
+                isinstance(m, UserMessage) and m.text == ASKED + key for m in session.messages
+            )
             done = sum(isinstance(m, AssistantMessage) and m.text == DONE for m in session.messages)
             lost += asked == 0 or done == 0
             twice += asked > 1 or done > 1
@@ -177,9 +198,19 @@ def run(url: str, args: argparse.Namespace, effects: Path) -> None:
     stop = multiprocessing.Event()
     start_at = time.time() + 4.0  # every worker started and connected
     procs = [
-        multiprocessing.Process(target=_serve, args=(
-            url, f"w{i}", shares[i], str(effects), start_at, settings, outs[i], stop,
-        ))  # fmt: skip
+        multiprocessing.Process(
+            target=_serve,
+            args=(
+                url,
+                f"w{i}",
+                shares[i],
+                str(effects),
+                start_at,
+                settings,
+                outs[i],
+                stop,
+            ),
+        )
         for i in range(args.workers)
     ]
     for p in procs:
@@ -211,28 +242,42 @@ def run(url: str, args: argparse.Namespace, effects: Path) -> None:
             first_after.setdefault(key, at)
     taken = [at - killed_at for at in first_after.values()]
     p50, p95 = quantiles(taken)
-    print(f"{args.workers} workers, {args.threads} threads at once, worker w0 SIGKILLed once its "
-          f"{len(shares[0])} messages were taken in (lease {args.lease_ttl:g} s, poll {args.poll:g} s):")  # fmt: skip
+    print(
+        f"{args.workers} workers, {args.threads} threads at once, worker w0 SIGKILLed once its "
+        f"{len(shares[0])} messages were taken in (lease {args.lease_ttl:g} s, poll {args.poll:g} s):"
+    )
     print(f"  lost messages: {lost}")
     print(f"  runs executed twice: {twice}")
-    print(f"  duplicate side effects: {duplicates} (side effects left undone by the kill, outcome "
-          f"unknown, never re-run: {undone})")  # fmt: skip
-    print(f"  takeover (kill -> the thread's next model call on another worker), {len(taken)} threads: "
-          f"p50 {p50:.2f} s, p95 {p95:.2f} s")  # fmt: skip
-    print(f"  total time (start -> every thread answered): {done_at - start_at:.2f} s "
-          f"({os.cpu_count()} cores, PostgreSQL on the same machine)")  # fmt: skip
+    print(
+        f"  duplicate side effects: {duplicates} (side effects left undone by the kill, outcome "
+        f"unknown, never re-run: {undone})"
+    )
+    print(
+        f"  takeover (kill -> the thread's next model call on another worker), {len(taken)} threads: "
+        f"p50 {p50:.2f} s, p95 {p95:.2f} s"
+    )
+    print(
+        f"  total time (start -> every thread answered): {done_at - start_at:.2f} s "
+        f"({os.cpu_count()} cores, PostgreSQL on the same machine)"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--postgres",
-        default=os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"),
+        default=os.environ.get(
+            "THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
     )
     parser.add_argument("--threads", type=int, default=500)
     parser.add_argument("--workers", type=int, default=4)
-    parser.add_argument("--lease-ttl", type=float, default=Settings.model_fields["lease_ttl_s"].default)
-    parser.add_argument("--poll", type=float, default=Settings.model_fields["worker_poll_s"].default)
+    parser.add_argument(
+        "--lease-ttl", type=float, default=Settings.model_fields["lease_ttl_s"].default
+    )
+    parser.add_argument(
+        "--poll", type=float, default=Settings.model_fields["worker_poll_s"].default
+    )
     args = parser.parse_args()
     name = f"threadline_bench_{secrets.token_hex(4)}"
     asyncio.run(_admin(args.postgres, f'CREATE DATABASE "{name}"'))

@@ -42,7 +42,9 @@ from bot.tools.builtin import builtin_tools
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
 from tests.fakes.surface import RecordingSurface
 
-FAST = SurfaceLimits(max_chars=4000, min_edit_interval=0.05, edits_per_minute=None, budget_key="bench")
+FAST = SurfaceLimits(
+    max_chars=4000, min_edit_interval=0.05, edits_per_minute=None, budget_key="bench"
+)
 ALICE = Author(id="bench:U1", display_name="Alice")
 WORK_S = 0.1
 
@@ -79,16 +81,26 @@ def respond(body: dict[str, Any]) -> Reply:
     if sub or "directly" in asked:
         return Reply(calls=[FakeCall("lookup", {"what": "the answer"})])
     if "four" in asked:
-        calls = [FakeCall("delegate_task", {"task": f"Do {n}.", "tools": ["work"]}) for n in range(4)]
+        calls = [
+            FakeCall("delegate_task", {"task": f"Do {n}.", "tools": ["work"]}) for n in range(4)
+        ]
         return Reply(calls=calls)
-    return Reply(calls=[FakeCall("delegate_task", {"task": "Find the answer.", "tools": ["lookup"]})])
+    return Reply(
+        calls=[FakeCall("delegate_task", {"task": "Find the answer.", "tools": ["lookup"]})]
+    )
 
 
 async def _core(tmp: str, fake: FakeOpenAI, **settings: Any) -> Core:
     config = Settings(data_dir=Path(tmp), openai_base_url=fake.base_url, **settings)
     clock = SystemClock()
     model = build_openai_model(config, clock, rng=random.Random(0))
-    core = Core(config, SqliteStore(config.database_path), model, ToolRegistry([*builtin_tools(), lookup, work]), clock)
+    core = Core(
+        config,
+        SqliteStore(config.database_path),
+        model,
+        ToolRegistry([*builtin_tools(), lookup, work]),
+        clock,
+    )
     await core.start()
     return core
 
@@ -118,9 +130,15 @@ async def cost(requests: int) -> None:
             await core.aclose()
     extra = statistics.median(delegated) - statistics.median(direct)
     print(f"cost of a delegation, {requests} requests each (fake model answering at once):")
-    print(f"  direct tool call (2 round trips):   p50 {statistics.median(direct):.1f} ms   p95 {percentile(direct, 95):.1f} ms")
-    print(f"  through a sub-agent (4 round trips): p50 {statistics.median(delegated):.1f} ms   p95 {percentile(delegated, 95):.1f} ms")
-    print(f"  a delegation adds (its 2 model round trips, its mini-session, its progress): {extra:.1f} ms at p50")
+    print(
+        f"  direct tool call (2 round trips):   p50 {statistics.median(direct):.1f} ms   p95 {percentile(direct, 95):.1f} ms"
+    )
+    print(
+        f"  through a sub-agent (4 round trips): p50 {statistics.median(delegated):.1f} ms   p95 {percentile(delegated, 95):.1f} ms"
+    )
+    print(
+        f"  a delegation adds (its 2 model round trips, its mini-session, its progress): {extra:.1f} ms at p50"
+    )
 
 
 async def side_by_side(rounds: int) -> None:
@@ -130,12 +148,16 @@ async def side_by_side(rounds: int) -> None:
                 core = await _core(tmp, fake, delegate_max_concurrent=places)
                 times = [await _timed(core, "Do four things", i) for i in range(rounds)]
                 await core.aclose()
-        print(f"4 delegations in one answer, each tool {WORK_S * 1000:.0f} ms, {places} place(s) per thread: "
-              f"p50 {statistics.median(times):.0f} ms   max {max(times):.0f} ms")
+        print(
+            f"4 delegations in one answer, each tool {WORK_S * 1000:.0f} ms, {places} place(s) per thread: "
+            f"p50 {statistics.median(times):.0f} ms   max {max(times):.0f} ms"
+        )
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=100)
     args = parser.parse_args()
     await cost(args.requests)

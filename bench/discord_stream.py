@@ -116,7 +116,9 @@ async def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as data:
         settings = Settings(_env_file=None, data_dir=Path(data), playground=False)
         discord_settings = DiscordSettings(
-            _env_file=None, discord_token=fake.token, discord_api_base=fake.api_base,
+            _env_file=None,
+            discord_token=fake.token,
+            discord_api_base=fake.api_base,
             discord_gateway_url=fake.gateway_url,
         )
         core = Core.create(settings, clock=clock, model=model)
@@ -129,8 +131,10 @@ async def run(args: argparse.Namespace) -> None:
             for i, (person, thread) in enumerate(zip(people, threads, strict=True)):
                 fake.say(thread, person, f"<@{world.bot.id}> go {i}")
                 asked[thread.id] = clock.monotonic()
-            expected = {t.id: split_message(render("".join(answer(args.tokens, i))), SPLIT_AT)
-                        for i, t in enumerate(threads)}
+            expected = {
+                t.id: split_message(render("".join(answer(args.tokens, i))), SPLIT_AT)
+                for i, t in enumerate(threads)
+            }
             await fake.wait_for(lambda: all(world.shown(t) == e for t, e in expected.items()), 600)
             await asyncio.wait_for(adapter.listeners.idle(), 60)
         finally:
@@ -140,8 +144,13 @@ async def run(args: argparse.Namespace) -> None:
     report(fake, threads, asked, recorder, model)
 
 
-def report(fake: FakeDiscord, threads: list[Any], asked: dict[int, float], recorder: Recorder,
-           model: StreamingModel) -> None:
+def report(
+    fake: FakeDiscord,
+    threads: list[Any],
+    asked: dict[int, float],
+    recorder: Recorder,
+    model: StreamingModel,
+) -> None:
     edits: dict[int, int] = defaultdict(int)
     for call in fake.rest.calls:
         if call.method == "PATCH" and call.route.endswith("{mid}") and call.status == 200:
@@ -151,15 +160,21 @@ def report(fake: FakeDiscord, threads: list[Any], asked: dict[int, float], recor
     from_token = [recorder.first_text[t.id] - model.first_token[i] for i, t in enumerate(threads)]
     lag = [recorder.last_change[t.id] - model.last_token[i] for i, t in enumerate(threads)]
     global_429 = sum(1 for r in fake.limits.refusals if r.is_global)
-    print(f"threads: {len(threads)}, tokens each: {model.tokens} at {model.rate:g}/s "
-          f"(think {model.think:g} s)")
+    print(
+        f"threads: {len(threads)}, tokens each: {model.tokens} at {model.rate:g}/s "
+        f"(think {model.think:g} s)"
+    )
     print(f"429s: {fake.limits.count_429} ({global_429} global)")
     print(f"requests: {len(fake.rest.calls)}")
-    print(f"edits per thread: mean {statistics.mean(per_thread):.1f}, "
-          f"min {min(per_thread)}, max {max(per_thread)}")
-    for name, values in (("first visible text after the message", from_message),
-                         ("first visible text after the first token", from_token),
-                         ("last token to exact final text", lag)):
+    print(
+        f"edits per thread: mean {statistics.mean(per_thread):.1f}, "
+        f"min {min(per_thread)}, max {max(per_thread)}"
+    )
+    for name, values in (
+        ("first visible text after the message", from_message),
+        ("first visible text after the first token", from_token),
+        ("last token to exact final text", lag),
+    ):
         print(f"{name}: p50 {percentile(values, 0.5):.2f} s, p95 {percentile(values, 0.95):.2f} s")
 
 

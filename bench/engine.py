@@ -62,7 +62,9 @@ from bot.tools.builtin import builtin_tools
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
 from tests.fakes.surface import RecordingSurface
 
-FAST = SurfaceLimits(max_chars=4000, min_edit_interval=0.05, edits_per_minute=None, budget_key="bench")
+FAST = SurfaceLimits(
+    max_chars=4000, min_edit_interval=0.05, edits_per_minute=None, budget_key="bench"
+)
 ALICE = Author(id="bench:U1", display_name="Alice")
 
 
@@ -207,13 +209,20 @@ async def round_trip(turns: int, database_url: str | None) -> tuple[list[float],
     with tempfile.TemporaryDirectory() as tmp:
         async with server as base_url:
             settings = Settings(
-                data_dir=Path(tmp), openai_base_url=base_url, max_turns=turns + 5, database_url=database_url
+                data_dir=Path(tmp),
+                openai_base_url=base_url,
+                max_turns=turns + 5,
+                database_url=database_url,
             )
             clock = SystemClock()
             model = OpenAIModel(
-                settings.model, api_key="bench", base_url=base_url, clock=clock,
-                backoff=Backoff(max_retries=0, rng=random.Random(0)), http_client=client,
-            )  # fmt: skip
+                settings.model,
+                api_key="bench",
+                base_url=base_url,
+                clock=clock,
+                backoff=Backoff(max_retries=0, rng=random.Random(0)),
+                http_client=client,
+            )
             core = _core(settings, model, [noop])
             await core.start()
             key = ThreadKey("bench:gap")
@@ -233,19 +242,32 @@ async def bare(turns: int) -> tuple[list[float], list[float]]:
     server = ServerProcess(GapReplies(turns))
     http = TimedClient()
     async with server as base_url:
-        client = openai.AsyncOpenAI(base_url=base_url, api_key="bench", max_retries=0, http_client=http)
+        client = openai.AsyncOpenAI(
+            base_url=base_url, api_key="bench", max_retries=0, http_client=http
+        )
         messages = [*to_wire("be brief", history(200)), {"role": "user", "content": "go"}]
         for i in range(turns):
-            body = {"model": "m", "messages": messages, "stream": True,
-                    "stream_options": {"include_usage": True}}  # fmt: skip
+            body = {
+                "model": "m",
+                "messages": messages,
+                "stream": True,
+                "stream_options": {"include_usage": True},
+            }
             stream = await client.post(
-                "/chat/completions", cast_to=object, content=json.dumps(body).encode(),
-                stream=True, stream_cls=AsyncStream[object],
+                "/chat/completions",
+                cast_to=object,
+                content=json.dumps(body).encode(),
+                stream=True,
+                stream_cls=AsyncStream[object],
                 options={"headers": {"Content-Type": "application/json"}},
-            )  # fmt: skip
+            )
             async for _ in stream:
                 pass
-            call = {"id": f"c{i}", "type": "function", "function": {"name": "noop", "arguments": "{}"}}
+            call = {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": "noop", "arguments": "{}"},
+            }
             messages += [
                 {"role": "assistant", "content": "Checking.", "tool_calls": [call]},
                 {"role": "tool", "tool_call_id": f"c{i}", "content": "ok"},
@@ -272,10 +294,16 @@ async def gap(turns: int, database_url: str | None) -> None:
 async def load(threads: int, database_url: str | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with ServerProcess(load_reply) as base_url:
-            settings = Settings(data_dir=Path(tmp), openai_base_url=base_url, database_url=database_url)
-            core = _core(settings, build_openai_model(settings, SystemClock(), rng=random.Random(0)), [])
+            settings = Settings(
+                data_dir=Path(tmp), openai_base_url=base_url, database_url=database_url
+            )
+            core = _core(
+                settings, build_openai_model(settings, SystemClock(), rng=random.Random(0)), []
+            )
             await core.start()
-            surfaces = [RecordingSurface(core.clock, FAST, thread_key=f"bench:t{i}") for i in range(threads)]
+            surfaces = [
+                RecordingSurface(core.clock, FAST, thread_key=f"bench:t{i}") for i in range(threads)
+            ]
             before = resource.getrusage(resource.RUSAGE_SELF)
             started = time.perf_counter()
             await asyncio.gather(
@@ -293,9 +321,15 @@ async def load(threads: int, database_url: str | None) -> None:
     exact = sum(s.visible_text().strip() == want for s in surfaces)
     edits = statistics.mean(s.count("edit") for s in surfaces)
     store = "PostgreSQL" if database_url else "SQLite"
-    print(f"{threads} threads at once, 200 tokens each ({tokens:,} tokens), fake server in another process, store {store}:")
-    print(f"  wall {wall:.2f} s   CPU {cpu:.2f} s   = {cpu / tokens * 1000:.3f} CPU s per 1k tokens")
-    print(f"  peak RSS {after.ru_maxrss / 1024:.0f} MiB   edits per thread {edits:.1f}   exact final text {exact}/{threads}")
+    print(
+        f"{threads} threads at once, 200 tokens each ({tokens:,} tokens), fake server in another process, store {store}:"
+    )
+    print(
+        f"  wall {wall:.2f} s   CPU {cpu:.2f} s   = {cpu / tokens * 1000:.3f} CPU s per 1k tokens"
+    )
+    print(
+        f"  peak RSS {after.ru_maxrss / 1024:.0f} MiB   edits per thread {edits:.1f}   exact final text {exact}/{threads}"
+    )
 
 
 async def _admin(url: str, sql: str) -> None:

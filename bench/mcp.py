@@ -55,7 +55,9 @@ def _figures(label: str, samples_ms: list[float]) -> None:
 
 async def call_overhead(calls: int, data_dir: Path) -> None:
     command = stdio_command()
-    settings = Settings(data_dir=data_dir, mcp_servers={"bench": {"command": command[0], "args": command[1:]}})
+    settings = Settings(
+        data_dir=data_dir, mcp_servers={"bench": {"command": command[0], "args": command[1:]}}
+    )
     servers = McpServers(settings, SystemClock())
     registry = ToolRegistry()
     servers.install(registry)
@@ -80,12 +82,20 @@ async def call_overhead(calls: int, data_dir: Path) -> None:
 async def bare_round_trips(calls: int) -> list[float]:
     command = stdio_command()
     proc = await asyncio.create_subprocess_exec(
-        *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     assert proc.stdin is not None and proc.stdout is not None
     samples = []
     for i in range(calls + 20):
-        line = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}
+        line = {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"text": "hi"}},
+        }
         started = time.perf_counter()
         proc.stdin.write((json.dumps(line) + "\n").encode())
         await proc.stdin.drain()
@@ -110,7 +120,9 @@ async def offer_cost(rounds: int, data_dir: Path) -> None:
     try:
         everywhere = registry.specs("playground:1")
         here = registry.specs(KEY)
-        print(f"  {len(everywhere)} tools offered in an unnarrowed thread, {len(here)} in the narrowed one")
+        print(
+            f"  {len(everywhere)} tools offered in an unnarrowed thread, {len(here)} in the narrowed one"
+        )
         encoder.tools_json(here)
         started = time.perf_counter()
         for _ in range(rounds):
@@ -120,7 +132,9 @@ async def offer_cost(rounds: int, data_dir: Path) -> None:
         for _ in range(rounds):
             encoder.tools_json(registry.specs(KEY))
         steady = (time.perf_counter() - started) / rounds * 1e6
-        print(f"  steady state: {steady:.1f} µs per model call ({specs_only:.1f} µs of it choosing the thread's tools)")
+        print(
+            f"  steady state: {steady:.1f} µs per model call ({specs_only:.1f} µs of it choosing the thread's tools)"
+        )
         changed = servers.servers["kit0"]
         samples = []
         for _ in range(200):

@@ -66,8 +66,10 @@ async def timed(call: Callable[[], Awaitable[object]], rounds: int) -> list[floa
 
 
 def report(name: str, times: list[float], found: int) -> None:
-    print(f"{name:<34} p50 {percentile(times, 0.5):6.2f} ms  p95 {percentile(times, 0.95):6.2f} ms"
-          f"  ({found} matches shown)")
+    print(
+        f"{name:<34} p50 {percentile(times, 0.5):6.2f} ms  p95 {percentile(times, 0.95):6.2f} ms"
+        f"  ({found} matches shown)"
+    )
 
 
 async def main() -> None:
@@ -77,7 +79,9 @@ async def main() -> None:
     args = parser.parse_args()
     rng = random.Random(7)
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(_env_file=None, data_dir=Path(tmp), memories_per_channel=args.memories + 1)
+        settings = Settings(
+            _env_file=None, data_dir=Path(tmp), memories_per_channel=args.memories + 1
+        )
         store = SqliteStore(settings.database_path)
         await store.open()
         try:
@@ -87,17 +91,27 @@ async def main() -> None:
             rare = next(w for w, n in sorted(seen.items()) if 3 <= n <= 6 and int(w[1:]) >= 300)
             common = seen.most_common(1)[0][0]
             filled = time.perf_counter() - started
-            print(f"{2 * args.memories:,} memories stored in {filled:.1f} s "
-                  f"({filled / (2 * args.memories) * 1e6:.0f} µs each); {args.memories:,} in the channel measured")
+            print(
+                f"{2 * args.memories:,} memories stored in {filled:.1f} s "
+                f"({filled / (2 * args.memories) * 1e6:.0f} µs each); {args.memories:,} in the channel measured"
+            )
             memories = Memories(settings, store, SystemClock(), channel_of)
-            for name, query in ((f"recall a rare word (in {seen[rare]} notes)", rare),
-                                (f"recall a common word (in {seen[common]:,})", common),
-                                ("recall two words", "w1 w5"), ("recall a word prefix (w12*)", "w12")):
+            for name, query in (
+                (f"recall a rare word (in {seen[rare]} notes)", rare),
+                (f"recall a common word (in {seen[common]:,})", common),
+                ("recall two words", "w1 w5"),
+                ("recall a word prefix (w12*)", "w12"),
+            ):
                 found = len(await memories.recall(KEY, query))
-                report(name, await timed(lambda q=query: memories.recall(KEY, q), args.queries), found)
+                report(
+                    name, await timed(lambda q=query: memories.recall(KEY, q), args.queries), found
+                )
             notes = await memories.notes(KEY)
-            report("memory note before a model call", await timed(lambda: memories.notes(KEY), args.queries),
-                   sum(line.startswith("- m") for n in notes for line in n.text.splitlines()))
+            report(
+                "memory note before a model call",
+                await timed(lambda: memories.notes(KEY), args.queries),
+                sum(line.startswith("- m") for n in notes for line in n.text.splitlines()),
+            )
         finally:
             await store.close()
 

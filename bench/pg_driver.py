@@ -129,7 +129,9 @@ async def with_asyncpg(url: str, kind: str, rounds: int) -> list[str]:
         await conn.executemany(insert, [("apg:l", i, b) for i, b in enumerate(BODY_TEXTS)])
     lines = [
         (await Timed().run(rounds, append)).line(f"asyncpg  {kind:<5} append"),
-        (await Timed().run(rounds, append_one_statement)).line(f"asyncpg  {kind:<5} append (one statement)"),
+        (await Timed().run(rounds, append_one_statement)).line(
+            f"asyncpg  {kind:<5} append (one statement)"
+        ),
         (await Timed().run(rounds, load)).line(f"asyncpg  {kind:<5} load 200"),
     ]
     await pool.close()

@@ -42,7 +42,11 @@ async def upload(p: Playground, name: str, data: bytes, n: int) -> tuple[float, 
 
 
 async def main() -> None:
-    sizes = {"csv (100 KB)": CSV * 1750, "csv (2 MB)": CSV * 35_000, "binary (15 MB)": bytes(15 << 20)}
+    sizes = {
+        "csv (100 KB)": CSV * 1750,
+        "csv (2 MB)": CSV * 35_000,
+        "binary (15 MB)": bytes(15 << 20),
+    }
     with tempfile.TemporaryDirectory() as root:
         async with open_playground(Path(root)) as p:
             for label, data in sizes.items():

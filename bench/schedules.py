@@ -38,7 +38,9 @@ from bot.tools import ToolRegistry
 from bot.tools.builtin import builtin_tools
 from tests.fakes.surface import RecordingSurface
 
-FAST = SurfaceLimits(max_chars=4000, min_edit_interval=0.05, edits_per_minute=None, budget_key="bench")
+FAST = SurfaceLimits(
+    max_chars=4000, min_edit_interval=0.05, edits_per_minute=None, budget_key="bench"
+)
 ALICE = Author(id="bench:U1", display_name="Alice")
 
 
@@ -71,7 +73,13 @@ async def measure(jobs: int, spacing: float) -> list[float]:
         clock = SystemClock()
         settings = Settings(_env_file=None, data_dir=Path(tmp), workspace_tools=False)
         model = Stopwatch(jobs)
-        core = Core(settings, SqliteStore(settings.database_path), model, ToolRegistry(builtin_tools()), clock)
+        core = Core(
+            settings,
+            SqliteStore(settings.database_path),
+            model,
+            ToolRegistry(builtin_tools()),
+            clock,
+        )
         core.register_surfaces("bench:", lambda key: RecordingSurface(clock, FAST, thread_key=key))
         await core.start()
         timer = Timer(core.scheduler, clock)
@@ -82,7 +90,9 @@ async def measure(jobs: int, spacing: float) -> list[float]:
             for i in range(jobs):
                 at = first + i * spacing
                 when = datetime.fromtimestamp(at, UTC).isoformat()
-                added = await core.schedules.create(ThreadKey(f"bench:t{i}"), ALICE, f"job {i}", when)
+                added = await core.schedules.create(
+                    ThreadKey(f"bench:t{i}"), ALICE, f"job {i}", when
+                )
                 due[added.prompt] = added.next_at
             await asyncio.wait_for(model.all_started.wait(), 60 + jobs * spacing)
             await core.wait_idle()

@@ -50,7 +50,9 @@ CHANNELS = 40
 not what the figures measure."""
 
 
-async def run(url: str, workers: int, threads: int, tokens: int, rate: float, scale: float, shared: bool) -> None:
+async def run(
+    url: str, workers: int, threads: int, tokens: int, rate: float, scale: float, shared: bool
+) -> None:
     fake = FakeSlack(time_scale=scale)
     fake.socket.spread = True
     for c in range(CHANNELS):
@@ -69,9 +71,13 @@ async def run(url: str, workers: int, threads: int, tokens: int, rate: float, sc
             stack.push_async_callback(fake.stop)
             for n, model in enumerate(models):
                 settings = Settings(
-                    data_dir=Path(data) / f"w{n}", http_port=0, playground=False,
-                    workspace_tools=False, database_url=url, worker_id=f"bench-w{n}",
-                )  # fmt: skip
+                    data_dir=Path(data) / f"w{n}",
+                    http_port=0,
+                    playground=False,
+                    workspace_tools=False,
+                    database_url=url,
+                    worker_id=f"bench-w{n}",
+                )
                 runtime = Runtime(settings, platforms=Platforms(slack=slack), model=model)
                 if not shared:  # every worker paces alone, as one process does
                     runtime.core.supervisor.budgets.shared = None
@@ -85,24 +91,31 @@ async def run(url: str, workers: int, threads: int, tokens: int, rate: float, sc
             def all_done() -> bool:
                 for model in models:
                     last_tokens.update(model.last_token)
-                return all(tag in last_tokens and done_by(fake, models, roots[tag], tag) for tag in roots)
+                return all(
+                    tag in last_tokens and done_by(fake, models, roots[tag], tag) for tag in roots
+                )
 
             await fake.wait_for(all_done, 3600)
             ended = time.monotonic()
             calls = {k: v - calls_before[k] for k, v in shared_calls().items()}
     report(fake, models, roots, last_tokens, workers, threads, scale, ended - began, shared)
     if shared:
-        paced = sum(fake.limits.allowed[m] + fake.limits.rejected[m] for m in ("chat.update", "chat.delete"))
-        print(f"  database calls for slots: {sum(calls.values()):.0f} "
-              f"({', '.join(f'{k} {v:.0f}' for k, v in calls.items())}), "
-              f"{sum(calls.values()) / max(1, paced):.2f} per chat.update or chat.delete")
+        paced = sum(
+            fake.limits.allowed[m] + fake.limits.rejected[m] for m in ("chat.update", "chat.delete")
+        )
+        print(
+            f"  database calls for slots: {sum(calls.values()):.0f} "
+            f"({', '.join(f'{k} {v:.0f}' for k, v in calls.items())}), "
+            f"{sum(calls.values()) / max(1, paced):.2f} per chat.update or chat.delete"
+        )
 
 
 def shared_calls() -> dict[str, float]:
     return {
         outcome: metrics.REGISTRY.get_sample_value(
             "threadline_shared_edit_budget_calls_total", {"outcome": outcome}
-        ) or 0.0
+        )
+        or 0.0
         for outcome in ("granted", "later", "failed")
     }
 
@@ -120,13 +133,24 @@ async def mention_all(fake: FakeSlack, threads: int) -> dict[str, Message]:
 
 
 def report(
-    fake: FakeSlack, models: list[PacedModel], roots: dict[str, Message], last_tokens: dict[str, float],
-    workers: int, threads: int, scale: float, seconds: float, shared: bool,
-) -> None:  # fmt: skip
-    updates = sorted(c.at for c in fake.api.calls if c.method == "chat.update" and c.outcome == "ok")
+    fake: FakeSlack,
+    models: list[PacedModel],
+    roots: dict[str, Message],
+    last_tokens: dict[str, float],
+    workers: int,
+    threads: int,
+    scale: float,
+    seconds: float,
+    shared: bool,
+) -> None:
+    updates = sorted(
+        c.at for c in fake.api.calls if c.method == "chat.update" and c.outcome == "ok"
+    )
     sent = sorted(c.at for c in fake.api.calls if c.method == "chat.update")  # 429s too
     window = 60.0 / scale
-    busiest = max((sum(1 for t in sent[i:] if t < start + window) for i, start in enumerate(sent)), default=0)
+    busiest = max(
+        (sum(1 for t in sent[i:] if t < start + window) for i, start in enumerate(sent)), default=0
+    )
     minutes = seconds * scale / 60.0
     lag = []
     for tag, root in roots.items():
@@ -136,12 +160,18 @@ def report(
     answered = [sum(1 for _ in model.last_token) for model in models]
     limits = fake.limits
     rejected = ", ".join(f"{m} {n}" for m, n in sorted(limits.rejected.items())) or "none"
-    print(f"{workers} workers ({'shared budget' if shared else 'each pacing alone'}), {threads} threads each "
-          f"(answered per worker: {answered}), {minutes:.1f} Slack minutes")
-    print(f"  chat.update: {len(updates) / minutes:.1f} a minute went through over the run, {busiest} sent "
-          f"in the busiest minute (limit 50); 429s: {rejected}; Retry-After violations: "
-          f"{sum(limits.violations.values())}")
-    print(f"  last token -> exact final text: p50 {percentile(lag, 0.5):.1f} s, p95 {percentile(lag, 0.95):.1f} s")
+    print(
+        f"{workers} workers ({'shared budget' if shared else 'each pacing alone'}), {threads} threads each "
+        f"(answered per worker: {answered}), {minutes:.1f} Slack minutes"
+    )
+    print(
+        f"  chat.update: {len(updates) / minutes:.1f} a minute went through over the run, {busiest} sent "
+        f"in the busiest minute (limit 50); 429s: {rejected}; Retry-After violations: "
+        f"{sum(limits.violations.values())}"
+    )
+    print(
+        f"  last token -> exact final text: p50 {percentile(lag, 0.5):.1f} s, p95 {percentile(lag, 0.95):.1f} s"
+    )
 
 
 async def _admin(url: str, sql: str) -> None:
@@ -159,10 +189,14 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=300)
     parser.add_argument("--rate", type=float, default=4.0, help="tokens a second per answer")
     parser.add_argument("--scale", type=float, default=10.0, help="how much faster time runs")
-    parser.add_argument("--compare", action="store_true", help="also run with every worker pacing alone")
+    parser.add_argument(
+        "--compare", action="store_true", help="also run with every worker pacing alone"
+    )
     parser.add_argument(
         "--postgres",
-        default=os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"),
+        default=os.environ.get(
+            "THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
@@ -172,7 +206,9 @@ def main() -> None:
             asyncio.run(_admin(args.postgres, f'CREATE DATABASE "{name}"'))
             try:
                 url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
-                asyncio.run(run(url, workers, args.threads, args.tokens, args.rate, args.scale, shared))
+                asyncio.run(
+                    run(url, workers, args.threads, args.tokens, args.rate, args.scale, shared)
+                )
             finally:
                 asyncio.run(_admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 

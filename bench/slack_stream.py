@@ -51,7 +51,18 @@ from bot.llm.messages import Usage, UserMessage
 from bot.llm.model import FinishPiece, ModelPiece, ModelRequest, TextPiece, UsagePiece
 from tests.fakes.slack import MENTION, FakeSlack, Message
 
-WORDS = ["slack", "edits", "budget", "thread", "stream", "reply", "tier", "three", "shared", "final"]
+WORDS = [
+    "slack",
+    "edits",
+    "budget",
+    "thread",
+    "stream",
+    "reply",
+    "tier",
+    "three",
+    "shared",
+    "final",
+]
 
 
 @dataclass
@@ -65,7 +76,10 @@ class PacedModel:
     last_token: dict[str, float] = field(default_factory=dict)
 
     def answer(self, tag: str) -> list[str]:
-        return [f"{tag}:" if i == 0 else f" {WORDS[(i * 7 + len(tag)) % len(WORDS)]}" for i in range(self.tokens)]
+        return [
+            f"{tag}:" if i == 0 else f" {WORDS[(i * 7 + len(tag)) % len(WORDS)]}"
+            for i in range(self.tokens)
+        ]
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
         tag = next(m.text for m in reversed(request.messages) if isinstance(m, UserMessage))
@@ -81,7 +95,9 @@ class PacedModel:
         return None
 
 
-async def run(threads: int, channels: int, tokens: int, rate: float, scale: float, streaming: str) -> None:
+async def run(
+    threads: int, channels: int, tokens: int, rate: float, scale: float, streaming: str
+) -> None:
     fake = FakeSlack(time_scale=scale)
     for c in range(channels):
         fake.add_channel(f"CBENCH{c:02d}", f"bench-{c}")
@@ -89,24 +105,32 @@ async def run(threads: int, channels: int, tokens: int, rate: float, scale: floa
     model = PacedModel(tokens, rate * scale)
     defaults = SlackSettings.model_fields
     with tempfile.TemporaryDirectory() as data:
-        settings = Settings(data_dir=Path(data), http_port=0, playground=False, workspace_tools=False)
+        settings = Settings(
+            data_dir=Path(data), http_port=0, playground=False, workspace_tools=False
+        )
         slack = SlackSettings(
             **fake.settings(),
             slack_edits_per_minute=defaults["slack_edits_per_minute"].default * scale,
             slack_min_edit_interval=defaults["slack_min_edit_interval"].default / scale,
             slack_streaming=streaming,
-            slack_stream_starts_per_minute=defaults["slack_stream_starts_per_minute"].default * scale,
-            slack_stream_appends_per_minute=defaults["slack_stream_appends_per_minute"].default * scale,
+            slack_stream_starts_per_minute=defaults["slack_stream_starts_per_minute"].default
+            * scale,
+            slack_stream_appends_per_minute=defaults["slack_stream_appends_per_minute"].default
+            * scale,
             slack_stream_max_age=defaults["slack_stream_max_age"].default / scale,
         )
         runtime = Runtime(settings, platforms=Platforms(slack=slack), model=model)
         await runtime.start()
         try:
             roots = await mention_all(fake, threads, channels)
-            await fake.wait_for(lambda: all(done(fake, model, r, tag) for tag, r in roots.items()), 3600)
+            await fake.wait_for(
+                lambda: all(done(fake, model, r, tag) for tag, r in roots.items()), 3600
+            )
             finals_at = time.monotonic()
-            await fake.wait_for(lambda: all(len(fake.replies(r.channel, r.ts)) == 1 for r, _ in roots.values()),
-                                600 / scale)
+            await fake.wait_for(
+                lambda: all(len(fake.replies(r.channel, r.ts)) == 1 for r, _ in roots.values()),
+                600 / scale,
+            )
             cleaned = time.monotonic() - finals_at
         finally:
             await runtime.stop()
@@ -115,7 +139,9 @@ async def run(threads: int, channels: int, tokens: int, rate: float, scale: floa
     print(f"every draft deleted {cleaned * scale:.1f} s after the last final text landed")
 
 
-async def mention_all(fake: FakeSlack, threads: int, channels: int) -> dict[str, tuple[Message, float]]:
+async def mention_all(
+    fake: FakeSlack, threads: int, channels: int
+) -> dict[str, tuple[Message, float]]:
     async def one(i: int) -> tuple[str, tuple[Message, float]]:
         tag = f"thread-{i:03d}"
         at = time.monotonic()
@@ -130,15 +156,24 @@ def final_text(model: PacedModel, tag: str) -> str:
 
 def bot_replies(fake: FakeSlack, root: Message) -> list[Message]:
     """Every reply the bot posted in the thread, deleted ones too, oldest first."""
-    return sorted((m for m in fake.workspace.messages.values()
-                   if m.channel == root.channel and m.thread_ts == root.ts and m.bot_id),
-                  key=lambda m: m.ts)
+    return sorted(
+        (
+            m
+            for m in fake.workspace.messages.values()
+            if m.channel == root.channel and m.thread_ts == root.ts and m.bot_id
+        ),
+        key=lambda m: m.ts,
+    )
 
 
 def final_shown_at(fake: FakeSlack, model: PacedModel, root: Message, tag: str) -> float | None:
     """When the exact final text first appeared in the thread (in any of the bot's replies)."""
     final = final_text(model, tag)
-    times = [m.version_times[m.versions.index(final)] for m in bot_replies(fake, root) if final in m.versions]
+    times = [
+        m.version_times[m.versions.index(final)]
+        for m in bot_replies(fake, root)
+        if final in m.versions
+    ]
     return min(times) if times else None
 
 
@@ -148,13 +183,27 @@ def done(fake: FakeSlack, model: PacedModel, entry: tuple[Message, float], tag: 
     return any(m.shown == final and not m.deleted for m in bot_replies(fake, root))
 
 
-def report(fake: FakeSlack, model: PacedModel, roots: dict[str, tuple[Message, float]], threads: int,
-           channels: int, tokens: int, rate: float, scale: float, slack: SlackSettings) -> None:
+def report(
+    fake: FakeSlack,
+    model: PacedModel,
+    roots: dict[str, tuple[Message, float]],
+    threads: int,
+    channels: int,
+    tokens: int,
+    rate: float,
+    scale: float,
+    slack: SlackSettings,
+) -> None:
     first_visible, lag, edits = [], [], []
     doubles = 0
     for tag, (root, mentioned) in roots.items():
         replies = bot_replies(fake, root)
-        shown = [t for m in replies for v, t in zip(m.versions, m.version_times, strict=True) if v.strip()]
+        shown = [
+            t
+            for m in replies
+            for v, t in zip(m.versions, m.version_times, strict=True)
+            if v.strip()
+        ]
         first_visible.append(min(shown) - mentioned)
         landed = final_shown_at(fake, model, root, tag)
         assert landed is not None
@@ -163,22 +212,38 @@ def report(fake: FakeSlack, model: PacedModel, roots: dict[str, tuple[Message, f
         final = final_text(model, tag)
         doubles += sum(1 for m in replies if not m.deleted and m.shown == final) > 1
     limits = fake.limits
-    print(f"{threads} threads in {channels} channels of one workspace; answers of {tokens} tokens "
-          f"at {rate:g} tokens/s ({tokens / rate:.0f} s each)")
-    print(f"time scaled x{scale:g}: fake windows / {scale:g}; adapter budget "
-          f"{slack.slack_edits_per_minute / scale:g} edits/min and "
-          f"{slack.slack_min_edit_interval * scale:g} s per message (x{scale:g}); figures in Slack seconds")
+    print(
+        f"{threads} threads in {channels} channels of one workspace; answers of {tokens} tokens "
+        f"at {rate:g} tokens/s ({tokens / rate:.0f} s each)"
+    )
+    print(
+        f"time scaled x{scale:g}: fake windows / {scale:g}; adapter budget "
+        f"{slack.slack_edits_per_minute / scale:g} edits/min and "
+        f"{slack.slack_min_edit_interval * scale:g} s per message (x{scale:g}); figures in Slack seconds"
+    )
     methods = sorted(set(limits.allowed) | set(limits.rejected))
-    print("calls (ok / 429 / violations): " + ", ".join(
-        f"{m} {limits.allowed[m]}/{limits.rejected[m]}/{limits.violations[m]}" for m in methods))
-    print(f"429s on chat.update: {limits.rejected['chat.update']} (target 0); all 429s: "
-          f"{sum(limits.rejected.values())}; Retry-After violations: {sum(limits.violations.values())}")
-    print(f"edits per thread: mean {statistics.mean(edits):.1f}, min {min(edits)}, max {max(edits)}")
+    print(
+        "calls (ok / 429 / violations): "
+        + ", ".join(
+            f"{m} {limits.allowed[m]}/{limits.rejected[m]}/{limits.violations[m]}" for m in methods
+        )
+    )
+    print(
+        f"429s on chat.update: {limits.rejected['chat.update']} (target 0); all 429s: "
+        f"{sum(limits.rejected.values())}; Retry-After violations: {sum(limits.violations.values())}"
+    )
+    print(
+        f"edits per thread: mean {statistics.mean(edits):.1f}, min {min(edits)}, max {max(edits)}"
+    )
     p50, p95 = percentile(first_visible, 0.5), percentile(first_visible, 0.95)
-    print(f"first visible text after the mention: p50 {p50:.2f} s, p95 {p95:.2f} s in real time "
-          f"(processing and one chat.postMessage, which do not speed up; x{scale:g}: "
-          f"{p50 * scale:.2f} / {p95 * scale:.2f} s)")
-    print(f"last token → exact final text: p50 {percentile(lag, 0.5):.1f} s, p95 {percentile(lag, 0.95):.1f} s")
+    print(
+        f"first visible text after the mention: p50 {p50:.2f} s, p95 {p95:.2f} s in real time "
+        f"(processing and one chat.postMessage, which do not speed up; x{scale:g}: "
+        f"{p50 * scale:.2f} / {p95 * scale:.2f} s)"
+    )
+    print(
+        f"last token → exact final text: p50 {percentile(lag, 0.5):.1f} s, p95 {percentile(lag, 0.95):.1f} s"
+    )
     print(f"threads left with two full copies of their answer: {doubles}")
 
 
@@ -192,7 +257,9 @@ def main() -> None:
     parser.add_argument("--streaming", choices=["auto", "native", "edit"], default="auto")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(run(args.threads, args.channels, args.tokens, args.rate, args.scale, args.streaming))
+    asyncio.run(
+        run(args.threads, args.channels, args.tokens, args.rate, args.scale, args.streaming)
+    )
 
 
 if __name__ == "__main__":

@@ -76,9 +76,15 @@ class Items:
             if n % 2:
                 if not items:
                     continue
-                properties["item"] = {"type": "string", "enum": items, "description": "One of the thread's items."}
+                properties["item"] = {
+                    "type": "string",
+                    "enum": items,
+                    "description": "One of the thread's items.",
+                }
             schema = {"type": "object", "properties": properties, "required": sorted(properties)}
-            found[name] = Tool(name, f"Tool {n} of {self.name}.", AnyArguments, _noop, schema=schema)
+            found[name] = Tool(
+                name, f"Tool {n} of {self.name}.", AnyArguments, _noop, schema=schema
+            )
         return found
 
     def missing(self, key: str | None, name: str, state: State) -> str:
@@ -104,7 +110,9 @@ def _gated(name: str) -> GatedToolkit:
             enables=frozenset({"open"}) if n == 2 else frozenset(),
             disables=frozenset({"open"}) if n == 4 else frozenset(),
         )
-        tools.append((Tool(f"tool{n}", f"Tool {n} of {name}.", AnyArguments, _noop, schema=schema), gating))
+        tools.append(
+            (Tool(f"tool{n}", f"Tool {n} of {name}.", AnyArguments, _noop, schema=schema), gating)
+        )
     return GatedToolkit(name, tools)
 
 
@@ -112,10 +120,14 @@ def _skills(root: Path) -> None:
     for n in range(SKILLS):
         folder = root / f"skill{n}"
         folder.mkdir(parents=True)
-        (folder / "SKILL.md").write_text(f"---\nname: skill{n}\ndescription: What to do for task {n}.\n---\nStep one.\n")
+        (folder / "SKILL.md").write_text(
+            f"---\nname: skill{n}\ndescription: What to do for task {n}.\n---\nStep one.\n"
+        )
 
 
-def _per_call_us(registry: ToolRegistry, encoder: WireEncoder | None, sessions: list[Session], rounds: int) -> float:
+def _per_call_us(
+    registry: ToolRegistry, encoder: WireEncoder | None, sessions: list[Session], rounds: int
+) -> float:
     started = time.perf_counter()
     for i in range(rounds):
         session = sessions[i % len(sessions)]
@@ -141,13 +153,17 @@ def main() -> None:
             session = Session(key=ThreadKey(f"slack:T1:C1:{t}"))
             for k in range(TOOLKITS):
                 set_state(session, f"kit{k}", {"items": [f"item{t}-{j}" for j in range(t % 4)]})
-            set_state(session, "skills", {"loaded": [{"name": "skill0", "text": "Step one.", "size": 9}]})
+            set_state(
+                session, "skills", {"loaded": [{"name": "skill0", "text": "Step one.", "size": 9}]}
+            )
             sessions.append(session)
         encoder = WireEncoder()
         for session in sessions:  # warm up: each thread's offer computed once
             encoder.tools_json(registry.specs(session.key, session))
         offered = len(registry.specs(sessions[1].key, sessions[1]))
-        print(f"{TOOLKITS} toolkits of {TOOLS_EACH} tools and {SKILLS} skills; {offered} tools offered in a thread with items")
+        print(
+            f"{TOOLKITS} toolkits of {TOOLS_EACH} tools and {SKILLS} skills; {offered} tools offered in a thread with items"
+        )
         steady = _per_call_us(registry, encoder, sessions, args.rounds)
         choosing = _per_call_us(registry, None, sessions, args.rounds)
         print(
@@ -180,20 +196,35 @@ def _gated_figures(skills: Path, rounds: int) -> None:
         session = Session(key=ThreadKey(f"slack:T1:C1:{t}"))
         for k in range(TOOLKITS):
             items = [f"item{t}-{j}" for j in range(t % 4)]
-            update(session, f"gkit{k}", on=["open"] if (t + k) % 2 else [], context_values={"items": items})
+            update(
+                session,
+                f"gkit{k}",
+                on=["open"] if (t + k) % 2 else [],
+                context_values={"items": items},
+            )
         sessions.append(session)
     encoder = WireEncoder()
     for session in sessions:
         encoder.tools_json(registry.specs(session.key, session))
     offered = len(registry.specs(sessions[1].key, sessions[1]))
-    print(f"with declared gating ({TOOLKITS} gated toolkits of {TOOLS_EACH} tools): {offered} tools offered in one thread")
+    print(
+        f"with declared gating ({TOOLKITS} gated toolkits of {TOOLS_EACH} tools): {offered} tools offered in one thread"
+    )
     steady = _per_call_us(registry, encoder, sessions, rounds)
     choosing = _per_call_us(registry, None, sessions, rounds)
-    print(f"  steady state ({THREADS} threads in turn): {steady:.1f} µs per model call ({choosing:.1f} µs choosing)")
+    print(
+        f"  steady state ({THREADS} threads in turn): {steady:.1f} µs per model call ({choosing:.1f} µs choosing)"
+    )
     samples = []
     session = sessions[1]
     for n in range(300):
-        update(session, "gkit0", on=["open"] if n % 2 else [], off=[] if n % 2 else ["open"], context_values={"items": [f"new{n}"]})
+        update(
+            session,
+            "gkit0",
+            on=["open"] if n % 2 else [],
+            off=[] if n % 2 else ["open"],
+            context_values={"items": [f"new{n}"]},
+        )
         started = time.perf_counter()
         encoder.tools_json(registry.specs(session.key, session))
         registry.instructions(session)

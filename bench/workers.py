@@ -317,9 +317,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument(
-        "--model", choices=["loopback", "inline"], default="loopback",
+        "--model",
+        choices=["loopback", "inline"],
+        default="loopback",
         help="throughput: the real client asking a model server on loopback, or a model in the worker's process",
-    )  # fmt: skip
+    )
     args = parser.parse_args()
     name = f"threadline_bench_{secrets.token_hex(4)}"
     asyncio.run(_admin(args.postgres, f'CREATE DATABASE "{name}"'))

@@ -53,7 +53,9 @@ def may_use_tool(settings: Settings, key: str, tool: str, requester: Author | No
     """Whether calls of ``tool`` made for ``requester`` may run at all in the thread ``key``
     (the most specific channel section's tool settings first, then the global ones)."""
     channel = settings.channel(key)
-    sections = [s for s in (channel.tools.get(tool) if channel else None, settings.tools.get(tool)) if s]
+    sections = [
+        s for s in (channel.tools.get(tool) if channel else None, settings.tools.get(tool)) if s
+    ]
     if not sections:
         return True
     who = requester or Author(id="", display_name="someone")

@@ -17,9 +17,14 @@ from bot.engine.states import EngineConfig
 from bot.errors import Refused
 
 LIMITS = (
-    "max_turns", "max_output_tokens", "context_window", "run_max_tokens", "run_max_cost_usd",
-    "day_max_tokens", "day_max_cost_usd",
-)  # fmt: skip
+    "max_turns",
+    "max_output_tokens",
+    "context_window",
+    "run_max_tokens",
+    "run_max_cost_usd",
+    "day_max_tokens",
+    "day_max_cost_usd",
+)
 """The limits a channel section may set, by the names of their :class:`EngineConfig` fields."""
 DEFAULT_WORDS = frozenset({"default", "reset", "channel"})
 """``/threadline model default``: back to the channel's model."""
@@ -73,10 +78,13 @@ class Channels:
                 else f"{prompt}\n\n{channel.system_prompt}"
             )
         return replace(
-            base, **limits, system_prompt=prompt, model=model,
+            base,
+            **limits,
+            system_prompt=prompt,
+            model=model,
             offer_tools=tuple(channel.offer_tools) if channel.offer_tools is not None else None,
             hide_tools=tuple(channel.hide_tools),
-        )  # fmt: skip
+        )
 
     def during_run(self, key: str) -> Literal["steer", "queue"]:
         _, channel = self.section(key)
@@ -151,8 +159,9 @@ def describe_section(settings: Settings, prefix: str, base: EngineConfig) -> lis
         lines.append(f"  MCP servers: {', '.join(channel.mcp_servers) or 'none'}")
     limits = ", ".join(
         f"{f} {getattr(config, f)}{'' if getattr(channel, f) is not None else ' (global)'}"
-        for f in LIMITS if getattr(config, f) is not None
-    )  # fmt: skip
+        for f in LIMITS
+        if getattr(config, f) is not None
+    )
     lines.append(f"  limits: {limits}")
     during = channel.during_run or settings.during_run
     lines.append(f"  during a run: {during}{'' if channel.during_run else ' (global)'}")

@@ -100,7 +100,10 @@ class WebSearchSettings(ToolSettings, WebSearchOptions):
     """``[tools.web_search]``: its approval settings and its provider."""
 
 
-TOOL_SECTIONS: dict[str, type[ToolSettings]] = {"fetch_url": FetchUrlSettings, "web_search": WebSearchSettings}
+TOOL_SECTIONS: dict[str, type[ToolSettings]] = {
+    "fetch_url": FetchUrlSettings,
+    "web_search": WebSearchSettings,
+}
 """Tools whose ``[tools.NAME]`` section holds settings of their own."""
 
 
@@ -141,7 +144,9 @@ class ChannelSettings(BaseModel):
     def _tool_names(cls, names: list[str] | None) -> list[str] | None:
         for name in names or ():
             if not TOOL_PATTERN.match(name):
-                raise ValueError(f"{name!r} is not a tool name (1-64 letters, digits, _ or -, optionally ending in *)")
+                raise ValueError(
+                    f"{name!r} is not a tool name (1-64 letters, digits, _ or -, optionally ending in *)"
+                )
         return names
 
     @field_validator("model")
@@ -210,7 +215,11 @@ class McpServerSettings(BaseModel):
         return {k: PLACEHOLDER.sub(lambda m: environ[m.group(1)], v) for k, v in values.items()}
 
     def missing_variables(self, environ: Mapping[str, str]) -> list[str]:
-        found = (m.group(1) for v in (*self.env.values(), *self.headers.values()) for m in PLACEHOLDER.finditer(v))
+        found = (
+            m.group(1)
+            for v in (*self.env.values(), *self.headers.values())
+            for m in PLACEHOLDER.finditer(v)
+        )
         return sorted({name for name in found if name not in environ})
 
 
@@ -256,7 +265,9 @@ class SettingsBase(BaseSettings):
     def secrets(self) -> list[str]:
         """The values of every secret this model holds (for the log's redaction)."""
         found = (getattr(self, name) for name in type(self).model_fields)
-        return [v.get_secret_value() for v in found if isinstance(v, SecretStr) and v.get_secret_value()]
+        return [
+            v.get_secret_value() for v in found if isinstance(v, SecretStr) and v.get_secret_value()
+        ]
 
 
 def config_path() -> Path:
@@ -264,7 +275,6 @@ def config_path() -> Path:
 
 
 class Settings(SettingsBase):
-
     # --- model ---
     openai_api_key: SecretStr | None = secret("OPENAI_API_KEY")
     openai_base_url: str | None = secret("OPENAI_BASE_URL")
@@ -387,7 +397,9 @@ class Settings(SettingsBase):
         try:
             ZoneInfo(value)
         except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {value!r}: use an IANA name such as UTC or Europe/Paris") from None
+            raise ValueError(
+                f"unknown time zone {value!r}: use an IANA name such as UTC or Europe/Paris"
+            ) from None
         return value
 
     @field_validator("openai_base_url")
@@ -409,11 +421,15 @@ class Settings(SettingsBase):
     def _mcp_servers(cls, servers: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
         for name, server in servers.items():
             if not MCP_SERVER_NAME.match(name) or "__" in name:
-                raise _invalid(f"[mcp_servers.{name}]: a server name is 1-60 letters, digits, _ or - (no '__')")
+                raise _invalid(
+                    f"[mcp_servers.{name}]: a server name is 1-60 letters, digits, _ or - (no '__')"
+                )
             if (problem := server.problem()) is not None:
                 raise _invalid(f"[mcp_servers.{name}]: {problem}")
             if server.enabled and (missing := server.missing_variables(os.environ)):
-                raise _invalid(f"[mcp_servers.{name}]: the environment variable {missing[0]} is not set")
+                raise _invalid(
+                    f"[mcp_servers.{name}]: the environment variable {missing[0]} is not set"
+                )
         return servers
 
     @field_validator("tools", mode="before")
@@ -447,8 +463,13 @@ class Settings(SettingsBase):
                 found[name] = CustomToolSettings.model_validate(value)
             except ValidationError as exc:
                 first = exc.errors()[0]
-                raise _invalid(f"[custom_tools.{name}] {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
-            if found[name].enabled and (problem := found[name].problem(name, os.environ)) is not None:
+                raise _invalid(
+                    f"[custom_tools.{name}] {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+                ) from None
+            if (
+                found[name].enabled
+                and (problem := found[name].problem(name, os.environ)) is not None
+            ):
                 raise _invalid(f"[custom_tools.{name}]: {problem}")
         return found
 
@@ -459,7 +480,9 @@ class Settings(SettingsBase):
 
     @field_validator("channels")
     @classmethod
-    def _channel_servers(cls, channels: dict[str, ChannelSettings], info: Any) -> dict[str, ChannelSettings]:
+    def _channel_servers(
+        cls, channels: dict[str, ChannelSettings], info: Any
+    ) -> dict[str, ChannelSettings]:
         known = set(info.data.get("mcp_servers") or ())
         for prefix, channel in channels.items():
             unknown = sorted(set(channel.mcp_servers or ()) - known)

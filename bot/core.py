@@ -66,6 +66,7 @@ from bot.workers import Alone, Workers, WorkStore, worker_id
 
 log = logging.getLogger(__name__)
 
+
 class Core(ThreadCommands, Turns):
     def __init__(
         self, settings: Settings, store: Store, model: Model, tools: ToolRegistry, clock: Clock
@@ -79,13 +80,18 @@ class Core(ThreadCommands, Turns):
         self.surfaces = Surfaces()
         self.scheduler = Scheduler(store, clock)
         self.deliveries = Deliveries(store, clock, self.scheduler)
-        self.approvals = ApprovalService(settings, store, clock, self.scheduler, self.surfaces.channel_of)
+        self.approvals = ApprovalService(
+            settings, store, clock, self.scheduler, self.surfaces.channel_of
+        )
         self.schedules = PromptSchedules(
             settings, store, self.scheduler, clock, self.surfaces, self.scheduled_turn
         )
         self.memory = Memories(settings, store, clock, self.surfaces.channel_of)
         self.intake = Intake(settings, settings.data_dir / "workspaces")
-        tools.attach(FilesToolkit(settings, settings.data_dir / "workspaces", self.surfaces), own=files_tools.NAMES)
+        tools.attach(
+            FilesToolkit(settings, settings.data_dir / "workspaces", self.surfaces),
+            own=files_tools.NAMES,
+        )
         tools.attach(ScheduleToolkit(self.schedules), own=schedule_tools.NAMES)
         tools.attach(MemoryToolkit(self.memory), own=memory_tools.NAMES)
         config = EngineConfig.from_settings(settings)
@@ -102,27 +108,54 @@ class Core(ThreadCommands, Turns):
             if isinstance(store, BudgetStore):
                 shared = SharedRates(store, owner, clock)
         self.engine = Engine(
-            model, tools, self.sessions, clock, config, gate=self.approvals, notes=self._notes,
+            model,
+            tools,
+            self.sessions,
+            clock,
+            config,
+            gate=self.approvals,
+            notes=self._notes,
             configure=lambda session: self.channels.config(session.key, session.model),
-        )  # fmt: skip
-        self.supervisor = Supervisor(self.engine, self.sessions, store, clock, BudgetRegistry(clock, shared=shared))
+        )
+        self.supervisor = Supervisor(
+            self.engine, self.sessions, store, clock, BudgetRegistry(clock, shared=shared)
+        )
         self.decisions = Decisions(
-            self.approvals, store, self.sessions, self.supervisor, self._locks, clock, self.scheduler,
-            self.surfaces, self.tasks.spawn, self.leases,
-        )  # fmt: skip
+            self.approvals,
+            store,
+            self.sessions,
+            self.supervisor,
+            self._locks,
+            clock,
+            self.scheduler,
+            self.surfaces,
+            self.tasks.spawn,
+            self.leases,
+        )
         self.delegations = Delegations(
-            settings, model, tools, clock, lambda session: self.channels.config(session.key, session.model),
+            settings,
+            model,
+            tools,
+            clock,
+            lambda session: self.channels.config(session.key, session.model),
             lambda parent, sink, say: InlineGate(self.approvals, self.decisions, parent, sink, say),
-        )  # fmt: skip
+        )
         tools.add(self.delegations.tool())
-        self.recovery = Recovery(self.sessions, self.decisions, self.supervisor, clock, self._locks, self.leases)
+        self.recovery = Recovery(
+            self.sessions, self.decisions, self.supervisor, clock, self._locks, self.leases
+        )
         self.work: Alone | Workers = Alone()
         if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
             self.work = Workers(
-                store, self.leases.owner, self.supervisor, poll_s=settings.worker_poll_s,
-                busy=self._locks.busy, place=self._pick_up, recover=self._take_over,
+                store,
+                self.leases.owner,
+                self.supervisor,
+                poll_s=settings.worker_poll_s,
+                busy=self._locks.busy,
+                place=self._pick_up,
+                recover=self._take_over,
                 wake=self.decisions.decided.wake_all,
-            )  # fmt: skip
+            )
             self.decisions.nudge = self.work.nudge
         self.decide = self.decisions.decide
         """``decide(approval_id, actor, choice, surface=None, *, card_id=None)``: a decision
@@ -180,7 +213,9 @@ class Core(ThreadCommands, Turns):
             surface = self.surfaces.surface_for(key)
             if surface is not None:
                 author = Author(message.author_id or "", message.author_name or "someone")
-                await self._place(key, message, author, surface, left_over_notice(message), awaited=False)
+                await self._place(
+                    key, message, author, surface, left_over_notice(message), awaited=False
+                )
         if arrived:
             log.warning("%d messages accepted before a restart are answered now", len(arrived))
         return len(keys) + len(arrived)
@@ -233,10 +268,13 @@ class Core(ThreadCommands, Turns):
         earlier = await self._earlier(inbound)
         files = await self._files(inbound, surface)
         message = UserMessage(
-            text="\n\n".join(t for t in (text, files.note) if t), author_id=author.id,
-            author_name=author.display_name, event_id=inbound.event_id, earlier=earlier,
+            text="\n\n".join(t for t in (text, files.note) if t),
+            author_id=author.id,
+            author_name=author.display_name,
+            event_id=inbound.event_id,
+            earlier=earlier,
             images=files.images,
-        )  # fmt: skip
+        )
         if not await self.deliveries.accept(inbound.thread_key, message):
             log.info("ignoring a redelivery of %s", inbound.event_id)
             return None
@@ -251,7 +289,9 @@ class Core(ThreadCommands, Turns):
             return Received("")
         model = self.channels.model(inbound.thread_key, None)
         vision = sees_images(self.settings.vision, model.name, demo=self.settings.uses_demo_model)
-        return await self.intake.take(inbound.thread_key, inbound.files, file_transfer(surface), vision=vision)
+        return await self.intake.take(
+            inbound.thread_key, inbound.files, file_transfer(surface), vision=vision
+        )
 
     async def _earlier(self, inbound: Inbound) -> str | None:
         """The thread's earlier messages, for a first mention in a thread that existed before

@@ -203,7 +203,9 @@ class Decisions:
                 try:
                     await self.nudge(key)
                 except Exception as exc:  # that call reads the store again soon by itself
-                    log.warning("could not tell the worker holding %s of the decision: %s", key, exc)
+                    log.warning(
+                        "could not tell the worker holding %s of the decision: %s", key, exc
+                    )
 
     async def _inline_elsewhere(self, request: ApprovalRequest) -> bool:
         """Whether a call waits for ``request`` inline on another worker (its thread's session

@@ -48,5 +48,13 @@ def configure_logging(settings: Settings, *more: SettingsBase) -> None:
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level)
     # discord.gateway logs whole payloads (interaction tokens) at DEBUG
-    for noisy in ("aiohttp.access", "httpx2", "httpcore2", "openai", "apscheduler", "mcp", "discord.gateway"):
+    for noisy in (
+        "aiohttp.access",
+        "httpx2",
+        "httpcore2",
+        "openai",
+        "apscheduler",
+        "mcp",
+        "discord.gateway",
+    ):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

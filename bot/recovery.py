@@ -57,7 +57,9 @@ class Recovery:
         """The threads whose run a restart cut off, oldest first."""
         return [k for state in CUT_OFF for k in await self._store.keys_in_state(state)]
 
-    async def recover(self, key: ThreadKey, surface: Surface, turn: Turn[ThreadKey] | None = None) -> None:
+    async def recover(
+        self, key: ThreadKey, surface: Surface, turn: Turn[ThreadKey] | None = None
+    ) -> None:
         """Mend one thread cut off mid-run (its surface reaches it without an incoming event),
         in its ``turn`` of the thread when one was reserved."""
         async with (
@@ -104,7 +106,9 @@ class Recovery:
         if session.state is RunState.AWAITING_APPROVAL:
             return
         await self._drop_stop_buttons(session, surface)
-        await asking.close(self._decisions, session, surface, asking.RESTARTED)  # what a sub-agent waited for
+        await asking.close(
+            self._decisions, session, surface, asking.RESTARTED
+        )  # what a sub-agent waited for
         missing = open_calls(session.messages)
         if not missing:
             return
@@ -117,9 +121,11 @@ class Recovery:
             return
         log.warning("repairing %d interrupted tool calls in %s", len(missing), session.key)
         await self._decisions.expire_open(session, surface)
-        results = [ToolResult(call_id=c.id, name=c.name, content=INTERRUPTED, is_error=True) for c in missing]
+        results = [
+            ToolResult(call_id=c.id, name=c.name, content=INTERRUPTED, is_error=True)
+            for c in missing
+        ]
         await self._store.append_messages(session, results)
-
 
     async def _drop_stop_buttons(self, session: Session, surface: Surface | None) -> None:
         """The Stop buttons of a run a restart cut off go (best effort: a message may be gone)."""

@@ -112,7 +112,13 @@ class Supervisor:
                 active.run_id, active.stopped_by = secrets.token_hex(8), None
                 with metrics.counted_run() as counted:
                     result = await self._run_once(
-                        active, author, surface, resume=resume, notice=notice, state=state, stored=stored
+                        active,
+                        author,
+                        surface,
+                        resume=resume,
+                        notice=notice,
+                        state=state,
+                        stored=stored,
                     )
                     counted.outcome = metrics.outcome_of(
                         ok=result.ok, paused=result.paused, stopped=active.stopped_by is not None
@@ -151,7 +157,9 @@ class Supervisor:
         stored: bool,
     ) -> RunResult:
         session = active.session
-        presenter = self.presenter(session, surface, Button(encode(StopRun(active.run_id)), "Stop", "danger"))
+        presenter = self.presenter(
+            session, surface, Button(encode(StopRun(active.run_id)), "Stop", "danger")
+        )
         try:
             if notice:
                 await presenter(Notice(notice))
@@ -160,7 +168,9 @@ class Supervisor:
                 session.updated_at = self.clock.now()
                 await self.store.save_state(session)
             ctx = ToolContext(session.key, session, author, self.clock)
-            active.task = asyncio.ensure_future(self.engine.run(session, presenter, ctx, resume=resume))
+            active.task = asyncio.ensure_future(
+                self.engine.run(session, presenter, ctx, resume=resume)
+            )
             try:
                 return await active.task
             except asyncio.CancelledError:
@@ -185,7 +195,9 @@ class Supervisor:
         finally:
             await presenter.close()
 
-    def presenter(self, session: Session, surface: Surface, stop: Button | None = None) -> Presenter:
+    def presenter(
+        self, session: Session, surface: Surface, stop: Button | None = None
+    ) -> Presenter:
         store, approvals = self.store, self.approvals
 
         async def persist_panel(panel: PanelRef | None) -> None:

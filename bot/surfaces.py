@@ -18,7 +18,9 @@ class Surfaces:
         self._factories: dict[str, SurfaceFactory] = {}
         self._channels: dict[str, ChannelOf] = {}
 
-    def register(self, prefix: str, factory: SurfaceFactory, channel_of: ChannelOf | None = None) -> None:
+    def register(
+        self, prefix: str, factory: SurfaceFactory, channel_of: ChannelOf | None = None
+    ) -> None:
         self._factories[prefix] = factory
         if channel_of is not None:
             self._channels[prefix] = channel_of

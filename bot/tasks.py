@@ -25,7 +25,9 @@ class TaskSet:
         self.closed = False
         """After :meth:`drain`: new work is refused (its coroutine closed unrun)."""
 
-    def spawn(self, coro: Coroutine[Any, Any, T], *, awaited: bool = False) -> asyncio.Task[T] | None:
+    def spawn(
+        self, coro: Coroutine[Any, Any, T], *, awaited: bool = False
+    ) -> asyncio.Task[T] | None:
         """Run ``coro`` in a kept task; None (and the coroutine closed) once draining.
 
         A failure is logged, unless ``awaited``: then whoever awaits the task gets it."""

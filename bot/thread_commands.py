@@ -62,7 +62,12 @@ class ThreadCommands:
         session = await self.store.load_session(key, self.clock.now())
         label = self._model_label(key, session.model)
         if not session.messages:
-            return "\n".join([f"Model: {label}. No conversation in this thread yet.", *self.tools.status(session)])
+            return "\n".join(
+                [
+                    f"Model: {label}. No conversation in this thread yet.",
+                    *self.tools.status(session),
+                ]
+            )
         usage = session.usage
         done = sum(t.status == "completed" for t in session.todos)
         state = "running" if self.supervisor.running(key) else session.state.value.replace("_", " ")

@@ -17,7 +17,9 @@ ARG_PLACEHOLDER = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """``{name}``: replaced by the value of the argument ``name``."""
 PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-_HOST = re.compile(r"^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$")
+_HOST = re.compile(
+    r"^(?=.{1,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$"
+)
 
 
 class FetchUrlOptions(BaseModel):
@@ -49,7 +51,9 @@ class FetchUrlOptions(BaseModel):
             except UnicodeError:
                 pass
             if not _HOST.match(name):
-                raise ValueError(f"{domain!r} is not a domain name (write docs.python.org, not a URL)")
+                raise ValueError(
+                    f"{domain!r} is not a domain name (write docs.python.org, not a URL)"
+                )
             cleaned.append(name)
         return cleaned
 
@@ -170,7 +174,9 @@ class CustomToolSettings(BaseModel):
 
 
 def _parameter_problem(spec: ParameterSettings) -> str | None:
-    kinds = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}[spec.type]
+    kinds = {"string": (str,), "integer": (int,), "number": (int, float), "boolean": (bool,)}[
+        spec.type
+    ]
     values = [*(spec.enum or ()), *([spec.default] if spec.default is not None else [])]
     for value in values:
         if isinstance(value, bool) != (spec.type == "boolean") or not isinstance(value, kinds):
@@ -193,7 +199,9 @@ def _http_problem(http: HttpSettings, environ: Mapping[str, str]) -> str | None:
     for header, value in http.headers.items():
         if ARG_PLACEHOLDER.search(value):
             return f"http.headers.{header}: arguments cannot go into headers"
-    missing = sorted({m.group(1) for t in _http_texts(http) for m in ENV_PLACEHOLDER.finditer(t)} - set(environ))
+    missing = sorted(
+        {m.group(1) for t in _http_texts(http) for m in ENV_PLACEHOLDER.finditer(t)} - set(environ)
+    )
     if missing:
         return f"the environment variable {missing[0]} is not set"
     return None
@@ -244,7 +252,9 @@ class Gating(BaseModel):
     def _names(cls, names: frozenset[str]) -> frozenset[str]:
         for name in names:
             if not STATE_NAME.match(name):
-                raise ValueError(f"{name!r} is not a state or context name (1-64 letters, digits, _ . : -)")
+                raise ValueError(
+                    f"{name!r} is not a state or context name (1-64 letters, digits, _ . : -)"
+                )
         return names
 
     @field_validator("choices", "remembers", "forgets")
@@ -253,7 +263,9 @@ class Gating(BaseModel):
         for key, value in pairs.items():
             for name in (key, value):
                 if not STATE_NAME.match(name):
-                    raise ValueError(f"{name!r} is not a parameter or context name (1-64 letters, digits, _ . : -)")
+                    raise ValueError(
+                        f"{name!r} is not a parameter or context name (1-64 letters, digits, _ . : -)"
+                    )
         return pairs
 
     @model_validator(mode="after")

@@ -63,7 +63,9 @@ class Turns:
         if steer and await self.supervisor.steer(key, message):
             return None
         turn = self._locks.reserve(key)
-        answer = self._answer(key, turn, message, author, surface, notice, arrival=True, fresh=fresh)
+        answer = self._answer(
+            key, turn, message, author, surface, notice, arrival=True, fresh=fresh
+        )
         work = self.tasks.spawn(answer, awaited=awaited)
         if work is None:  # shutting down
             turn.cancel()
@@ -81,7 +83,9 @@ class Turns:
         restart or by another worker)."""
         turn = self._locks.reserve(key)
         wait_s = SCHEDULED_WAIT_S  # then left to the worker that holds the thread, nudged
-        answer = self._answer(key, turn, message, author, surface, notice, arrival=True, fresh=True, wait_s=wait_s)
+        answer = self._answer(
+            key, turn, message, author, surface, notice, arrival=True, fresh=True, wait_s=wait_s
+        )
         work = self.tasks.spawn(answer)
         if work is None:
             turn.cancel()
@@ -123,7 +127,9 @@ class Turns:
                 await self.supervisor.drive(session, author, surface, resume=True, notice=notice)
                 return
             arrived, session.inbox = session.inbox, []
-            session.state = RunState.RUNNING  # stored with the message: a crash now is a cut-off run
+            session.state = (
+                RunState.RUNNING
+            )  # stored with the message: a crash now is a cut-off run
             await self.sessions.append_messages(session, arrived)
             await self.supervisor.drive(session, author, surface, notice=notice, stored=True)
 
@@ -136,7 +142,9 @@ class Turns:
             return None
         author = Author(message.author_id or "", message.author_name or "someone")
         notice = left_over_notice(message)
-        return self.tasks.spawn(_settle(self._place(key, message, author, surface, notice, awaited=False, fresh=False)))
+        return self.tasks.spawn(
+            _settle(self._place(key, message, author, surface, notice, awaited=False, fresh=False))
+        )
 
     def _take_over(self, key: ThreadKey) -> None:
         """A thread whose worker died mid-run: resumed here as after a restart."""

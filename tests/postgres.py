@@ -17,7 +17,9 @@ from collections.abc import Iterator
 import asyncpg
 import pytest
 
-ADMIN_URL = os.environ.get("THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres")
+ADMIN_URL = os.environ.get(
+    "THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 SKIPPED = os.environ.get("THREADLINE_TEST_NO_POSTGRES") == "1"
 
 

@@ -47,7 +47,9 @@ class PrivateServer:
         command = [str(self.bin / args[0]), *args[1:]]
         if self._as_postgres:
             command = ["runuser", "-u", "postgres", "--", *command]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=START_WAIT_S, check=False)
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=START_WAIT_S, check=False
+        )
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(args[:2])} failed: {done.stdout}{done.stderr}")
 
@@ -60,13 +62,25 @@ class PrivateServer:
     async def start(self) -> None:
         options = f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
         await asyncio.to_thread(
-            self._run, "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "log"),
-            "-w", "-t", str(START_WAIT_S), "start",
-        )  # fmt: skip
+            self._run,
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.root / "log"),
+            "-w",
+            "-t",
+            str(START_WAIT_S),
+            "start",
+        )
 
     async def stop(self) -> None:
         """A fast shutdown: sessions are ended, transactions in flight rolled back."""
-        await asyncio.to_thread(self._run, "pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+        await asyncio.to_thread(
+            self._run, "pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop"
+        )
 
     def stop_now(self) -> None:
         if (self.data / "postmaster.pid").exists():
@@ -80,9 +94,13 @@ async def private_postgres() -> AsyncIterator[PrivateServer]:
         pytest.skip("THREADLINE_TEST_NO_POSTGRES=1: the PostgreSQL tests are skipped")
     bin_dir = _bin()
     if bin_dir is None:
-        pytest.fail("the PostgreSQL server programs (initdb, pg_ctl) are not installed", pytrace=False)
+        pytest.fail(
+            "the PostgreSQL server programs (initdb, pg_ctl) are not installed", pytrace=False
+        )
     if shutil.which("runuser") is None and os.geteuid() == 0:
-        pytest.fail("runuser is not on PATH (as root, the server runs as the user postgres)", pytrace=False)
+        pytest.fail(
+            "runuser is not on PATH (as root, the server runs as the user postgres)", pytrace=False
+        )
     root = Path(tempfile.mkdtemp(prefix="threadline-pg-"))
     server = PrivateServer(root, bin_dir)
     try:

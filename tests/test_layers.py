@@ -51,7 +51,8 @@ def _sources(folder: str) -> list[Path]:
 
 def test_bot_imports_no_platform_sdk_and_no_adapter() -> None:
     offenders = {
-        str(p.relative_to(ROOT)): sorted(_imports(p) & set(FORBIDDEN_IN_BOT)) for p in _sources("bot")
+        str(p.relative_to(ROOT)): sorted(_imports(p) & set(FORBIDDEN_IN_BOT))
+        for p in _sources("bot")
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 

@@ -95,7 +95,10 @@ class DiscordAdapter:
 
     async def _login(self, *, message_content: bool) -> ThreadlineClient:
         client = make_client(
-            self.listeners, self._settings.data_dir, message_content=message_content, shards=self._shards
+            self.listeners,
+            self._settings.data_dir,
+            message_content=message_content,
+            shards=self._shards,
         )
         try:
             await client.login(self._token)
@@ -123,7 +126,11 @@ class DiscordAdapter:
                 log.error(MESSAGE_CONTENT_OFF)
                 await client.close()
                 self._client = await self._connect_again()
-            except (discord.ConnectionClosed, discord.GatewayNotFound, discord.HTTPException) as exc:
+            except (
+                discord.ConnectionClosed,
+                discord.GatewayNotFound,
+                discord.HTTPException,
+            ) as exc:
                 log.error("the Discord connection ended for good: %s", exc)
                 return
             except Exception:  # an event discord.py could not read broke its receive loop
@@ -152,7 +159,8 @@ async def _finish_dispatched_events() -> None:
         if getattr(coro, "__qualname__", "") == "ConnectionState._delay_ready":
             task.cancel()
     pending = [
-        t for t in asyncio.all_tasks()
+        t
+        for t in asyncio.all_tasks()
         if t.get_name().startswith("discord.py: ") and t is not asyncio.current_task()
     ]
     if pending:

@@ -119,9 +119,14 @@ class CatchUp:
                 return
             self.pending = False
         tally = self.tally
-        log.info("caught up after a new Discord session: read %d threads and %d channels, "
-                 "%d messages checked, %d started an answer", tally.threads, tally.channels, tally.found,
-                 tally.started)
+        log.info(
+            "caught up after a new Discord session: read %d threads and %d channels, "
+            "%d messages checked, %d started an answer",
+            tally.threads,
+            tally.channels,
+            tally.found,
+            tally.started,
+        )
 
     def take(self, channel_id: int) -> bool:
         """True once per session and channel, while the session's catch-up is not over."""
@@ -131,11 +136,19 @@ class CatchUp:
         return True
 
     def quiet(self, last_message_id: int | None) -> bool:
-        return self.quiet_before is not None and last_message_id is not None and last_message_id <= self.quiet_before
+        return (
+            self.quiet_before is not None
+            and last_message_id is not None
+            and last_message_id <= self.quiet_before
+        )
 
     # --- reading --------------------------------------------------------------------------------
     async def unanswered(
-        self, thread: discord.Thread, me: discord.abc.User, *, before: discord.abc.Snowflake | None = None
+        self,
+        thread: discord.Thread,
+        me: discord.abc.User,
+        *,
+        before: discord.abc.Snowflake | None = None,
     ) -> list[discord.Message]:
         """People's messages after the bot's latest one from before the horizon, oldest first."""
         self.tally.threads += 1
@@ -153,14 +166,21 @@ class CatchUp:
                 found.append(message)
         else:
             if len(page) == HISTORY:
-                log.warning("more than %d messages in %s since the bot's last word: only the newest "
-                            "%d are answered", HISTORY, thread.id, HISTORY)
+                log.warning(
+                    "more than %d messages in %s since the bot's last word: only the newest "
+                    "%d are answered",
+                    HISTORY,
+                    thread.id,
+                    HISTORY,
+                )
         found.reverse()
         self.tally.found += len(found)
         await self._as_members(thread.guild, found)
         return found
 
-    async def mentions(self, channel: discord.TextChannel, me: discord.abc.User) -> list[discord.Message]:
+    async def mentions(
+        self, channel: discord.TextChannel, me: discord.abc.User
+    ) -> list[discord.Message]:
         """Recent mentions of the bot by people in ``channel``, oldest first."""
         self.tally.channels += 1
         cutoff = self._clock.now() - MAX_AGE_S
@@ -170,14 +190,17 @@ class CatchUp:
             after = discord.Object(self.quiet_before)
             pages = channel.history(limit=HISTORY, after=after, oldest_first=False)
         found = [
-            m for m in sorted(await self._read(pages, channel.id), key=lambda m: m.id)
+            m
+            for m in sorted(await self._read(pages, channel.id), key=lambda m: m.id)
             if from_a_person(m) and mentions_me(m, me) and m.created_at.timestamp() >= cutoff
-        ]  # fmt: skip
+        ]
         self.tally.found += len(found)
         await self._as_members(channel.guild, found)
         return found
 
-    async def _read(self, pages: AsyncIterator[discord.Message], channel_id: int) -> list[discord.Message]:
+    async def _read(
+        self, pages: AsyncIterator[discord.Message], channel_id: int
+    ) -> list[discord.Message]:
         """One page of history (newest first); none when Discord refuses."""
         await self._pacer.acquire()
         try:
@@ -195,7 +218,9 @@ class CatchUp:
             if isinstance(author, discord.Member):
                 continue
             if author.id not in members:
-                members[author.id] = guild.get_member(author.id) or await self._fetch_member(guild, author.id)
+                members[author.id] = guild.get_member(author.id) or await self._fetch_member(
+                    guild, author.id
+                )
             member = members[author.id]
             if member is not None:
                 message.author = member
@@ -205,11 +230,15 @@ class CatchUp:
         try:
             return await guild.fetch_member(user_id)
         except discord.HTTPException as exc:  # 10007: no longer in the server
-            log.info("could not look up member %s of %s: %s %s", user_id, guild.id, exc.status, exc.text)
+            log.info(
+                "could not look up member %s of %s: %s %s", user_id, guild.id, exc.status, exc.text
+            )
             return None
 
     # --- the pass through every guild -----------------------------------------------------------
-    async def guild_pass(self, guild: discord.Guild, me: discord.ClientUser, deliver: Deliver) -> None:
+    async def guild_pass(
+        self, guild: discord.Guild, me: discord.ClientUser, deliver: Deliver
+    ) -> None:
         """A guild of a new session is available: catch it up (one guild at a time)."""
         session = self.session
         async with self._one_at_a_time:
@@ -227,14 +256,18 @@ class CatchUp:
             await self._pacer.acquire()
             threads = await guild.active_threads()
         except discord.HTTPException as exc:
-            log.warning("could not list the active threads of %s: %s %s", guild.id, exc.status, exc.text)
+            log.warning(
+                "could not list the active threads of %s: %s %s", guild.id, exc.status, exc.text
+            )
             threads = []
         threads.sort(key=lambda t: t.last_message_id or 0, reverse=True)
         read = 0
         for thread in threads:
             if read >= THREADS_PER_GUILD:
                 break
-            if self.quiet(thread.last_message_id) or not await deliver.has_session(guild.id, thread.id):
+            if self.quiet(thread.last_message_id) or not await deliver.has_session(
+                guild.id, thread.id
+            ):
                 continue
             read += 1
             await deliver.catch_up_thread(thread, me)
@@ -246,10 +279,11 @@ class CatchUp:
         """The text channels the bot may read that may have something new, most recent first."""
         member = guild.me
         readable = [
-            c for c in guild.text_channels
+            c
+            for c in guild.text_channels
             if not self.quiet(c.last_message_id)
             and (member is None or c.permissions_for(member).read_message_history)
-        ]  # fmt: skip
+        ]
         readable.sort(key=lambda c: c.last_message_id or 0, reverse=True)
         return readable[:CHANNELS_PER_GUILD]
 

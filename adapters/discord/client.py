@@ -35,9 +35,13 @@ def intents(*, message_content: bool) -> discord.Intents:
 
 class ThreadlineClient(discord.Client):
     def __init__(
-        self, listeners: Listeners, data_dir: Path, *, message_content: bool,
+        self,
+        listeners: Listeners,
+        data_dir: Path,
+        *,
+        message_content: bool,
         shards: Shards | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         # Threadline has no voice: discord.py's warnings about missing voice libraries are noise
         discord.VoiceClient.warn_nacl = False
         discord.VoiceClient.warn_dave = False

@@ -46,12 +46,18 @@ def command_group(handler: CommandHandler) -> app_commands.Group:
     async def stop(interaction: discord.Interaction[Any]) -> None:
         await handler.on_command(interaction, "stop")
 
-    @group.command(name="model", description="Show the model of this thread, or change it for this thread only")
+    @group.command(
+        name="model", description="Show the model of this thread, or change it for this thread only"
+    )
     @app_commands.describe(name="The model to use in this thread ('default': the channel's)")
-    async def model(interaction: discord.Interaction[Any], name: app_commands.Range[str, 1, 200] | None = None) -> None:
+    async def model(
+        interaction: discord.Interaction[Any], name: app_commands.Range[str, 1, 200] | None = None
+    ) -> None:
         await handler.on_command(interaction, ChooseModel((name or "").strip()))
 
-    @group.command(name="schedules", description="This thread's scheduled prompts; cancel one by id")
+    @group.command(
+        name="schedules", description="This thread's scheduled prompts; cancel one by id"
+    )
     @app_commands.describe(cancel="The id of a scheduled prompt to cancel (s12)")
     async def schedules(interaction: discord.Interaction[Any], cancel: str | None = None) -> None:
         await handler.on_command(interaction, Kept("schedules", (cancel or "").strip()))
@@ -61,15 +67,22 @@ def command_group(handler: CommandHandler) -> app_commands.Group:
     async def memory(interaction: discord.Interaction[Any], forget: str | None = None) -> None:
         await handler.on_command(interaction, Kept("memory", (forget or "").strip()))
 
-    @group.command(name="skill", description="Load a skill (the team's instructions for a task) into this thread")
+    @group.command(
+        name="skill",
+        description="Load a skill (the team's instructions for a task) into this thread",
+    )
     @app_commands.describe(name="The skill's name")
-    async def skill(interaction: discord.Interaction[Any], name: app_commands.Range[str, 1, 64]) -> None:
+    async def skill(
+        interaction: discord.Interaction[Any], name: app_commands.Range[str, 1, 64]
+    ) -> None:
         await handler.on_command(interaction, LoadSkill(name))
 
     return group
 
 
-async def sync_if_changed(tree: app_commands.CommandTree[Any], application_id: int, data_dir: Path) -> bool:
+async def sync_if_changed(
+    tree: app_commands.CommandTree[Any], application_id: int, data_dir: Path
+) -> bool:
     """Overwrite the global commands when they differ from the last sync; True when synced."""
     commands = [c.to_dict(tree) for c in tree.get_commands()]
     blob = json.dumps({"application": application_id, "commands": commands}, sort_keys=True)

@@ -36,8 +36,13 @@ async def check_discord(settings: DiscordSettings) -> list[Check]:
         app: dict[str, Any] = await http.request(Route("GET", "/applications/@me"))
         checks.extend(_application(app))
         recommended, url, limit = await http.get_bot_gateway()
-        checks.append((True, f"gateway {url} answers; {limit['remaining']} of {limit['total']} "
-                             "connection starts left today"))
+        checks.append(
+            (
+                True,
+                f"gateway {url} answers; {limit['remaining']} of {limit['total']} "
+                "connection starts left today",
+            )
+        )
         checks.append(sharding(settings, recommended))
         checks.append((None, "invite link: run `threadline discord-invite`"))
     except discord.LoginFailure:
@@ -60,9 +65,14 @@ def _application(app: dict[str, Any]) -> list[Check]:
     else:
         checks.append((False, f"the Message Content intent is off. {INTENT_HELP}"))
     if app.get("interactions_endpoint_url"):
-        checks.append((False, "the application has an Interactions Endpoint URL: Discord sends "
-                              "buttons and slash commands there, not to this bot. Clear it under "
-                              "General Information in the Developer Portal"))
+        checks.append(
+            (
+                False,
+                "the application has an Interactions Endpoint URL: Discord sends "
+                "buttons and slash commands there, not to this bot. Clear it under "
+                "General Information in the Developer Portal",
+            )
+        )
     return checks
 
 
@@ -75,7 +85,10 @@ def sharding(settings: DiscordSettings, recommended: int) -> Check:
     advice = f"Discord recommends {recommended} shard{'s' if recommended > 1 else ''} for this bot"
     if shards is None:
         if recommended > 1:
-            return None, f"shards: one connection for every server; {advice}: set THREADLINE_DISCORD_SHARD_COUNT"
+            return (
+                None,
+                f"shards: one connection for every server; {advice}: set THREADLINE_DISCORD_SHARD_COUNT",
+            )
         return None, f"shards: one connection for every server (no sharding; {advice})"
     others = "" if len(shards.ids) == shards.count else "; other processes must connect the rest"
     return True, f"shards: this process connects {shards.describe()} ({advice}){others}"

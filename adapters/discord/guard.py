@@ -26,14 +26,20 @@ Parser = Callable[[Any], None]
 _GUARDED = "_threadline_guarded"
 
 
-def guard_parsers(parsers: dict[str, Parser], skipped: Counter[str], on_ready_event: Callable[[], None]) -> None:
+def guard_parsers(
+    parsers: dict[str, Parser], skipped: Counter[str], on_ready_event: Callable[[], None]
+) -> None:
     """Wrap each entry of ``parsers`` in place (the dict discord.py's websocket reads)."""
     for event, parse in list(parsers.items()):
         if not getattr(parse, _GUARDED, False):
-            parsers[event] = _guarded(event, parse, skipped, on_ready_event if event == "READY" else None)
+            parsers[event] = _guarded(
+                event, parse, skipped, on_ready_event if event == "READY" else None
+            )
 
 
-def _guarded(event: str, parse: Parser, skipped: Counter[str], before: Callable[[], None] | None) -> Parser:
+def _guarded(
+    event: str, parse: Parser, skipped: Counter[str], before: Callable[[], None] | None
+) -> Parser:
     def parse_or_skip(data: Any) -> None:
         if before is not None:
             before()
@@ -41,7 +47,9 @@ def _guarded(event: str, parse: Parser, skipped: Counter[str], before: Callable[
             parse(data)
         except Exception as exc:
             skipped[event] += 1
-            log.warning("skipped a %s event from Discord that could not be read: %s", event, describe(exc))
+            log.warning(
+                "skipped a %s event from Discord that could not be read: %s", event, describe(exc)
+            )
 
     setattr(parse_or_skip, _GUARDED, True)
     return parse_or_skip

@@ -82,7 +82,9 @@ async def print_invite(settings: DiscordSettings) -> int:
         try:
             client_id = await application_id(settings)
         except discord.LoginFailure:
-            print("threadline: Discord refused DISCORD_TOKEN (401): reset it in the Developer Portal.")
+            print(
+                "threadline: Discord refused DISCORD_TOKEN (401): reset it in the Developer Portal."
+            )
             return 1
         except (discord.HTTPException, OSError) as exc:
             print(f"threadline: could not ask Discord for the application id: {exc}")

@@ -130,7 +130,11 @@ class Listeners:
             return False
         surface = self.surface(where.channel_id, where.guild_id)
         inbound = to_inbound(message, where, me)
-        if where.channel_id == message.channel.id and where.guild_id is not None and mentions_me(message, me):
+        if (
+            where.channel_id == message.channel.id
+            and where.guild_id is not None
+            and mentions_me(message, me)
+        ):
             inbound = replace(inbound, history=await self._earlier(message, inbound.thread_key, me))
         try:
             work = await self.core.admit(inbound, surface)
@@ -155,10 +159,16 @@ class Listeners:
         try:
             found = [m async for m in message.channel.history(limit=want + 1, before=message)]
         except discord.HTTPException as exc:
-            log.warning("could not read the earlier messages of %s: %s %s", key, exc.status, exc.text)
+            log.warning(
+                "could not read the earlier messages of %s: %s %s", key, exc.status, exc.text
+            )
             return ()
         said = ((m, clean_text(m, me)) for m in reversed(found[:want]) if m.author.id != me.id)
-        read = tuple(Earlier(m.author.display_name + (" (an app)" if m.author.bot else ""), t) for m, t in said if t)
+        read = tuple(
+            Earlier(m.author.display_name + (" (an app)" if m.author.bot else ""), t)
+            for m, t in said
+            if t
+        )
         return (Gap(None), *read) if len(found) > want else read
 
     # --- catching up after a new session ------------------------------------------------------
@@ -189,12 +199,16 @@ class Listeners:
         self, thread: discord.Thread, me: discord.ClientUser, before: discord.Message | None
     ) -> None:
         """Route what the thread shows after the bot's last word (the thread's order is held)."""
-        if not self.catch_up.take(thread.id) or not await self.has_session(thread.guild.id, thread.id):
+        if not self.catch_up.take(thread.id) or not await self.has_session(
+            thread.guild.id, thread.id
+        ):
             return
         for message in await self.catch_up.unanswered(thread, me, before=before):
             self.catch_up.tally.started += await self._admit(message, me)
 
-    async def _answer(self, work: Awaitable[None] | None, surface: DiscordSurface, message_id: int) -> None:
+    async def _answer(
+        self, work: Awaitable[None] | None, surface: DiscordSurface, message_id: int
+    ) -> None:
         try:
             if work is not None:
                 await work
@@ -245,7 +259,9 @@ class Listeners:
         except discord.HTTPException as exc:
             if exc.code == THREAD_EXISTS:
                 return message.id  # a thread started from a message has the message's id
-            log.warning("could not open a thread from message %s: %s %s", message.id, exc.status, exc.text)
+            log.warning(
+                "could not open a thread from message %s: %s %s", message.id, exc.status, exc.text
+            )
             if exc.status == 403:
                 await _say_no_thread(message)
             return None
@@ -256,7 +272,9 @@ class Listeners:
         try:
             await interaction.response.defer()  # acknowledged: the message stays as it is
         except discord.HTTPException as exc:
-            log.warning("could not acknowledge a click on %r: %s %s", action_id, exc.status, exc.text)
+            log.warning(
+                "could not acknowledge a click on %r: %s %s", action_id, exc.status, exc.text
+            )
             return
         self.tasks.spawn(self._click(interaction, action_id))
 
@@ -264,15 +282,19 @@ class Listeners:
         clicked = str(interaction.message.id) if interaction.message is not None else None
         actor = author_of(interaction.user)
         await self._privately(
-            interaction, f"the click on {action_id!r}", CLICK_FAILED,
+            interaction,
+            f"the click on {action_id!r}",
+            CLICK_FAILED,
             lambda surface: self.core.on_action(action_id, actor, surface, clicked),
-        )  # fmt: skip
+        )
 
     async def on_command(self, interaction: discord.Interaction[Any], command: Command) -> None:
         try:
             await interaction.response.defer(ephemeral=True, thinking=True)
         except discord.HTTPException as exc:
-            log.warning("could not acknowledge /threadline %s: %s %s", command, exc.status, exc.text)
+            log.warning(
+                "could not acknowledge /threadline %s: %s %s", command, exc.status, exc.text
+            )
             return
         self.tasks.spawn(self._command(interaction, command))
 
@@ -280,9 +302,13 @@ class Listeners:
         actor = author_of(interaction.user)
         dm = interaction.guild_id is None
         await self._privately(
-            interaction, f"/threadline {command}", COMMAND_FAILED,
-            lambda surface: run_command(self.core, command, surface.thread_key, surface, actor, dm=dm),
-        )  # fmt: skip
+            interaction,
+            f"/threadline {command}",
+            COMMAND_FAILED,
+            lambda surface: run_command(
+                self.core, command, surface.thread_key, surface, actor, dm=dm
+            ),
+        )
 
     async def _privately(
         self,

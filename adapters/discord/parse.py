@@ -50,7 +50,9 @@ def thread_name(message: discord.Message, me: discord.abc.User) -> str:
 
 
 def to_inbound(message: discord.Message, where: Where, me: discord.abc.User) -> Inbound:
-    files = tuple(Attachment(a.filename, a.url, a.size, a.content_type) for a in message.attachments)
+    files = tuple(
+        Attachment(a.filename, a.url, a.size, a.content_type) for a in message.attachments
+    )
     return Inbound(
         thread_key=thread_key(where.guild_id, where.channel_id),
         author=author_of(message.author),

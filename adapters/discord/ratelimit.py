@@ -92,7 +92,9 @@ class RateLimitWatch:
         return max(0.0, bucket.resets_at - self._clock.monotonic())
 
     async def _on_request_end(
-        self, session: aiohttp.ClientSession, context: SimpleNamespace,
+        self,
+        session: aiohttp.ClientSession,
+        context: SimpleNamespace,
         params: aiohttp.TraceRequestEndParams,
     ) -> None:
         response = params.response
@@ -115,7 +117,10 @@ class RateLimitWatch:
     def _note_headers(self, method: str, path: str, response: aiohttp.ClientResponse) -> None:
         match = _MESSAGE_ROUTE.search(path)
         headers = response.headers
-        if match is None or (method, match.group(2) is None) not in (("POST", True), ("PATCH", False)):
+        if match is None or (method, match.group(2) is None) not in (
+            ("POST", True),
+            ("PATCH", False),
+        ):
             return
         if "X-RateLimit-Remaining" not in headers or response.status == 429:
             return

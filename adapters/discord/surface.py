@@ -80,8 +80,12 @@ class DiscordSurface:
         self._link = link
         self._id = channel_id
         self._key = key
-        kind = discord.ChannelType.private if guild_id is None else discord.ChannelType.public_thread
-        self._channel = link.client.get_partial_messageable(channel_id, guild_id=guild_id, type=kind)
+        kind = (
+            discord.ChannelType.private if guild_id is None else discord.ChannelType.public_thread
+        )
+        self._channel = link.client.get_partial_messageable(
+            channel_id, guild_id=guild_id, type=kind
+        )
         self._limits = SurfaceLimits(
             max_chars=SPLIT_AT,
             min_edit_interval=MIN_EDIT_INTERVAL,
@@ -111,11 +115,13 @@ class DiscordSurface:
     async def post(self, text: str, buttons: Sequence[Button] = ()) -> str:
         _check_length(text)
         view = build_view(buttons)
-        message = await self._recovering(lambda: self._call(
-            "post a message",
-            lambda: self._channel.send(content=text, view=view, allowed_mentions=NO_PINGS),  # type: ignore[arg-type]
-            messages=True,
-        ))
+        message = await self._recovering(
+            lambda: self._call(
+                "post a message",
+                lambda: self._channel.send(content=text, view=view, allowed_mentions=NO_PINGS),  # type: ignore[arg-type]
+                messages=True,
+            )
+        )
         self._stop_typing()  # Discord ends the typing indicator when the message arrives
         return str(message.id)
 
@@ -125,18 +131,24 @@ class DiscordSurface:
         _check_length(text)
         view = build_view(buttons)
         target = self._channel.get_partial_message(int(message_id))
-        await self._recovering(lambda: self._call(
-            "edit a message",
-            lambda: target.edit(content=text, view=view, allowed_mentions=NO_PINGS),
-            messages=True,
-            share=1.0 if final else INTERIM_SHARE,
-        ), editing=True)
+        await self._recovering(
+            lambda: self._call(
+                "edit a message",
+                lambda: target.edit(content=text, view=view, allowed_mentions=NO_PINGS),
+                messages=True,
+                share=1.0 if final else INTERIM_SHARE,
+            ),
+            editing=True,
+        )
 
     async def drop_buttons(self, message_id: str) -> None:
         target = self._channel.get_partial_message(int(message_id))
-        await self._recovering(lambda: self._call(
-            "remove a message's buttons", lambda: target.edit(view=None), messages=True
-        ), editing=True)  # fmt: skip
+        await self._recovering(
+            lambda: self._call(
+                "remove a message's buttons", lambda: target.edit(view=None), messages=True
+            ),
+            editing=True,
+        )
 
     async def delete(self, message_id: str) -> None:
         target = self._channel.get_partial_message(int(message_id))
@@ -227,8 +239,13 @@ class DiscordSurface:
         return [m async for m in self._channel.pins(limit=None)]
 
     async def _call(
-        self, what: str, make: Callable[[], Awaitable[T]], *, messages: bool = False,
-        paced: bool = True, share: float = 1.0,
+        self,
+        what: str,
+        make: Callable[[], Awaitable[T]],
+        *,
+        messages: bool = False,
+        paced: bool = True,
+        share: float = 1.0,
     ) -> T:
         link = self._link
         if messages and (wait := link.watch.wait_for_messages(self._id)) > 0:
@@ -246,7 +263,9 @@ class DiscordSurface:
         except discord.HTTPException as exc:
             raise translate(exc, what) from exc
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
-            raise SurfaceError(f"could not {what}: Discord did not answer ({type(exc).__name__})") from exc
+            raise SurfaceError(
+                f"could not {what}: Discord did not answer ({type(exc).__name__})"
+            ) from exc
 
 
 def translate(exc: discord.HTTPException, what: str) -> SurfaceError:
@@ -263,7 +282,9 @@ def translate(exc: discord.HTTPException, what: str) -> SurfaceError:
     if exc.code == 50035 and "content" in exc.text and "length" in exc.text:
         return MessageTooLong(detail)
     if exc.status == 403:
-        return SurfaceError(f"{detail} (a permission is missing: `threadline discord-invite` lists them)")
+        return SurfaceError(
+            f"{detail} (a permission is missing: `threadline discord-invite` lists them)"
+        )
     return SurfaceError(detail)
 
 

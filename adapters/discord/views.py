@@ -41,12 +41,11 @@ class HasClickHandler(Protocol):
 
 
 class ActionButton(
-    discord.ui.DynamicItem[discord.ui.Button[Any]], template=re.compile(rf"^{PREFIX}(?P<action>.+)$", re.S)
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=re.compile(rf"^{PREFIX}(?P<action>.+)$", re.S),
 ):
     def __init__(self, action_id: str, label: str, style: discord.ButtonStyle) -> None:
-        super().__init__(
-            discord.ui.Button(label=label, style=style, custom_id=PREFIX + action_id)
-        )
+        super().__init__(discord.ui.Button(label=label, style=style, custom_id=PREFIX + action_id))
         self.action_id = action_id
 
     @classmethod
@@ -72,7 +71,9 @@ def build_view(buttons: Sequence[Button]) -> discord.ui.View | None:
     view = discord.ui.View(timeout=None)
     for button in buttons:
         if len(PREFIX + button.action_id) > MAX_CUSTOM_ID:
-            raise SurfaceError(f"action id {button.action_id[:20]!r}… is too long for a Discord button")
+            raise SurfaceError(
+                f"action id {button.action_id[:20]!r}… is too long for a Discord button"
+            )
         label = button.label.strip()[:MAX_LABEL] or "…"
         view.add_item(ActionButton(button.action_id, label, STYLES[button.style]))
     view.stop()  # clicks come back through ActionButton, not through this object

@@ -16,9 +16,12 @@ def check_playground(settings: Settings) -> list[tuple[bool | None, str]]:
 
 def _files(settings: Settings) -> tuple[bool | None, str]:
     cap = settings.file_max_bytes
-    return (None, f"playground files: kept in {settings.data_dir / 'playground_files'}, up to "
-                  f"{size_words(cap)} each (a larger one is named, not kept; more than "
-                  f"{size_words(body_limit(cap))} in one message is refused)")
+    return (
+        None,
+        f"playground files: kept in {settings.data_dir / 'playground_files'}, up to "
+        f"{size_words(cap)} each (a larger one is named, not kept; more than "
+        f"{size_words(body_limit(cap))} in one message is refused)",
+    )
 
 
 def _exposure(settings: Settings) -> list[tuple[bool | None, str]]:
@@ -30,6 +33,11 @@ def _exposure(settings: Settings) -> list[tuple[bool | None, str]]:
     except ConfigError as exc:
         return [(False, f"playground on {url}: {exc}")]
     if token is not None:
-        return [(True, f"playground will be served on {url}, to those who open it once as "
-                       "/?token=<THREADLINE_PLAYGROUND_TOKEN>")]
+        return [
+            (
+                True,
+                f"playground will be served on {url}, to those who open it once as "
+                "/?token=<THREADLINE_PLAYGROUND_TOKEN>",
+            )
+        ]
     return [(None, f"playground will be served on {url} (this machine only)")]

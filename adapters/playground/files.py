@@ -135,7 +135,9 @@ class PlaygroundFiles:
             file_id = await asyncio.to_thread(self._store.write, self._thread_id, data)
         except (UnknownThread, OSError) as exc:
             raise SurfaceError(f"the playground could not keep {shown}: {exc}") from exc
-        file = FileData(id=file_id, name=shown, size=len(data), mimetype=mimetype_of(shown, data[:64]))
+        file = FileData(
+            id=file_id, name=shown, size=len(data), mimetype=mimetype_of(shown, data[:64])
+        )
         self._state.post(
             self._thread_id, author_id=BOT_ID, author_name=BOT_NAME, text="", files=[file], bot=True
         )

@@ -33,7 +33,9 @@ class Gate:
     def __init__(
         self, data_dir: Path, host: str, token: str | None, stopping: Callable[[], bool]
     ) -> None:
-        check_exposure(host, token)  # before anything starts: no token, no playground beyond loopback
+        check_exposure(
+            host, token
+        )  # before anything starts: no token, no playground beyond loopback
         self._data_dir = data_dir
         self._host = host
         self._token = token
@@ -51,7 +53,9 @@ class Gate:
             raise refusal(web.HTTPServiceUnavailable, "the playground is stopping")
         host = request.headers.get("Host")
         if not self.access.host_allowed(host):
-            raise refusal(web.HTTPForbidden, f"this playground is not served as {host or 'no host'}")
+            raise refusal(
+                web.HTTPForbidden, f"this playground is not served as {host or 'no host'}"
+            )
         if not self.access.origin_allowed(request.headers.get("Origin"), host):
             raise refusal(web.HTTPForbidden, "requests from other sites' pages are not allowed")
         return self.access
@@ -62,7 +66,9 @@ class Gate:
         async def checked(request: web.Request) -> web.StreamResponse:
             user_id = self.checked(request).user_of(request.cookies.get(COOKIE))
             if user_id is None:
-                raise refusal(web.HTTPUnauthorized, "no playground session: open (or reload) the page")
+                raise refusal(
+                    web.HTTPUnauthorized, "no playground session: open (or reload) the page"
+                )
             request[USER] = user_id
             return await handler(request)
 
@@ -80,12 +86,18 @@ class Gate:
                 status=303, headers={"Location": "/", "Cache-Control": "no-store"}
             )
         else:
-            response = web.FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+            response = web.FileResponse(
+                STATIC / "index.html", headers={"Cache-Control": "no-cache"}
+            )
         if not has_session:
             response.set_cookie(
-                COOKIE, access.new_session(), max_age=COOKIE_MAX_AGE_S, path="/",
-                httponly=True, samesite="Strict",
-            )  # fmt: skip
+                COOKIE,
+                access.new_session(),
+                max_age=COOKIE_MAX_AGE_S,
+                path="/",
+                httponly=True,
+                samesite="Strict",
+            )
         return response
 
     async def static(self, request: web.Request) -> web.FileResponse:

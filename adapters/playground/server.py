@@ -137,7 +137,10 @@ class PlaygroundAdapter:
         app.router.add_get("/api/threads/{thread_id}", self.gate.api(self._thread))
         app.router.add_post("/api/messages", self.gate.api(self._post_message))
         app.router.add_post("/api/actions", self.gate.api(self._post_action))
-        app.router.add_get("/api/files/{thread_id}/{file_id}", self.gate.api(lambda r: serve(self.state, self.files, r)))
+        app.router.add_get(
+            "/api/files/{thread_id}/{file_id}",
+            self.gate.api(lambda r: serve(self.state, self.files, r)),
+        )
         app.router.add_get("/api/ws", self.gate.api(self._websocket))
 
     async def start(self) -> None:
@@ -151,7 +154,9 @@ class PlaygroundAdapter:
         return self._surface(key.removeprefix(PREFIX))
 
     def _surface(self, thread_id: str) -> PlaygroundSurface:
-        return PlaygroundSurface(self.state, thread_id, PlaygroundFiles(self.state, self.files, thread_id))
+        return PlaygroundSurface(
+            self.state, thread_id, PlaygroundFiles(self.state, self.files, thread_id)
+        )
 
     async def wait_idle(self) -> None:
         """Return once no message or click is being handled (those arriving meanwhile included)."""
@@ -254,7 +259,9 @@ class PlaygroundAdapter:
             return await self.core.admit(inbound, self._surface(thread_id))
         except Exception:
             log.exception("accepting a playground message in %s failed", inbound.thread_key)
-            raise _error(web.HTTPServiceUnavailable, "the message could not be stored; try again") from None
+            raise _error(
+                web.HTTPServiceUnavailable, "the message could not be stored; try again"
+            ) from None
 
     async def _post_action(self, request: web.Request) -> web.Response:
         body = await self._body(request, PostAction)
@@ -264,11 +271,15 @@ class PlaygroundAdapter:
             raise _error(web.HTTPNotFound, "no such thread") from None
         surface = self._surface(body.thread_id)
         user_id = request[USER]
-        task = self._spawn(self._act(body.action_id, body.author(user_id), surface, body.message_id))
+        task = self._spawn(
+            self._act(body.action_id, body.author(user_id), surface, body.message_id)
+        )
         try:
             note = await asyncio.wait_for(asyncio.shield(task), self._action_wait)
         except TimeoutError:
-            task.add_done_callback(lambda t: self._late_note(t, body.client_id, user_id, body.thread_id))
+            task.add_done_callback(
+                lambda t: self._late_note(t, body.client_id, user_id, body.thread_id)
+            )
             return web.json_response({"note": None, "pending": True}, status=202)
         return web.json_response({"note": note})
 
@@ -294,7 +305,9 @@ class PlaygroundAdapter:
         self, task: asyncio.Task[str | None], client_id: str, user_id: str, thread_id: str
     ) -> None:
         if not task.cancelled() and (note := task.result()):
-            self.hub.send_to(client_id, user_id, {"type": "note", "thread_id": thread_id, "text": note})
+            self.hub.send_to(
+                client_id, user_id, {"type": "note", "thread_id": thread_id, "text": note}
+            )
 
     # --- live updates ---------------------------------------------------------------------------
     async def _websocket(self, request: web.Request) -> web.WebSocketResponse:

@@ -218,7 +218,9 @@ class PlaygroundState:
     # --- changing -------------------------------------------------------------------------------
     def create_thread(self, title: str) -> ThreadData:
         now = self._clock.now()
-        thread = ThreadData(id=new_id(), title=title_of(title) or "New thread", created_at=now, updated_at=now)
+        thread = ThreadData(
+            id=new_id(), title=title_of(title) or "New thread", created_at=now, updated_at=now
+        )
         self._threads[thread.id] = thread
         self._changed()
         self._emit({"type": "thread", "thread": thread.summary()})
@@ -258,7 +260,9 @@ class PlaygroundState:
         self._emit({"type": "thread", "thread": thread.summary()})
         return message
 
-    def edit(self, thread_id: str, message_id: str, text: str, buttons: Iterable[ButtonData]) -> MessageData:
+    def edit(
+        self, thread_id: str, message_id: str, text: str, buttons: Iterable[ButtonData]
+    ) -> MessageData:
         message = self._message(thread_id, message_id)
         message.text = text
         message.buttons = list(buttons)

@@ -86,7 +86,9 @@ async def read_upload(request: web.Request, staging: Path, cap: int) -> Upload:
 async def keep(store: FileStore, thread_id: str, staged: Staged) -> FileData:
     """The staged file moved into the thread's files (one over the cap is only named)."""
     if staged.path is None:
-        return FileData(id=new_id(), name=staged.name, size=staged.size, mimetype=staged.mimetype, kept=False)
+        return FileData(
+            id=new_id(), name=staged.name, size=staged.size, mimetype=staged.mimetype, kept=False
+        )
     file_id = await asyncio.to_thread(store.keep, thread_id, staged.path)
     return FileData(id=file_id, name=staged.name, size=staged.size, mimetype=staged.mimetype)
 
@@ -120,7 +122,9 @@ async def _file(part: BodyPartReader, target: Path, cap: int, room: int) -> Stag
         while chunk := await part.read_chunk(CHUNK):
             size += len(chunk)
             if size > room:
-                raise UploadError(413, f"the files are larger than {size_words(body_limit(cap))} in all")
+                raise UploadError(
+                    413, f"the files are larger than {size_words(body_limit(cap))} in all"
+                )
             if not head:
                 head = chunk[:64]
             if size <= cap:

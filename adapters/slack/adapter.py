@@ -107,30 +107,50 @@ class SlackAdapter:
         limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
         names = DisplayNames(api.user, self._clock)
         groups = UserGroups(api.group_members, self._groups, self._clock)
-        streams = StreamSupport(identity.team_id, StreamSettings(
-            config.streaming, config.stream_starts_per_minute, config.stream_appends_per_minute,
-            config.stream_max_age,
-        ))
+        streams = StreamSupport(
+            identity.team_id,
+            StreamSettings(
+                config.streaming,
+                config.stream_starts_per_minute,
+                config.stream_appends_per_minute,
+                config.stream_max_age,
+            ),
+        )
         self.listeners = SlackListeners(
-            self.core, api, identity, names, groups, limits, self.tasks, self._history_messages,
+            self.core,
+            api,
+            identity,
+            names,
+            groups,
+            limits,
+            self.tasks,
+            self._history_messages,
             streams,
         )
         self.core.register_surfaces(
             f"slack:{identity.team_id}:", self.listeners.surface, channel_of=_channel_of
         )
-        bolt = _bolt_app(build_client(None, config.api_url, session), self.listeners, identity,
-                         config.bot_token.get_secret_value())
+        bolt = _bolt_app(
+            build_client(None, config.api_url, session),
+            self.listeners,
+            identity,
+            config.bot_token.get_secret_value(),
+        )
         if self._endpoint is not None:
             self._endpoint.dispatch = bolt.async_dispatch
         elif config.app_token is not None:
             self._socket = SocketLink(
-                config.app_token.get_secret_value(), client, bolt.async_dispatch,
+                config.app_token.get_secret_value(),
+                client,
+                bolt.async_dispatch,
                 ping_interval=self._ping_interval,
             )
             await self._socket.open()
         log.info(
             "Slack: @%s in workspace %s (%s), %s",
-            identity.user, identity.team, identity.team_id,
+            identity.user,
+            identity.team,
+            identity.team_id,
             "Socket Mode" if self._endpoint is None else f"HTTP mode at POST {EVENTS_PATH}",
         )
 
@@ -174,7 +194,9 @@ class SlackAdapter:
             await session.close()
 
 
-def _bolt_app(client: AsyncWebClient, handlers: SlackListeners, identity: Identity, token: str) -> AsyncApp:
+def _bolt_app(
+    client: AsyncWebClient, handlers: SlackListeners, identity: Identity, token: str
+) -> AsyncApp:
     """Bolt, told who the bot is (from our ``auth.test``) instead of asking Slack per process."""
 
     async def authorize(enterprise_id: str | None) -> AuthorizeResult:

@@ -78,7 +78,9 @@ def http_session() -> aiohttp.ClientSession:
     return aiohttp.ClientSession(trace_configs=[request_trace("slack", method_of)])
 
 
-def build_client(token: str | None, base_url: str, session: aiohttp.ClientSession) -> AsyncWebClient:
+def build_client(
+    token: str | None, base_url: str, session: aiohttp.ClientSession
+) -> AsyncWebClient:
     return AsyncWebClient(
         token=token,
         base_url=base_url,
@@ -115,8 +117,13 @@ def translate(exc: SlackApiError, method: str, *, editing: bool = False) -> Surf
     return SurfaceError(f"Slack {method} failed: {code}")
 
 
-async def guarded(method: str, call: Awaitable[AsyncSlackResponse], *, editing: bool = False,
-                  ok: frozenset[str] = frozenset()) -> AsyncSlackResponse | None:
+async def guarded(
+    method: str,
+    call: Awaitable[AsyncSlackResponse],
+    *,
+    editing: bool = False,
+    ok: frozenset[str] = frozenset(),
+) -> AsyncSlackResponse | None:
     """Await one Web API call; Slack's errors come out as :class:`SurfaceError` subclasses.
 
     Error codes in ``ok`` mean the wanted state already holds: None is returned.
@@ -164,14 +171,22 @@ class SlackApi:
         )
 
     async def start_stream(
-        self, channel: str, thread_ts: str, chunks: list[dict[str, Any]],
-        recipient: dict[str, str], *, refused: frozenset[str],
+        self,
+        channel: str,
+        thread_ts: str,
+        chunks: list[dict[str, Any]],
+        recipient: dict[str, str],
+        *,
+        refused: frozenset[str],
     ) -> str | None:
         """``chat.startStream`` in ``timeline`` mode; None when Slack answers one of ``refused``."""
         response = await guarded(
             "chat.startStream",
             self.client.chat_startStream(
-                channel=channel, thread_ts=thread_ts, chunks=chunks, task_display_mode="timeline",
+                channel=channel,
+                thread_ts=thread_ts,
+                chunks=chunks,
+                task_display_mode="timeline",
                 **recipient,
             ),
             ok=refused,
@@ -185,7 +200,8 @@ class SlackApi:
 
     async def append_stream(self, channel: str, ts: str, chunks: list[dict[str, Any]]) -> None:
         await guarded(
-            "chat.appendStream", self.client.chat_appendStream(channel=channel, ts=ts, chunks=chunks)
+            "chat.appendStream",
+            self.client.chat_appendStream(channel=channel, ts=ts, chunks=chunks),
         )
 
     async def stop_stream(self, channel: str, ts: str) -> None:
@@ -203,7 +219,11 @@ class SlackApi:
         shown = next((m for m in found or () if isinstance(m, dict) and m.get("ts") == ts), None)
         if shown is None:
             return  # gone: nothing to press any more
-        blocks = [b for b in shown.get("blocks") or () if isinstance(b, dict) and b.get("type") != "actions"]
+        blocks = [
+            b
+            for b in shown.get("blocks") or ()
+            if isinstance(b, dict) and b.get("type") != "actions"
+        ]
         payload: dict[str, Any] = {"text": str(shown.get("text") or " ")}
         if blocks:
             payload["blocks"] = blocks
@@ -211,19 +231,22 @@ class SlackApi:
 
     async def delete(self, channel: str, ts: str) -> None:
         await guarded(
-            "chat.delete", self.client.chat_delete(channel=channel, ts=ts),
+            "chat.delete",
+            self.client.chat_delete(channel=channel, ts=ts),
             ok=frozenset({"message_not_found"}),
         )
 
     async def pin(self, channel: str, ts: str) -> None:
         await guarded(
-            "pins.add", self.client.pins_add(channel=channel, timestamp=ts),
+            "pins.add",
+            self.client.pins_add(channel=channel, timestamp=ts),
             ok=frozenset({"already_pinned"}),
         )
 
     async def unpin(self, channel: str, ts: str) -> None:
         await guarded(
-            "pins.remove", self.client.pins_remove(channel=channel, timestamp=ts),
+            "pins.remove",
+            self.client.pins_remove(channel=channel, timestamp=ts),
             ok=frozenset({"no_pin", "message_not_found"}),
         )
 
@@ -238,10 +261,14 @@ class SlackApi:
         )
         return response is not None
 
-    async def ephemeral(self, channel: str, user: str, thread_ts: str | None, payload: dict[str, Any]) -> None:
+    async def ephemeral(
+        self, channel: str, user: str, thread_ts: str | None, payload: dict[str, Any]
+    ) -> None:
         await guarded(
             "chat.postEphemeral",
-            self.client.chat_postEphemeral(channel=channel, user=user, thread_ts=thread_ts, **payload),
+            self.client.chat_postEphemeral(
+                channel=channel, user=user, thread_ts=thread_ts, **payload
+            ),
         )
 
     async def user(self, user_id: str) -> dict[str, Any]:
@@ -255,7 +282,11 @@ class SlackApi:
             "usergroups.users.list", self.client.usergroups_users_list(usergroup=group_id)
         )
         users = response.get("users") if response is not None else None
-        return frozenset(u for u in users if isinstance(u, str)) if isinstance(users, list) else frozenset()
+        return (
+            frozenset(u for u in users if isinstance(u, str))
+            if isinstance(users, list)
+            else frozenset()
+        )
 
     async def identity(self) -> Identity:
         """``auth.test``; raises :class:`SlackApiError` as is (the caller words it)."""

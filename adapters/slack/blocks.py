@@ -53,7 +53,11 @@ def _buttons(buttons: Sequence[Button], offset: int) -> list[Block]:
         if len(action_id) > ACTION_ID_CHARS or action_id in seen:
             action_id = f"threadline-{i}-{hashlib.sha256(action_id.encode()).hexdigest()[:32]}"
         seen.add(action_id)
-        label = button.label if len(button.label) <= LABEL_CHARS else button.label[: LABEL_CHARS - 1] + "…"
+        label = (
+            button.label
+            if len(button.label) <= LABEL_CHARS
+            else button.label[: LABEL_CHARS - 1] + "…"
+        )
         element: Block = {
             "type": "button",
             "action_id": action_id,

@@ -35,8 +35,11 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         except UNREACHABLE as exc:
             return [*lines, (False, f"could not reach the Slack API{where}: {_reason(exc)}")]
         lines.append(
-            (True, f"bot token works: @{response.get('user')} in workspace "
-                   f"{response.get('team')} ({response.get('team_id')})")
+            (
+                True,
+                f"bot token works: @{response.get('user')} in workspace "
+                f"{response.get('team')} ({response.get('team_id')})",
+            )
         )
         wanted = BOT_SCOPES | ({GROUP_SCOPE} if configured_groups(settings) else set())
         lines.append(_scopes(response.headers.get("x-oauth-scopes"), wanted))
@@ -46,9 +49,12 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
             lines.append(await _socket_mode(client, config.app_token.get_secret_value(), where))
         else:
             lines.append(
-                (None, "HTTP mode (no SLACK_APP_TOKEN): point Event Subscriptions and "
-                       f"Interactivity at https://<your public host>{EVENTS_PATH}; this server "
-                       f"listens on {settings.http_host}:{settings.http_port}")
+                (
+                    None,
+                    "HTTP mode (no SLACK_APP_TOKEN): point Event Subscriptions and "
+                    f"Interactivity at https://<your public host>{EVENTS_PATH}; this server "
+                    f"listens on {settings.http_host}:{settings.http_port}",
+                )
             )
     return lines
 
@@ -73,7 +79,10 @@ async def _socket_mode(client: AsyncWebClient, app_token: str, where: str) -> Li
     except SlackApiError as exc:
         code = error_code(exc)
         if code == "missing_scope":
-            return (False, f"SLACK_APP_TOKEN lacks the {APP_TOKEN_SCOPE} scope (Basic Information → App-Level Tokens)")
+            return (
+                False,
+                f"SLACK_APP_TOKEN lacks the {APP_TOKEN_SCOPE} scope (Basic Information → App-Level Tokens)",
+            )
         return (False, f"SLACK_APP_TOKEN: {auth_problem(code)}; Socket Mode cannot connect")
     except UNREACHABLE as exc:
         return (False, f"could not reach the Slack API{where} to open Socket Mode: {_reason(exc)}")
@@ -84,7 +93,11 @@ def _streaming(config: SlackConfig) -> Line:
     """What ``THREADLINE_SLACK_STREAMING`` makes of answers."""
     if config.streaming == "edit":
         return (None, "answers stream by editing one message (THREADLINE_SLACK_STREAMING=edit)")
-    how = "whenever Slack allows" if config.streaming == "native" else "when a stream can start at once"
+    how = (
+        "whenever Slack allows"
+        if config.streaming == "native"
+        else "when a stream can start at once"
+    )
     return (
         True,
         f"answers stream natively with chat.startStream {how}, edits otherwise "

@@ -29,7 +29,10 @@ Members = Callable[[str], Awaitable[frozenset[str]]]
 def configured_groups(settings: Settings) -> frozenset[str]:
     """The ids of the Slack user groups the configuration names anywhere: as approvers, in
     ``[access]`` or in a tool's people lists."""
-    tools = [*settings.tools.values(), *(t for c in settings.channels.values() for t in c.tools.values())]
+    tools = [
+        *settings.tools.values(),
+        *(t for c in settings.channels.values() for t in c.tools.values()),
+    ]
     named: list[ApproversSettings | None] = [t.approvers for t in tools]
     named.extend(c.approvers for c in settings.channels.values())
     roles: list[str] = [role for a in named if a is not None for role in a.roles]
@@ -39,10 +42,17 @@ def configured_groups(settings: Settings) -> frozenset[str]:
 
 
 class UserGroups:
-    def __init__(self, members: Members, groups: frozenset[str], clock: Clock, *, ttl: float = TTL_S):
+    def __init__(
+        self, members: Members, groups: frozenset[str], clock: Clock, *, ttl: float = TTL_S
+    ):
         self._groups = sorted(groups)
         self._members = KeptLookups(
-            members, _unreadable, clock, ttl=ttl, failed_ttl=FAILED_TTL_S, capacity=max(1, len(groups))
+            members,
+            _unreadable,
+            clock,
+            ttl=ttl,
+            failed_ttl=FAILED_TTL_S,
+            capacity=max(1, len(groups)),
         )
 
     async def roles_of(self, user_id: str) -> frozenset[str]:
@@ -51,7 +61,8 @@ class UserGroups:
             return frozenset()
         found = await asyncio.gather(*(self._members.get(g) for g in self._groups))
         return frozenset(
-            f"{PREFIX}{group}" for group, members in zip(self._groups, found, strict=True)
+            f"{PREFIX}{group}"
+            for group, members in zip(self._groups, found, strict=True)
             if user_id in members
         )
 
@@ -59,6 +70,8 @@ class UserGroups:
 def _unreadable(group: str, error: SurfaceError) -> frozenset[str]:
     log.warning(
         "could not read the members of Slack user group %s (%s); nobody counts as a member. "
-        "Approvers by group need the usergroups:read scope", group, error,
+        "Approvers by group need the usergroups:read scope",
+        group,
+        error,
     )
     return frozenset()

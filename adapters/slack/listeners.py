@@ -152,10 +152,20 @@ class SlackListeners:
 
     async def _earlier(self, message: PersonMessage, key: ThreadKey) -> tuple[Earlier | Gap, ...]:
         """A first mention inside a thread that existed before: what was said there."""
-        if message.needs_session or message.ts == message.root_ts or await self.core.has_session(key):
+        if (
+            message.needs_session
+            or message.ts == message.root_ts
+            or await self.core.has_session(key)
+        ):
             return ()
         return await earlier(
-            self.api, self.identity, self.names, message.channel, message.root_ts, message.ts, self.history_messages
+            self.api,
+            self.identity,
+            self.names,
+            message.channel,
+            message.root_ts,
+            message.ts,
+            self.history_messages,
         )
 
     async def _handle(self, inbound: Inbound, work: Awaitable[None], surface: SlackSurface) -> None:
@@ -181,10 +191,11 @@ class SlackListeners:
         if not note:
             return
         try:
-            await self.api.ephemeral(click.channel, click.user, click.root_ts, message_payload(render(note)))
+            await self.api.ephemeral(
+                click.channel, click.user, click.root_ts, message_payload(render(note))
+            )
         except SurfaceError:
             log.warning("could not show %s the note about their click", click.user, exc_info=True)
-
 
     async def _command(self, command: SlashCommand) -> None:
         """Run the command in the thread it names; its answer goes to the person alone."""
@@ -198,7 +209,9 @@ class SlackListeners:
         if url is not None and session is not None and await respond(session, url, note):
             return
         try:
-            await self.api.ephemeral(command.channel, command.user, None, message_payload(render(note)))
+            await self.api.ephemeral(
+                command.channel, command.user, None, message_payload(render(note))
+            )
         except SurfaceError:
             log.warning("could not answer /threadline to %s in %s", command.user, command.channel)
 
@@ -208,10 +221,14 @@ class SlackListeners:
         found = target(command, latest)
         if found.command is None or found.key is None:
             return found.note
-        name, roles = await asyncio.gather(self.names.name(command.user), self.groups.roles_of(command.user))
+        name, roles = await asyncio.gather(
+            self.names.name(command.user), self.groups.roles_of(command.user)
+        )
         actor = Author(f"slack:{command.user}", name, roles)
         dm = command.channel.startswith("D")
-        answer = await run_command(self.core, found.command, found.key, self.surface(found.key), actor, dm=dm)
+        answer = await run_command(
+            self.core, found.command, found.key, self.surface(found.key), actor, dm=dm
+        )
         return found.note + answer
 
 

@@ -41,7 +41,9 @@ def display_name(user: dict[str, Any], fallback: str) -> str:
 
 
 class DisplayNames:
-    def __init__(self, lookup: Lookup, clock: Clock, *, capacity: int = CAPACITY, ttl: float = TTL_S):
+    def __init__(
+        self, lookup: Lookup, clock: Clock, *, capacity: int = CAPACITY, ttl: float = TTL_S
+    ):
         async def name_of(user_id: str) -> str:
             return display_name(await lookup(user_id), user_id)
 

@@ -185,8 +185,13 @@ def parse_click(body: Any) -> Click | None:
     if not (_text(user) and _text(channel) and _text(root) and action_id):
         return None
     clicked = message.get("ts") or container.get("message_ts")
-    return Click(user=user, channel=channel, root_ts=root, action_id=action_id,
-                 message_ts=clicked if _text(clicked) else None)
+    return Click(
+        user=user,
+        channel=channel,
+        root_ts=root,
+        action_id=action_id,
+        message_ts=clicked if _text(clicked) else None,
+    )
 
 
 def _dict(body: dict[str, Any], name: str) -> dict[str, Any]:

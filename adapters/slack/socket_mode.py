@@ -60,20 +60,29 @@ class SocketLink:
             raise ConfigError("SLACK_APP_TOKEN", auth_problem(error_code(exc))) from None
         await client.connect()  # type: ignore[no-untyped-call]
 
-    async def _on_request(self, client: AsyncBaseSocketModeClient, request: SocketModeRequest) -> None:
+    async def _on_request(
+        self, client: AsyncBaseSocketModeClient, request: SocketModeRequest
+    ) -> None:
         handled = asyncio.ensure_future(self._bolt(request))
         self._handling.add(handled)
         handled.add_done_callback(self._handled)
         await asyncio.wait({handled}, timeout=ACK_WITHIN)
         try:
-            await client.send_socket_mode_response(SocketModeResponse(envelope_id=request.envelope_id))
+            await client.send_socket_mode_response(
+                SocketModeResponse(envelope_id=request.envelope_id)
+            )
         except (aiohttp.ClientError, ConnectionError):
             # the link is going away; unacknowledged, the envelope comes again on the next link
-            log.info("could not acknowledge a Socket Mode %s envelope; Slack will resend it", request.type)
+            log.info(
+                "could not acknowledge a Socket Mode %s envelope; Slack will resend it",
+                request.type,
+            )
 
     async def _bolt(self, request: SocketModeRequest) -> BoltResponse:
         headers = build_headers(request)
-        return await self._dispatch(AsyncBoltRequest(mode="socket_mode", body=request.payload, headers=headers))
+        return await self._dispatch(
+            AsyncBoltRequest(mode="socket_mode", body=request.payload, headers=headers)
+        )
 
     def _handled(self, task: asyncio.Future[BoltResponse]) -> None:
         self._handling.discard(task)
@@ -94,7 +103,11 @@ class SocketLink:
         for handling in list(self._handling):
             handling.cancel()
         await asyncio.gather(*self._handling, return_exceptions=True)
-        for future in (client.message_processor, client.current_session_monitor, client.message_receiver):
+        for future in (
+            client.message_processor,
+            client.current_session_monitor,
+            client.message_receiver,
+        ):
             if future is not None:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await future

@@ -138,4 +138,6 @@ class SlackSurface:
 
 def _check_length(text: str) -> None:
     if len(text) > MARKDOWN_LIMIT:
-        raise MessageTooLong(f"{len(text):,} characters; a Slack markdown block holds {MARKDOWN_LIMIT:,}")
+        raise MessageTooLong(
+            f"{len(text):,} characters; a Slack markdown block holds {MARKDOWN_LIMIT:,}"
+        )

@@ -107,7 +107,7 @@ def rule_tool(tool: str, subject: str | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class AllowRule:
-    """"Always allow here": ``tool`` runs without a card in ``scope`` (a channel), for the people
+    """ "Always allow here": ``tool`` runs without a card in ``scope`` (a channel), for the people
     it ``covers`` (the person whose request it was created on), until revoked. ``tool`` may be
     narrower than a tool: ``fetch_url:docs.python.org`` covers that domain only."""
 

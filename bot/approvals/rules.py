@@ -62,4 +62,3 @@ class ToolRules:
             if item.offer_always is not None:
                 return item.offer_always
         return mode == "ask" and not tool.executes
-

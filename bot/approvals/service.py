@@ -89,7 +89,9 @@ class ApprovalService:
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
         if not may_use_tool(self._settings, ctx.thread_key, tool.name, ctx.requester):
             who = ctx.requester.person if ctx.requester else "this person"
-            return Refuse(f"refused: {who} may not have me use {tool.name} here (an operator's setting); it was not run.")
+            return Refuse(
+                f"refused: {who} may not have me use {tool.name} here (an operator's setting); it was not run."
+            )
         if self.free(ctx, tool):
             return Proceed()  # nothing to ask and nothing that could have been asked before
         existing = (await self._store.approvals_for(ctx.thread_key, [call.id])).get(call.id)
@@ -102,11 +104,18 @@ class ApprovalService:
         rule = await self._rule_for(ctx.thread_key, tool, mode, requester, subject)
         if not needs_approval(mode, allowed_here=rule is not None):
             if rule is not None:
-                await self._store.record_audit(AuditEntry(
-                    self._clock.now(), ctx.thread_key, "allowed by rule", tool.name,
-                    arguments_hash(call.arguments), requester.id, requester.person,
-                    detail=f"rule {rule.id} by {rule.created_by_name}",
-                ))  # fmt: skip
+                await self._store.record_audit(
+                    AuditEntry(
+                        self._clock.now(),
+                        ctx.thread_key,
+                        "allowed by rule",
+                        tool.name,
+                        arguments_hash(call.arguments),
+                        requester.id,
+                        requester.person,
+                        detail=f"rule {rule.id} by {rule.created_by_name}",
+                    )
+                )
             return Proceed()
         now = self._clock.now()
         request = ApprovalRequest(
@@ -129,7 +138,13 @@ class ApprovalService:
         await self._scheduler.schedule(
             Job(f"expire:{request.id}", EXPIRE_JOB, request.expires_at, {"approval_id": request.id})
         )
-        log.info("call %s of %s in %s waits for approval %s", call.id, tool.name, ctx.thread_key, request.id)
+        log.info(
+            "call %s of %s in %s waits for approval %s",
+            call.id,
+            tool.name,
+            ctx.thread_key,
+            request.id,
+        )
         return Wait(request, new=True)
 
     async def _rule_for(
@@ -138,11 +153,15 @@ class ApprovalService:
         """The "Always allow here" rule that covers this person's call, where rules apply."""
         if mode != "ask" or not requester.id or not self.rules.offer_always(key, tool, mode):
             return None
-        return await self._store.allow_rule_for(self._scope_of(key), rule_tool(tool.name, subject), requester.id)
+        return await self._store.allow_rule_for(
+            self._scope_of(key), rule_tool(tool.name, subject), requester.id
+        )
 
     async def _verdict(self, request: ApprovalRequest, call: ToolCall) -> Verdict:
         if request.pending and request.expires_at <= self._clock.now():
-            request = await self.expire(request) or await self._store.get_approval(request.id) or request
+            request = (
+                await self.expire(request) or await self._store.get_approval(request.id) or request
+            )
         if request.pending:
             return Wait(request, new=False)
         refused = result_for(request)
@@ -165,22 +184,35 @@ class ApprovalService:
         now = self._clock.now()
         if request.expires_at <= now:
             expired = await self.expire(request)
-            return Outcome(expired is not None, "This request has expired; nothing was run.", expired)
+            return Outcome(
+                expired is not None, "This request has expired; nothing was run.", expired
+            )
         if not may_decide(request.approvers, request.requester_id, actor):
             return Outcome(False, NOT_ALLOWED.format(who=request.approvers.describe()), request)
         status = ApprovalStatus.DENIED if choice is Choice.DENY else ApprovalStatus.APPROVED
-        if not await self._store.decide_approval(approval_id, status, actor.id, actor.display_name, now):
+        if not await self._store.decide_approval(
+            approval_id, status, actor.id, actor.display_name, now
+        ):
             latest = await self._store.get_approval(approval_id)
             return Outcome(False, _already(latest) if latest else "Already decided.", latest)
         if choice is Choice.ALWAYS and request.offer_always:  # never from a forged click
             rule = AllowRule(
-                secrets.token_hex(8), self._scope_of(request.key), request.rule_tool,
-                frozenset({request.requester_id}), actor.id, actor.display_name, now,
-            )  # fmt: skip
+                secrets.token_hex(8),
+                self._scope_of(request.key),
+                request.rule_tool,
+                frozenset({request.requester_id}),
+                actor.id,
+                actor.display_name,
+                now,
+            )
             await self._store.add_allow_rule(rule)
         await self._scheduler.cancel(f"expire:{approval_id}")
         decided = replace(
-            request, status=status, decided_by_id=actor.id, decided_by_name=actor.display_name, decided_at=now
+            request,
+            status=status,
+            decided_by_id=actor.id,
+            decided_by_name=actor.display_name,
+            decided_at=now,
         )
         log.info("approval %s %s by %s", approval_id, status.value, actor.id)
         metrics.approval_decided(status.value)
@@ -190,7 +222,9 @@ class ApprovalService:
     async def expire(self, request: ApprovalRequest) -> ApprovalRequest | None:
         """Expire a pending request; the expired request when this call expired it, else None."""
         now = self._clock.now()
-        if not await self._store.decide_approval(request.id, ApprovalStatus.EXPIRED, None, None, now):
+        if not await self._store.decide_approval(
+            request.id, ApprovalStatus.EXPIRED, None, None, now
+        ):
             return None
         log.info("approval %s expired", request.id)
         metrics.approval_decided(ApprovalStatus.EXPIRED.value)

@@ -47,7 +47,9 @@ class ApprovalStore(Protocol):
         """The rules whose scope starts with ``scope_prefix``, oldest first."""
         ...
 
-    async def revoke_allow_rule(self, rule_id: str, by: str, by_name: str, now: float) -> AllowRule | None:
+    async def revoke_allow_rule(
+        self, rule_id: str, by: str, by_name: str, now: float
+    ) -> AllowRule | None:
         """Remove a rule (audited as ``rule revoked``); the rule, or None when there was none."""
         ...
 

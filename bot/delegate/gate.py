@@ -96,6 +96,8 @@ class InlineGate:
     async def _closed(self, approval_id: str) -> None:
         """The wait was cut off (a Stop): the request expires and its card says so."""
         try:
-            await asking.close(self._decisions, self._parent, self._surface(), asking.STOPPED, only=approval_id)
+            await asking.close(
+                self._decisions, self._parent, self._surface(), asking.STOPPED, only=approval_id
+            )
         except ThreadlineError:  # the store or the platform failed: a restart closes it then
             log.warning("could not close inline approval %s", approval_id, exc_info=True)

@@ -99,7 +99,9 @@ class Delegations:
     async def run(self, ctx: ToolContext, task: str, names: Sequence[str]) -> str:
         task = task.strip()
         if not task:
-            raise ToolError("the task is empty: say what the sub-agent should do, with all it needs to know")
+            raise ToolError(
+                "the task is empty: say what the sub-agent should do, with all it needs to know"
+            )
         config = self._configure(ctx.session)
         given = self._chosen(ctx, config, names)
         events = SubAgentEvents(ctx.events, ctx.call_id, NAME)
@@ -119,7 +121,9 @@ class Delegations:
         unknown = [n for n in wanted if n not in offered]
         if unknown:
             missing = ", ".join(repr(n) for n in unknown)
-            raise ToolError(f"there is no tool named {missing} here. The tools that exist: {', '.join(offered) or 'none'}.")
+            raise ToolError(
+                f"there is no tool named {missing} here. The tools that exist: {', '.join(offered) or 'none'}."
+            )
         found = (self._tools.get(n, ctx.thread_key, ctx.session) for n in wanted)
         return ToolRegistry(t for t in found if t is not None)
 
@@ -141,33 +145,60 @@ class Delegations:
                 del self._places[key]
 
     async def _work(
-        self, ctx: ToolContext, task: str, tools: ToolRegistry, config: EngineConfig, events: SubAgentEvents
+        self,
+        ctx: ToolContext,
+        task: str,
+        tools: ToolRegistry,
+        config: EngineConfig,
+        events: SubAgentEvents,
     ) -> str:
         parent, asker = ctx.session, ctx.requester
         now = self._clock.now()
         scratch = Session(
             parent.key,
-            messages=[UserMessage(text=task, author_id=asker.id if asker else None,
-                                  author_name=asker.display_name if asker else None)],
-            toolkits=copy.deepcopy({k: v for k, v in parent.toolkits.items() if k != asking.RECORD}),
-            state=RunState.RUNNING, created_at=now, updated_at=now, day=parent.day,
-            day_tokens=parent.day_tokens, day_cost_usd=parent.day_cost_usd, model=parent.model,
-        )  # fmt: skip
+            messages=[
+                UserMessage(
+                    text=task,
+                    author_id=asker.id if asker else None,
+                    author_name=asker.display_name if asker else None,
+                )
+            ],
+            toolkits=copy.deepcopy(
+                {k: v for k, v in parent.toolkits.items() if k != asking.RECORD}
+            ),
+            state=RunState.RUNNING,
+            created_at=now,
+            updated_at=now,
+            day=parent.day,
+            day_tokens=parent.day_tokens,
+            day_cost_usd=parent.day_cost_usd,
+            model=parent.model,
+        )
         own = self._sub_config(config)
         engine = Engine(
-            self._model, tools, ScratchSessions(), self._clock, own, gate=self._gate_for(parent, ctx.events, events.say)
+            self._model,
+            tools,
+            ScratchSessions(),
+            self._clock,
+            own,
+            gate=self._gate_for(parent, ctx.events, events.say),
         )
         try:
-            result = await engine.run(scratch, events, ToolContext(parent.key, scratch, asker, self._clock))
+            result = await engine.run(
+                scratch, events, ToolContext(parent.key, scratch, asker, self._clock)
+            )
         finally:  # what it used counts toward the run's and the thread's, stopped or not
             if ctx.spent is not None:
                 ctx.spent(scratch.usage, scratch.cost_usd)
             else:
                 charge(parent, scratch.usage, scratch.cost_usd, self._clock.now())
         log.info(
-            "sub-agent in %s: %d steps, %d tokens, %s", parent.key, result.turns,
-            scratch.usage.total, "answered" if result.ok else "stopped",
-        )  # fmt: skip
+            "sub-agent in %s: %d steps, %d tokens, %s",
+            parent.key,
+            result.turns,
+            scratch.usage.total,
+            "answered" if result.ok else "stopped",
+        )
         return self._answer(result, scratch.messages, events, own.run_max_tokens or self.max_tokens)
 
     def _sub_config(self, config: EngineConfig) -> EngineConfig:
@@ -176,11 +207,17 @@ class Delegations:
             prompt = f"{prompt}\n\n{OPERATOR_NOTE}\n{config.system_prompt}"
         tokens = min(self.max_tokens, config.run_max_tokens or self.max_tokens)
         return replace(
-            config, system_prompt=prompt, max_turns=self.max_turns, run_max_tokens=tokens,
-            offer_tools=None, hide_tools=(),
-        )  # fmt: skip
+            config,
+            system_prompt=prompt,
+            max_turns=self.max_turns,
+            run_max_tokens=tokens,
+            offer_tools=None,
+            hide_tools=(),
+        )
 
-    def _answer(self, result: RunResult, messages: Sequence[Message], events: SubAgentEvents, tokens: int) -> str:
+    def _answer(
+        self, result: RunResult, messages: Sequence[Message], events: SubAgentEvents, tokens: int
+    ) -> str:
         """The call's result: the sub-agent's final text, or why it stopped, in words."""
         text = _last_text(messages)
         if not result.ok:
@@ -196,5 +233,7 @@ class Delegations:
 
 
 def _last_text(messages: Sequence[Message]) -> str:
-    found = next((m for m in reversed(messages) if isinstance(m, AssistantMessage) and m.text), None)
+    found = next(
+        (m for m in reversed(messages) if isinstance(m, AssistantMessage) and m.text), None
+    )
     return found.text.strip() if found is not None else ""

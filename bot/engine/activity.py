@@ -25,7 +25,9 @@ def summarise(content: str, *, is_error: bool) -> str:
 def preview(content: str) -> str:
     """The first few lines of what it printed (without a command's status line)."""
     lines = content.strip().splitlines()
-    body = _body(lines) if lines and lines[-1].startswith("[") and lines[-1].endswith("]") else lines
+    body = (
+        _body(lines) if lines and lines[-1].startswith("[") and lines[-1].endswith("]") else lines
+    )
     text = "\n".join(body[:PREVIEW_LINES])
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 

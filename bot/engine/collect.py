@@ -31,7 +31,9 @@ class ResponseCollector:
     def add_text(self, text: str) -> None:
         self.text.append(text)
 
-    def add_call_piece(self, index: int, provider_id: str | None, name: str | None, args: str) -> None:
+    def add_call_piece(
+        self, index: int, provider_id: str | None, name: str | None, args: str
+    ) -> None:
         call = self.calls.setdefault(index, _PartialCall())
         if provider_id and not call.provider_id:
             call.provider_id = provider_id
@@ -56,6 +58,8 @@ class ResponseCollector:
                 wire_id = our_id
             used_wire_ids.add(wire_id)
             calls.append(
-                ToolCall(id=our_id, wire_id=wire_id, name=part.name, arguments="".join(part.arguments))
+                ToolCall(
+                    id=our_id, wire_id=wire_id, name=part.name, arguments="".join(part.arguments)
+                )
             )
         return AssistantMessage(text=self.shown_text, tool_calls=tuple(calls))

@@ -64,7 +64,9 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
     chars = 0
     for message in messages:
         if isinstance(message, AssistantMessage):
-            chars += len(message.text) + sum(len(c.arguments) + len(c.name) for c in message.tool_calls)
+            chars += len(message.text) + sum(
+                len(c.arguments) + len(c.name) for c in message.tool_calls
+            )
         elif isinstance(message, ToolResult):
             chars += len(message.content)
         else:
@@ -116,7 +118,9 @@ async def summarise(model: Model, messages: Sequence[Message]) -> str:
     return text
 
 
-async def compacted(model: Model, messages: Sequence[Message], keep_turns: int) -> list[Message] | None:
+async def compacted(
+    model: Model, messages: Sequence[Message], keep_turns: int
+) -> list[Message] | None:
     """The transcript with its older part replaced by a summary; None when there is nothing
     to compact. Raises :class:`CompactionFailed`."""
     cut = cut_point(messages, keep_turns)

@@ -36,7 +36,9 @@ def charge(session: Session, usage: Usage, cost: float, now: float) -> float:
     return cost
 
 
-def limit_reached(c: LimitConfig, usage: Usage, cost: float, session: Session, now: float) -> str | None:
+def limit_reached(
+    c: LimitConfig, usage: Usage, cost: float, session: Session, now: float
+) -> str | None:
     """Why the run may not call the model again, in plain words; None when it may."""
     if c.run_max_tokens is not None and usage.total >= c.run_max_tokens:
         return f"This request reached its token limit ({c.run_max_tokens:,} tokens), so I stopped here. Ask me to continue."

@@ -57,11 +57,19 @@ class EngineConfig:
 
 _FROM_SETTINGS = frozenset(
     {
-        "max_turns", "max_output_tokens", "price_input_per_mtok", "price_output_per_mtok",
-        "context_window", "compact_at", "keep_recent_turns", "run_max_tokens", "run_max_cost_usd",
-        "day_max_tokens", "day_max_cost_usd",
+        "max_turns",
+        "max_output_tokens",
+        "price_input_per_mtok",
+        "price_output_per_mtok",
+        "context_window",
+        "compact_at",
+        "keep_recent_turns",
+        "run_max_tokens",
+        "run_max_cost_usd",
+        "day_max_tokens",
+        "day_max_cost_usd",
     }
-)  # fmt: skip
+)
 
 
 def _matches(pattern: str, name: str) -> bool:

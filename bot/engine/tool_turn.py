@@ -85,7 +85,9 @@ class ToolTurns:
             await self._persist(self._unsaved)
             self._unsaved = []  # kept until stored: a stop during the write stores it then
 
-    async def _gated(self, call: ToolCall, *, blocked: bool, flight: Flight | None = None) -> object:
+    async def _gated(
+        self, call: ToolCall, *, blocked: bool, flight: Flight | None = None
+    ) -> object:
         """Run, refuse or hold the call: its result is recorded, or ``_WAITING`` when it waits
         for a person, or ``_HELD`` when an earlier call waits (it runs after that one, in order),
         or it is started in ``flight`` (its result recorded when the flight lands).
@@ -95,9 +97,12 @@ class ToolTurns:
             await self._land(flight)  # it sees what the earlier call of its lane changed
         tool, args, refusal = self._prepared(call)
         beside = (
-            flight is not None and tool is not None and args is not None and not blocked
+            flight is not None
+            and tool is not None
+            and args is not None
+            and not blocked
             and (tool.concurrent or self.deps.gate.free(self.ctx, tool))
-        )  # fmt: skip
+        )
         if not beside:
             await self._land(flight)  # what runs now comes after every earlier result
         if tool is None or args is None:
@@ -126,8 +131,14 @@ class ToolTurns:
         why it cannot run."""
         tool = self._tool(call.name)
         if tool is None:
-            known = ", ".join(n for n in self.deps.tools.names if self.deps.config.offers(n)) or "none"
-            return None, None, f"error: there is no tool named {call.name!r}. Available tools: {known}."
+            known = (
+                ", ".join(n for n in self.deps.tools.names if self.deps.config.offers(n)) or "none"
+            )
+            return (
+                None,
+                None,
+                f"error: there is no tool named {call.name!r}. Available tools: {known}.",
+            )
         if call.id in self._cut:
             return tool, None, CUT_RESULT
         try:
@@ -206,7 +217,9 @@ class ToolTurns:
         metrics.tool_ran(tool.name, is_error=is_error, began=began)
         return content, is_error
 
-    async def _finished(self, call: ToolCall, tool: Tool, content: str, is_error: bool) -> ToolResult:
+    async def _finished(
+        self, call: ToolCall, tool: Tool, content: str, is_error: bool
+    ) -> ToolResult:
         result = await self._record(call, content, is_error=is_error)  # recorded, then announced
         said = summarise(content, is_error=is_error)
         shown = preview(content) if tool.side_effects else ""
@@ -221,7 +234,9 @@ class Flight:
         self.lanes: set[str] = set()
         self.running: list[tuple[ToolCall, Tool, asyncio.Task[tuple[str, bool]]]] = []
 
-    def start(self, lane: str, call: ToolCall, tool: Tool, work: Coroutine[Any, Any, tuple[str, bool]]) -> None:
+    def start(
+        self, lane: str, call: ToolCall, tool: Tool, work: Coroutine[Any, Any, tuple[str, bool]]
+    ) -> None:
         self.lanes.add(lane)
         self.running.append((call, tool, asyncio.create_task(work, name=f"tool {call.name}")))
 

@@ -90,9 +90,13 @@ class Intake:
         return Received(note, images, tuple(d.problem for d in done if d.problem is not None))
 
     async def _one(
-        self, ws: Workspace, taken: set[str], file: Attachment, transfer: FileTransfer | None,
+        self,
+        ws: Workspace,
+        taken: set[str],
+        file: Attachment,
+        transfer: FileTransfer | None,
         vision: bool,
-    ) -> _One:  # fmt: skip
+    ) -> _One:
         shown = safe_name(file.name)
         cap = self._settings.file_max_bytes
         if file.size is not None and file.size > cap:

@@ -64,7 +64,9 @@ def demo_chunks(body: dict[str, Any], turn: DemoTurn, prompt_chars: int) -> list
     if (call := turn.tool_call) is not None:
         name, arguments = call
         first = {"index": 0, "id": turn.call_id, "type": "function"}
-        chunks.append(chunk({"tool_calls": [{**first, "function": {"name": name, "arguments": ""}}]}))
+        chunks.append(
+            chunk({"tool_calls": [{**first, "function": {"name": name, "arguments": ""}}]})
+        )
         half = len(arguments) // 2
         for part in (arguments[:half], arguments[half:]):
             chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}))

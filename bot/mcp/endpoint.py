@@ -53,12 +53,18 @@ def endpoint(name: str, server: McpServerSettings, environ: Mapping[str, str]) -
         env = server_environment(environ, server.resolved(server.env, environ))
         return StdioEndpoint(server.command, list(server.args), env, server.cwd)
     except KeyError as exc:
-        raise ConfigError(f"mcp_servers.{name}", f"the environment variable {exc.args[0]} is not set") from None
+        raise ConfigError(
+            f"mcp_servers.{name}", f"the environment variable {exc.args[0]} is not set"
+        ) from None
 
 
 def secrets_of(server: McpServerSettings, environ: Mapping[str, str]) -> list[str]:
     """The values this server reads from the environment by name (kept out of the logs)."""
-    names = {m.group(1) for v in (*server.env.values(), *server.headers.values()) for m in PLACEHOLDER.finditer(v)}
+    names = {
+        m.group(1)
+        for v in (*server.env.values(), *server.headers.values())
+        for m in PLACEHOLDER.finditer(v)
+    }
     return [environ[n] for n in sorted(names) if n in environ]
 
 

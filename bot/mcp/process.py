@@ -15,7 +15,20 @@ from pathlib import Path
 
 from bot.errors import McpUnavailable
 
-INHERITED = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "TERM")
+INHERITED = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+)
 """All a stdio server gets from the bot's environment (plus its own ``env``): never a key."""
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MAX_LOGGED_CHARS = 2000
@@ -43,7 +56,9 @@ class ServerProcess:
         self._proc = proc
         self._limit = limit
         self._log = server_log(name)
-        self._stderr = asyncio.get_running_loop().create_task(self._pump_stderr(), name=f"mcp-stderr:{name}")
+        self._stderr = asyncio.get_running_loop().create_task(
+            self._pump_stderr(), name=f"mcp-stderr:{name}"
+        )
 
     @classmethod
     async def spawn(
@@ -57,12 +72,22 @@ class ServerProcess:
     ) -> ServerProcess:
         try:
             proc = await asyncio.create_subprocess_exec(
-                command, *args,
-                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-                env=dict(env), cwd=cwd, limit=limit, start_new_session=True,
-            )  # fmt: skip
+                command,
+                *args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=dict(env),
+                cwd=cwd,
+                limit=limit,
+                start_new_session=True,
+            )
         except FileNotFoundError as exc:
-            missing = command if cwd is None or exc.filename == command else f"{command} (or the directory {cwd})"
+            missing = (
+                command
+                if cwd is None or exc.filename == command
+                else f"{command} (or the directory {cwd})"
+            )
             raise McpUnavailable(f"{name}: command not found: {missing}") from None
         except (PermissionError, NotADirectoryError) as exc:
             raise McpUnavailable(f"{name}: cannot start {command}: {exc.strerror}") from None
@@ -87,7 +112,9 @@ class ServerProcess:
         except asyncio.IncompleteReadError as exc:
             return exc.partial or None
         except asyncio.LimitOverrunError:
-            raise MessageTooLong(f"sent a message longer than {self._limit / 2**20:g} MiB") from None
+            raise MessageTooLong(
+                f"sent a message longer than {self._limit / 2**20:g} MiB"
+            ) from None
 
     async def write(self, data: bytes) -> None:
         assert self._proc.stdin is not None
@@ -109,7 +136,9 @@ class ServerProcess:
             if await _within(GRACE_S, self._proc.wait()):
                 break
         else:
-            self._log.warning("[%s] process %d did not exit after SIGKILL", self.name, self._proc.pid)
+            self._log.warning(
+                "[%s] process %d did not exit after SIGKILL", self.name, self._proc.pid
+            )
         for pump in (drain, self._stderr):  # output still in the pipes (its last words are logged)
             if not await _within(GRACE_S, asyncio.shield(pump)):
                 pump.cancel()
@@ -139,7 +168,9 @@ class ServerProcess:
                 return
             text = line.decode("utf-8", "replace").rstrip()
             if len(text) > MAX_LOGGED_CHARS:
-                text = f"{text[:MAX_LOGGED_CHARS]}… [{len(text) - MAX_LOGGED_CHARS} more characters]"
+                text = (
+                    f"{text[:MAX_LOGGED_CHARS]}… [{len(text) - MAX_LOGGED_CHARS} more characters]"
+                )
             if text:
                 self._log.info("[%s] %s", self.name, text)
 

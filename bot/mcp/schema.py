@@ -35,7 +35,9 @@ def offered_names(prefix: str, originals: Iterable[str]) -> dict[str, str]:
     """
     room = MAX_NAME - len(prefixed(prefix, ""))
     taken: dict[str, str] = {}
-    ordered = sorted(set(originals), key=lambda n: (_NOT_ALLOWED.search(n) is not None or len(n) > room, n))
+    ordered = sorted(
+        set(originals), key=lambda n: (_NOT_ALLOWED.search(n) is not None or len(n) > room, n)
+    )
     for original in ordered:
         base = _NOT_ALLOWED.sub("_", original)[:room] or "tool"
         candidate, n = base, 2
@@ -55,7 +57,9 @@ class FixedSchema:
 
 def fix_schema(raw: Any) -> FixedSchema:
     if raw is None:
-        return FixedSchema({"type": "object", "properties": {}}, ["no input schema: offered without arguments"])
+        return FixedSchema(
+            {"type": "object", "properties": {}}, ["no input schema: offered without arguments"]
+        )
     if not isinstance(raw, dict):
         return FixedSchema(None, ["its input schema is not a JSON object"])
     notes: list[str] = []
@@ -68,7 +72,9 @@ def fix_schema(raw: Any) -> FixedSchema:
     try:
         body = inliner.node({k: v for k, v in raw.items() if k not in ("$schema", "$id")}, 0, ())
     except _TooLarge:
-        return FixedSchema(None, [f"its input schema passes {MAX_NODES} nodes once its $refs are inlined"])
+        return FixedSchema(
+            None, [f"its input schema passes {MAX_NODES} nodes once its $refs are inlined"]
+        )
     assert isinstance(body, dict)
     body["type"] = "object"
     try:
@@ -120,7 +126,9 @@ class _Inliner:
             self._note(f"$ref {ref!r} is not in the schema: that value may be anything")
             return self.node(siblings, hops, seen)
         if ref in seen:
-            self._note(f"$ref {ref!r} refers to itself: inlined once, deeper levels may be anything")
+            self._note(
+                f"$ref {ref!r} refers to itself: inlined once, deeper levels may be anything"
+            )
             return self.node(siblings, hops, seen)
         if hops >= MAX_DEPTH:
             self._note(f"$refs nest deeper than {MAX_DEPTH} levels: deeper levels may be anything")

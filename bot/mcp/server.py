@@ -40,7 +40,9 @@ def cap(text: str, limit: int) -> str:
 
 
 class McpServer:
-    def __init__(self, name: str, settings: McpServerSettings, endpoint: Endpoint, clock: Clock) -> None:
+    def __init__(
+        self, name: str, settings: McpServerSettings, endpoint: Endpoint, clock: Clock
+    ) -> None:
         self.name = name
         self.settings = settings
         self.endpoint = endpoint
@@ -130,7 +132,9 @@ class McpServer:
 
     async def _open(self) -> Connection:
         try:
-            connection = await Connection.open(self.name, self.endpoint, self.settings.timeout_s, self._tools_changed)
+            connection = await Connection.open(
+                self.name, self.endpoint, self.settings.timeout_s, self._tools_changed
+            )
         except McpError as exc:
             self._failed(str(exc))
             raise
@@ -160,7 +164,11 @@ class McpServer:
         self._retry_at = self._clock.monotonic() + retry_delay(self._failures)
         self.last_error = error
         wait = retry_delay(self._failures)
-        after = f"trying again in {wait:.0f} s or later" if wait else "starting it again on the next call"
+        after = (
+            f"trying again in {wait:.0f} s or later"
+            if wait
+            else "starting it again on the next call"
+        )
         self._log.warning("[%s] unavailable: %s (%s)", self.name, error, after)
 
     def _tools_changed(self) -> None:

@@ -17,7 +17,9 @@ from bot.tools.registry import ToolRegistry
 
 
 class McpServers:
-    def __init__(self, settings: Settings, clock: Clock, environ: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, clock: Clock, environ: Mapping[str, str] | None = None
+    ) -> None:
         env = os.environ if environ is None else environ
         self.settings = settings
         self.servers = {
@@ -51,7 +53,9 @@ def allowed_in(settings: Settings, server: str) -> Allowed:
 
 async def probe(settings: Settings, clock: Clock) -> list[tuple[bool | None, str]]:
     """For ``threadline doctor``: start each server (all at once), list its tools, stop it."""
-    return list(await asyncio.gather(*(_probe(n, s, clock) for n, s in settings.mcp_servers.items())))
+    return list(
+        await asyncio.gather(*(_probe(n, s, clock) for n, s in settings.mcp_servers.items()))
+    )
 
 
 async def _probe(name: str, config: McpServerSettings, clock: Clock) -> tuple[bool | None, str]:
@@ -60,15 +64,23 @@ async def _probe(name: str, config: McpServerSettings, clock: Clock) -> tuple[bo
     server = McpServer(name, config, endpoint(name, config, os.environ), clock)
     try:
         if not await server.start():
-            return False, f"MCP server {name}: {(server.last_error or '').removeprefix(name + ': ')}"
+            return (
+                False,
+                f"MCP server {name}: {(server.last_error or '').removeprefix(name + ': ')}",
+            )
         offered = McpToolkit(server, lambda key: True).tools(None).values()
-        names = ", ".join(t.name + (" (asks first)" if t.approval != "never" else "") for t in offered)
+        names = ", ".join(
+            t.name + (" (asks first)" if t.approval != "never" else "") for t in offered
+        )
         skipped = len(server.tools) - len(offered)
         note = f" ({skipped} not offered: see the log)" if skipped else ""
         listed = {t.name for t in server.tools}
         unknown = sorted(set(config.gating) - listed)
         if unknown:
-            return False, f"MCP server {name}: gating declared for tools it does not have: {', '.join(unknown)}"
+            return (
+                False,
+                f"MCP server {name}: gating declared for tools it does not have: {', '.join(unknown)}",
+            )
         gated = f"; gated: {', '.join(sorted(config.gating))}" if config.gating else ""
         return True, f"MCP server {name}: {len(offered)} tools{note}: {names or 'none'}{gated}"
     finally:

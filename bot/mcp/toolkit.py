@@ -46,7 +46,11 @@ class McpToolkit:
     def version(self, key: str | None, state: State = EMPTY) -> Hashable:
         self._server.poke()
         allowed = key is None or self._allowed(key)
-        return self._server.generation, allowed, self._gates.version(state) if key is not None else ()
+        return (
+            self._server.generation,
+            allowed,
+            self._gates.version(state) if key is not None else (),
+        )
 
     def tools(self, key: str | None, state: State = EMPTY) -> Mapping[str, Tool]:
         if key is not None and not self._allowed(key):
@@ -84,15 +88,21 @@ class McpToolkit:
             remote = by_name[original]
             fixed = fix_schema(remote.schema)
             if fixed.schema is None:
-                log.warning("[%s] tool %r is not offered: %s", server.name, original, "; ".join(fixed.notes))
+                log.warning(
+                    "[%s] tool %r is not offered: %s", server.name, original, "; ".join(fixed.notes)
+                )
                 continue
             if offered != f"{server.name}__{original}":
                 log.info("[%s] tool %r is offered as %s", server.name, original, offered)
             if fixed.notes:
-                log.info("[%s] schema of %r fixed up: %s", server.name, original, "; ".join(fixed.notes))
+                log.info(
+                    "[%s] schema of %r fixed up: %s", server.name, original, "; ".join(fixed.notes)
+                )
             built[offered] = self._tool(offered, original, remote, fixed.schema)
         log.info("[%s] offers %d tools: %s", server.name, len(built), ", ".join(built) or "none")
-        self._gates = self._declared({original: offered for offered, original in names.items() if offered in built})
+        self._gates = self._declared(
+            {original: offered for offered, original in names.items() if offered in built}
+        )
         return built
 
     def _declared(self, offered: Mapping[str, str]) -> Gates:
@@ -100,10 +110,16 @@ class McpToolkit:
         server = self._server
         declared = server.settings.gating
         for original in sorted(set(declared) - set(offered)):
-            log.warning("[%s] gating is declared for %r, which the server does not offer", server.name, original)
+            log.warning(
+                "[%s] gating is declared for %r, which the server does not offer",
+                server.name,
+                original,
+            )
         return Gates(server.name, {offered[o]: g for o, g in declared.items() if o in offered})
 
-    def _tool(self, offered: str, original: str, remote: RemoteTool, schema: dict[str, Any]) -> Tool:
+    def _tool(
+        self, offered: str, original: str, remote: RemoteTool, schema: dict[str, Any]
+    ) -> Tool:
         server = self._server
 
         async def call(ctx: ToolContext, **arguments: Any) -> str:
@@ -117,5 +133,15 @@ class McpToolkit:
 
         text = description(remote.description, f"{original} (from the MCP server {server.name})")
         if remote.read_only:
-            return Tool(offered, text, AnyArguments, call, side_effects=False, approval="never", schema=schema)
-        return Tool(offered, text, AnyArguments, call, side_effects=True, approval="ask", schema=schema)
+            return Tool(
+                offered,
+                text,
+                AnyArguments,
+                call,
+                side_effects=False,
+                approval="never",
+                schema=schema,
+            )
+        return Tool(
+            offered, text, AnyArguments, call, side_effects=True, approval="ask", schema=schema
+        )

@@ -41,7 +41,9 @@ ChannelOf = Callable[[str], str]
 
 
 class Memories:
-    def __init__(self, settings: Settings, store: MemoryStore, clock: Clock, channel_of: ChannelOf) -> None:
+    def __init__(
+        self, settings: Settings, store: MemoryStore, clock: Clock, channel_of: ChannelOf
+    ) -> None:
         self._settings = settings
         self._store = store
         self._clock = clock
@@ -53,9 +55,18 @@ class Memories:
         if not note:
             raise Refused("the note is empty: say what to remember.")
         if len(note) > MAX_NOTE_CHARS:
-            raise Refused(f"the note is {len(note):,} characters; at most {MAX_NOTE_CHARS:,}: keep it short.")
+            raise Refused(
+                f"the note is {len(note):,} characters; at most {MAX_NOTE_CHARS:,}: keep it short."
+            )
         draft = Memory(
-            "", self._channel_of(key), key, scope, note, author.id, author.display_name, self._clock.now()
+            "",
+            self._channel_of(key),
+            key,
+            scope,
+            note,
+            author.id,
+            author.display_name,
+            self._clock.now(),
         )
         limit = self._settings.memories_per_channel
         added = await self._store.add_memory(draft, per_channel=limit)
@@ -65,7 +76,9 @@ class Memories:
                 "(THREADLINE_MEMORIES_PER_CHANNEL); forget some first."
             )
         ids = self.offered_ids(key)
-        self._remember_ids(key, None if ids is None or len(ids) >= OFFERED_IDS else (added.id, *ids))
+        self._remember_ids(
+            key, None if ids is None or len(ids) >= OFFERED_IDS else (added.id, *ids)
+        )
         log.info("memory %s (%s) kept in %s", added.id, scope, key)
         return added
 

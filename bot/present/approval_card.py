@@ -29,7 +29,9 @@ _SHOWN_AS_IS = frozenset("\n\t")
 _INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
 
 
-def _button(choice: Choice, request: ApprovalRequest, label: str, style: Style = "default") -> Button:
+def _button(
+    choice: Choice, request: ApprovalRequest, label: str, style: Style = "default"
+) -> Button:
     return Button(encode(Decide(choice, request.id)), label, style)
 
 
@@ -41,7 +43,9 @@ def buttons(request: ApprovalRequest) -> tuple[Button, ...]:
         _button(Choice.DENY, request, "Deny", "danger"),
     ]
     if request.offer_always:
-        if request.allow_subject:  # a rule for one domain: "Always allow docs.python.org for Ann here"
+        if (
+            request.allow_subject
+        ):  # a rule for one domain: "Always allow docs.python.org for Ann here"
             who = request.requester_name[:20]
             label = f"Always allow {request.allow_subject[:30]} for {who} here"
         else:
@@ -53,7 +57,9 @@ def buttons(request: ApprovalRequest) -> tuple[Button, ...]:
 def visible(text: str) -> str:
     """``text`` with every invisible or direction-changing character written as ``\\uXXXX``."""
     return "".join(
-        ch if ch in _SHOWN_AS_IS or unicodedata.category(ch) not in _INVISIBLE else f"\\u{ord(ch):04x}"
+        ch
+        if ch in _SHOWN_AS_IS or unicodedata.category(ch) not in _INVISIBLE
+        else f"\\u{ord(ch):04x}"
         for ch in text
     )
 
@@ -106,7 +112,9 @@ def card_parts(request: ApprovalRequest, max_chars: int, note: str | None = None
     budget = max(200, max_chars - 80)
     parts = split_message(call, budget)
     total = len(parts)
-    shown = [f"`{request.tool}`, the call in full ({i} of {total}):\n{p}" for i, p in enumerate(parts, 1)]
+    shown = [
+        f"`{request.tool}`, the call in full ({i} of {total}):\n{p}" for i, p in enumerate(parts, 1)
+    ]
     return [*shown, f"{head} (the call is shown in full above)\n{footer}"]
 
 
@@ -152,7 +160,12 @@ async def update_card(
         except SurfaceRateLimited as exc:
             await clock.sleep(exc.retry_after)
         except SurfaceError:
-            log.warning("could not update approval card %s (try %d)", request.card_id, attempt, exc_info=True)
+            log.warning(
+                "could not update approval card %s (try %d)",
+                request.card_id,
+                attempt,
+                exc_info=True,
+            )
             return
 
 
@@ -173,7 +186,9 @@ def ran_line(done: ToolFinished) -> str:
 def _said(summary: str, preview: str) -> bool:
     """The summary already is the whole preview (a one-line output)."""
     one = preview.strip()
-    return "\n" not in one and (summary == one or (summary.endswith("…") and one.startswith(summary[:-1])))
+    return "\n" not in one and (
+        summary == one or (summary.endswith("…") and one.startswith(summary[:-1]))
+    )
 
 
 def _with_preview(head: str, done: ToolFinished) -> str:

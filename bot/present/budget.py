@@ -219,7 +219,9 @@ class EditBudget:
         now = self._clock.monotonic()
         if self._pace is None:
             return self.scheduler.wait_estimate(now)
-        return max(self.scheduler.wait_estimate(now), self._pace.wait_estimate(self.scheduler.finals()))
+        return max(
+            self.scheduler.wait_estimate(now), self._pace.wait_estimate(self.scheduler.finals())
+        )
 
     async def _wait_for_turn(self, owner: object) -> None:
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -259,7 +261,9 @@ class BudgetRegistry:
                 burst=self._burst,
                 reserve=reserve,
                 platform=metrics.platform_of(key),
-                pace=self._pace(key, rate, self._burst, reserve) if limits.workers_share_budget else None,
+                pace=self._pace(key, rate, self._burst, reserve)
+                if limits.workers_share_budget
+                else None,
             )
             self._budgets[key] = budget
         return budget
@@ -269,9 +273,12 @@ class BudgetRegistry:
         budget = self._budgets.get(key)
         if budget is None:
             budget = self._budgets[key] = EditBudget(
-                self._clock, per_minute, burst=burst, platform=None,
+                self._clock,
+                per_minute,
+                burst=burst,
+                platform=None,
                 pace=self._pace(key, per_minute, burst, 0),
-            )  # fmt: skip
+            )
         return budget
 
     def _delete_pace(self, key: str, per_minute: float) -> EditBudget:

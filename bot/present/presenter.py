@@ -71,7 +71,9 @@ class Presenter:
         self._native: NativeReply | None = None
         self._reply = self._new_reply()
         self._cards = asyncio.Lock()
-        self._panel = TodoPanel(surface, panel, persist_panel, clock=clock, budget=budgets.get(surface.limits))
+        self._panel = TodoPanel(
+            surface, panel, persist_panel, clock=clock, budget=budgets.get(surface.limits)
+        )
         self._status_wanted: str | None = None
         self._status_sent: str | None = None
         self._status_task: asyncio.Task[None] | None = None
@@ -83,9 +85,12 @@ class Presenter:
         """A reply message (natively streamed where the surface can), with the Stop button."""
         surface, sweeper = self._surface, self._budgets.sweeper
         edits = ReplyStream(
-            surface, self._clock, self._budgets.get(surface.limits), self._on_posted,
+            surface,
+            self._clock,
+            self._budgets.get(surface.limits),
+            self._on_posted,
             lambda draft: sweeper.discard(surface, draft),
-        )  # fmt: skip
+        )
         streams = native_streams(surface)
         self._native = (
             None

@@ -66,7 +66,9 @@ class SharedRates:
     def pace(self, key: str, per_minute: float, *, burst: int, reserve: int) -> SharedPace:
         pace = self._paces.get(key)
         if pace is None:
-            pace = self._paces[key] = SharedPace(self, key, per_minute, burst=burst, reserve=reserve)
+            pace = self._paces[key] = SharedPace(
+                self, key, per_minute, burst=burst, reserve=reserve
+            )
         return pace
 
     def heard(self, key: str, seconds: float) -> None:
@@ -176,18 +178,24 @@ class SharedPace:
         asked = self._clock.monotonic()
         try:
             got = await self._rates.store.take_slots(
-                self.key, self._rates.worker, interval_s=self.interval,
-                room=float(self._room(final)), wanted=max(1, min(MAX_BATCH, waiting)),
-                horizon_s=HORIZON * self.interval, must=final,
-            )  # fmt: skip
+                self.key,
+                self._rates.worker,
+                interval_s=self.interval,
+                room=float(self._room(final)),
+                wanted=max(1, min(MAX_BATCH, waiting)),
+                horizon_s=HORIZON * self.interval,
+                must=final,
+            )
         except StoreError as exc:
             metrics.shared_budget_call("failed")
             now = self._clock.monotonic()
             if now >= self._offline_until:
                 log.warning(
                     "edits behind %s pace locally at 1/%d of the rate for now: %s",
-                    self.key, max(MIN_WORKERS, self.workers), exc,
-                )  # fmt: skip
+                    self.key,
+                    max(MIN_WORKERS, self.workers),
+                    exc,
+                )
             self._offline_until = now + OFFLINE_RETRY_S
             return self._local_ready(final)
         at = self._clock.monotonic()

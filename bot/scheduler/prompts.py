@@ -74,15 +74,28 @@ class PromptSchedules:
         if not prompt:
             raise Refused("the prompt is empty: say what should be done when it runs.")
         if len(prompt) > MAX_PROMPT_CHARS:
-            raise Refused(f"the prompt is {len(prompt):,} characters; at most {MAX_PROMPT_CHARS:,}.")
+            raise Refused(
+                f"the prompt is {len(prompt):,} characters; at most {MAX_PROMPT_CHARS:,}."
+            )
         settings, now = self._settings, self._clock.now()
         timing = read_when(when, now, self.zone, min_interval_s=settings.schedule_min_interval_s)
         draft = Schedule(
-            "", key, self._surfaces.channel_of(key), prompt, when.strip(), timing.cron,
-            self.zone.key, timing.first_at, author.id, _person(author.display_name), now,
-        )  # fmt: skip
+            "",
+            key,
+            self._surfaces.channel_of(key),
+            prompt,
+            when.strip(),
+            timing.cron,
+            self.zone.key,
+            timing.first_at,
+            author.id,
+            _person(author.display_name),
+            now,
+        )
         added = await self._store.add_schedule(
-            draft, per_thread=settings.schedules_per_thread, per_channel=settings.schedules_per_channel
+            draft,
+            per_thread=settings.schedules_per_thread,
+            per_channel=settings.schedules_per_channel,
         )
         if added == "thread":
             raise Refused(
@@ -150,7 +163,9 @@ class PromptSchedules:
         if not found:
             return f"No scheduled prompts in this thread. {self.now_line()}"
         limit = self._settings.schedules_per_thread
-        lines = [f"Scheduled prompts in this thread ({len(found)} of at most {limit}). {self.now_line()}"]
+        lines = [
+            f"Scheduled prompts in this thread ({len(found)} of at most {limit}). {self.now_line()}"
+        ]
         lines.extend(f"- {self.describe(s)}" for s in found)
         return "\n".join(lines)
 
@@ -170,20 +185,30 @@ class PromptSchedules:
             log.warning("schedule %s: %s; trying again shortly", schedule.id, exc)
             surface = None
         if surface is None:
-            log.warning("schedule %s: nothing reaches %s now; trying again shortly", schedule.id, schedule.key)
+            log.warning(
+                "schedule %s: nothing reaches %s now; trying again shortly",
+                schedule.id,
+                schedule.key,
+            )
             return now + UNREACHABLE_RETRY_S
         following = next_run(schedule.cron, ZoneInfo(schedule.zone), now) if schedule.cron else None
         key, late = ThreadKey(schedule.key), now - schedule.next_at > LATE_AFTER_S
         refused = self._refusal(Author(schedule.author_id, schedule.author_name), schedule.key)
         message = UserMessage(
-            text=self._text(schedule, late)[: self._settings.max_input_chars], author_id=schedule.author_id,
-            author_name=SCHEDULED_BY + schedule.author_name, event_id=f"{_EVENT}{schedule.id}:{schedule.next_at:.3f}",
-        )  # fmt: skip
-        arrival = None if refused is not None else (key, message)  # stored with the claim: never lost
+            text=self._text(schedule, late)[: self._settings.max_input_chars],
+            author_id=schedule.author_id,
+            author_name=SCHEDULED_BY + schedule.author_name,
+            event_id=f"{_EVENT}{schedule.id}:{schedule.next_at:.3f}",
+        )
+        arrival = (
+            None if refused is not None else (key, message)
+        )  # stored with the claim: never lost
         if not await self._store.claim_schedule(schedule.id, schedule.next_at, following, arrival):
             return following  # another worker took this run
         if schedule.cron is None:
-            self._remember_ids(schedule.key, tuple(i for i in self.cached_ids(schedule.key) if i != schedule.id))
+            self._remember_ids(
+                schedule.key, tuple(i for i in self.cached_ids(schedule.key) if i != schedule.id)
+            )
         if refused is not None:
             log.info("schedule %s not run: %s", schedule.id, refused)
             return following

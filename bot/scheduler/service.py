@@ -79,7 +79,9 @@ class Scheduler:
             job.attempts += 1
             job.last_error = f"{type(exc).__name__}: {exc}"[:500]
             if job.attempts >= MAX_ATTEMPTS and job.interval_s is None:
-                log.error("job %s failed %d times; dropping it: %s", job.id, job.attempts, job.last_error)
+                log.error(
+                    "job %s failed %d times; dropping it: %s", job.id, job.attempts, job.last_error
+                )
                 await self._store.delete_job(job.id)
                 return
             log.warning("job %s failed (attempt %d): %s", job.id, job.attempts, job.last_error)

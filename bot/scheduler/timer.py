@@ -78,6 +78,10 @@ class Timer:
             try:
                 due = await self._service.next_due()
             except Exception as exc:  # the store away: never left unarmed
-                log.warning("cannot read when the next job is due (trying again in %.1f s): %s", self._retry_s, exc)
+                log.warning(
+                    "cannot read when the next job is due (trying again in %.1f s): %s",
+                    self._retry_s,
+                    exc,
+                )
                 due = self._clock.now() + self._retry_s
             self._arm(limit if due is None else min(due, limit))

@@ -84,8 +84,15 @@ def migrations() -> list[tuple[int, str, str]]:
 
 
 class PostgresStore(
-    SessionTables, DeliveryTables, ApprovalTables, JobTables, ScheduleTables, MemoryTables, LeaseTables,
-    WorkTables, BudgetTables,
+    SessionTables,
+    DeliveryTables,
+    ApprovalTables,
+    JobTables,
+    ScheduleTables,
+    MemoryTables,
+    LeaseTables,
+    WorkTables,
+    BudgetTables,
 ):
     def __init__(
         self, url: str, *, pool_size: int = POOL_SIZE, reconnect_wait_s: float = RECONNECT_WAIT_S
@@ -105,10 +112,21 @@ class PostgresStore(
             return
         try:
             pool = await asyncpg.create_pool(
-                self._url, min_size=1, max_size=self._pool_size, timeout=CONNECT_TIMEOUT_S,
-                reset=_reset, connect=self._connect, server_settings=server_settings(self._url),
-            )  # fmt: skip
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+                self._url,
+                min_size=1,
+                max_size=self._pool_size,
+                timeout=CONNECT_TIMEOUT_S,
+                reset=_reset,
+                connect=self._connect,
+                server_settings=server_settings(self._url),
+            )
+        except (
+            OSError,
+            TimeoutError,
+            asyncpg.PostgresError,
+            asyncpg.InterfaceError,
+            ValueError,
+        ) as exc:
             raise StoreError(describe_failure(self._url, exc)) from None
         try:
             self._pool = pool
@@ -116,7 +134,9 @@ class PostgresStore(
         except asyncpg.PostgresError as exc:  # e.g. a login that may not create tables
             self._pool = None
             await pool.close()
-            raise StoreError(f"cannot create or upgrade the tables in {self.where}: {exc}") from None
+            raise StoreError(
+                f"cannot create or upgrade the tables in {self.where}: {exc}"
+            ) from None
         except BaseException:
             self._pool = None
             await pool.close()
@@ -172,7 +192,9 @@ class PostgresStore(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY,"
                 " name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
             )
-            applied = {r["version"] for r in await db.fetch("SELECT version FROM schema_migrations")}
+            applied = {
+                r["version"] for r in await db.fetch("SELECT version FROM schema_migrations")
+            }
             current = max(applied, default=0)
             shipped = migrations()
             newest = shipped[-1][0] if shipped else 0
@@ -191,7 +213,9 @@ class PostgresStore(
                 )
 
     async def schema_version(self) -> int:
-        return int(await self.pool.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
+        return int(
+            await self.pool.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
+        )
 
 
 async def _reset(conn: asyncpg.Connection) -> None:

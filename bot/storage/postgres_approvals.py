@@ -78,9 +78,16 @@ def _like(prefix: str) -> str:
 async def _audit(db: Conn | asyncpg.Pool, entry: AuditEntry) -> None:
     await db.execute(
         f"INSERT INTO audit ({_AUDIT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        entry.at, entry.key, entry.event, entry.tool, entry.args_hash, entry.actor_id,
-        entry.actor_name, entry.approval_id, entry.detail,
-    )  # fmt: skip
+        entry.at,
+        entry.key,
+        entry.event,
+        entry.tool,
+        entry.args_hash,
+        entry.actor_id,
+        entry.actor_name,
+        entry.approval_id,
+        entry.detail,
+    )
 
 
 class ApprovalTables:
@@ -88,25 +95,53 @@ class ApprovalTables:
 
     async def create_approval(self: PgDb, request: ApprovalRequest) -> None:
         values: tuple[Any, ...] = (
-            request.id, request.key, request.call_id, request.tool, request.arguments,
-            request.args_hash, request.requester_id, request.requester_name,
-            request.approvers.to_json(), request.offer_always, request.status.value,
-            request.decided_by_id, request.decided_by_name, request.decided_at,
-            request.created_at, request.expires_at, request.card_id, request.allow_subject,
-        )  # fmt: skip
+            request.id,
+            request.key,
+            request.call_id,
+            request.tool,
+            request.arguments,
+            request.args_hash,
+            request.requester_id,
+            request.requester_name,
+            request.approvers.to_json(),
+            request.offer_always,
+            request.status.value,
+            request.decided_by_id,
+            request.decided_by_name,
+            request.decided_at,
+            request.created_at,
+            request.expires_at,
+            request.card_id,
+            request.allow_subject,
+        )
         marks = ", ".join(f"${i}" for i in range(1, len(values) + 1))
         async with self.transaction() as db:
-            await db.execute(f"INSERT INTO approvals ({_APPROVAL_COLUMNS}) VALUES ({marks})", *values)
-            await _audit(db, AuditEntry(
-                request.created_at, request.key, "requested", request.tool, request.args_hash,
-                request.requester_id, request.requester_name, request.id,
-            ))  # fmt: skip
+            await db.execute(
+                f"INSERT INTO approvals ({_APPROVAL_COLUMNS}) VALUES ({marks})", *values
+            )
+            await _audit(
+                db,
+                AuditEntry(
+                    request.created_at,
+                    request.key,
+                    "requested",
+                    request.tool,
+                    request.args_hash,
+                    request.requester_id,
+                    request.requester_name,
+                    request.id,
+                ),
+            )
 
     async def get_approval(self: PgDb, approval_id: str) -> ApprovalRequest | None:
-        row = await self.pool.fetchrow(f"SELECT {_APPROVAL_COLUMNS} FROM approvals WHERE id = $1", approval_id)
+        row = await self.pool.fetchrow(
+            f"SELECT {_APPROVAL_COLUMNS} FROM approvals WHERE id = $1", approval_id
+        )
         return _approval(row) if row else None
 
-    async def approvals_for(self: PgDb, key: str, call_ids: Sequence[str]) -> dict[str, ApprovalRequest]:
+    async def approvals_for(
+        self: PgDb, key: str, call_ids: Sequence[str]
+    ) -> dict[str, ApprovalRequest]:
         """The thread's approval requests for these calls, by call id."""
         if not call_ids:
             return {}
@@ -129,31 +164,56 @@ class ApprovalTables:
         expiry itself, only before it expires), audited in the same statement."""
         expiry = status is ApprovalStatus.EXPIRED
         result = await self.pool.execute(
-            _DECIDE, status.value, by_id, by_name, now, approval_id, expiry, by_id or "", by_name or ""
+            _DECIDE,
+            status.value,
+            by_id,
+            by_name,
+            now,
+            approval_id,
+            expiry,
+            by_id or "",
+            by_name or "",
         )
         return changed(result) == 1
 
     async def set_approval_card(self: PgDb, approval_id: str, card_id: str) -> None:
-        await self.pool.execute("UPDATE approvals SET card_id = $1 WHERE id = $2", card_id, approval_id)
+        await self.pool.execute(
+            "UPDATE approvals SET card_id = $1 WHERE id = $2", card_id, approval_id
+        )
 
     async def add_allow_rule(self: PgDb, rule: AllowRule) -> None:
         async with self.transaction() as db:
             await db.execute(
                 f"INSERT INTO allow_rules ({_RULE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                rule.id, rule.scope, rule.tool, sorted(rule.covers), rule.created_by,
-                rule.created_by_name, rule.created_at,
-            )  # fmt: skip
-            await _audit(db, AuditEntry(
-                rule.created_at, rule.scope, "rule created", rule.tool, actor_id=rule.created_by,
-                actor_name=rule.created_by_name, detail=f"rule {rule.id} covers {', '.join(sorted(rule.covers))}",
-            ))  # fmt: skip
+                rule.id,
+                rule.scope,
+                rule.tool,
+                sorted(rule.covers),
+                rule.created_by,
+                rule.created_by_name,
+                rule.created_at,
+            )
+            await _audit(
+                db,
+                AuditEntry(
+                    rule.created_at,
+                    rule.scope,
+                    "rule created",
+                    rule.tool,
+                    actor_id=rule.created_by,
+                    actor_name=rule.created_by_name,
+                    detail=f"rule {rule.id} covers {', '.join(sorted(rule.covers))}",
+                ),
+            )
 
     async def allow_rule_for(self: PgDb, scope: str, tool: str, person: str) -> AllowRule | None:
         row = await self.pool.fetchrow(
             f"SELECT {_RULE_COLUMNS} FROM allow_rules WHERE scope = $1 AND tool = $2"
             " AND $3 = ANY(covers) ORDER BY created_at LIMIT 1",
-            scope, tool, person,
-        )  # fmt: skip
+            scope,
+            tool,
+            person,
+        )
         return _rule(row) if row else None
 
     async def allow_rules(self: PgDb, scope_prefix: str = "") -> list[AllowRule]:
@@ -164,7 +224,9 @@ class ApprovalTables:
         )
         return [_rule(r) for r in rows]
 
-    async def revoke_allow_rule(self: PgDb, rule_id: str, by: str, by_name: str, now: float) -> AllowRule | None:
+    async def revoke_allow_rule(
+        self: PgDb, rule_id: str, by: str, by_name: str, now: float
+    ) -> AllowRule | None:
         """Remove a rule and audit it, in one statement."""
         row = await self.pool.fetchrow(_REVOKE, rule_id, by, by_name, now)
         return _rule(row) if row else None
@@ -178,6 +240,8 @@ class ApprovalTables:
         rows = await self.pool.fetch(
             f"SELECT {_AUDIT_COLUMNS} FROM audit WHERE key LIKE $1 ESCAPE '\\' AND at >= $2"
             " ORDER BY seq LIMIT $3",
-            _like(key_prefix), since, limit,
-        )  # fmt: skip
+            _like(key_prefix),
+            since,
+            limit,
+        )
         return [AuditEntry(*row) for row in rows]

@@ -47,8 +47,14 @@ class BudgetTables:
             async with asyncio.timeout(TIMEOUT_S):
                 row = await self.pool.fetchrow(
                     "SELECT * FROM threadline_budget_slots($1, $2, $3, $4, $5, $6, $7)",
-                    key, worker, interval_s, room, wanted, horizon_s, must,
-                )  # fmt: skip
+                    key,
+                    worker,
+                    interval_s,
+                    room,
+                    wanted,
+                    horizon_s,
+                    must,
+                )
         except _FAILURES as exc:
             raise StoreError(f"cannot take edit slots of {key}: {exc}") from None
         assert row is not None

@@ -13,15 +13,25 @@ from bot.storage.postgres_url import describe_failure, redacted
 async def check_database(url: str) -> tuple[bool, str]:
     """``(ok, words)`` about the database at ``url``, naming it without its password."""
     try:
-        conn = await asyncpg.connect(url, timeout=CONNECT_TIMEOUT_S, server_settings=server_settings(url))
-    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError, ValueError) as exc:
+        conn = await asyncpg.connect(
+            url, timeout=CONNECT_TIMEOUT_S, server_settings=server_settings(url)
+        )
+    except (
+        OSError,
+        TimeoutError,
+        asyncpg.PostgresError,
+        asyncpg.InterfaceError,
+        ValueError,
+    ) as exc:
         return False, describe_failure(url, exc)
     try:
         server = str(await conn.fetchval("SHOW server_version")).split()[0]
         settings = {name: str(await conn.fetchval(f"SHOW {name}")) for name in PLANNER}
         version = 0
         if await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL"):
-            version = int(await conn.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"))
+            version = int(
+                await conn.fetchval("SELECT COALESCE(MAX(version), 0) FROM schema_migrations")
+            )
     except asyncpg.PostgresError as exc:
         return False, describe_failure(url, exc)
     finally:
@@ -36,7 +46,10 @@ async def check_database(url: str) -> tuple[bool, str]:
             f"({newest}): upgrade Threadline or use another database"
         )
     if version == 0:
-        return True, f"{answers}; no tables yet: `threadline run` creates them (schema version {newest})"
+        return (
+            True,
+            f"{answers}; no tables yet: `threadline run` creates them (schema version {newest})",
+        )
     if version < newest:
         return True, f"{answers}; schema version {version}: `threadline run` brings it to {newest}"
     return True, f"{answers}; schema version {version} (current)"

@@ -16,9 +16,21 @@ from bot.storage import rows as stored
 from bot.storage.postgres_batch import AsOne, by_column
 
 _TYPES = (
-    "text", "text", "text", "float8", "text", "text", "float8", "float8", "text", "text", "int8",
-    "float8", "text", "text",
-)  # fmt: skip
+    "text",
+    "text",
+    "text",
+    "float8",
+    "text",
+    "text",
+    "float8",
+    "float8",
+    "text",
+    "text",
+    "int8",
+    "float8",
+    "text",
+    "text",
+)
 """The types of ``key`` and the :data:`~bot.storage.rows.SESSION_COLUMNS`, in order."""
 _COLUMNS = ["key", *(c.strip() for c in stored.SESSION_COLUMNS.split(","))]
 _SET = ", ".join(f"{c} = excluded.{c}" for c in _COLUMNS if c not in ("key", "created_at"))

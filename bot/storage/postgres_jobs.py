@@ -19,9 +19,14 @@ class JobTables:
             " payload = excluded.payload, due_at = excluded.due_at,"
             " interval_s = excluded.interval_s, attempts = excluded.attempts,"
             " last_error = excluded.last_error",
-            job.id, job.kind, json.dumps(job.payload), job.due_at, job.interval_s, job.attempts,
+            job.id,
+            job.kind,
+            json.dumps(job.payload),
+            job.due_at,
+            job.interval_s,
+            job.attempts,
             job.last_error,
-        )  # fmt: skip
+        )
 
     async def due_jobs(self: PgDb, now: float, limit: int = 100) -> list[Job]:
         rows = await self.pool.fetch(
@@ -42,8 +47,10 @@ class JobTables:
             " UPDATE jobs SET due_at = $1 + $3 FROM due WHERE jobs.id = due.id"
             " RETURNING jobs.id, jobs.kind, jobs.payload, due.due_at, jobs.interval_s,"
             " jobs.attempts, jobs.last_error",
-            now, limit, hold_s,
-        )  # fmt: skip
+            now,
+            limit,
+            hold_s,
+        )
         jobs = [Job(r[0], r[1], r[3], json.loads(r[2]), r[4], r[5], r[6]) for r in rows]
         return sorted(jobs, key=lambda j: (j.due_at, j.id))
 

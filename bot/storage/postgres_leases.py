@@ -39,7 +39,9 @@ if TYPE_CHECKING:
 
 _LEASE = "key, owner, token, extract(epoch FROM expires_at)::float8 AS expires_at, (c.n - 1)::int AS call"
 _TAKE = AsOne(
-    "WITH c AS (SELECT * FROM unnest($1::text[], $2::text[], $3::float8[]) " + CALLS.format("key, owner, ttl") + "),"
+    "WITH c AS (SELECT * FROM unnest($1::text[], $2::text[], $3::float8[]) "
+    + CALLS.format("key, owner, ttl")
+    + "),"
     " taken AS (INSERT INTO leases (key, owner, token, expires_at)"
     " SELECT key, owner, nextval('lease_tokens'), clock_timestamp() + make_interval(secs => ttl) FROM c ORDER BY n"
     " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, token = excluded.token,"
@@ -53,12 +55,17 @@ _HELD = "FROM unnest($1::text[], $2::text[], $3::int8[]{}) " + CALLS.format("k, 
 _HELD_WHERE = " WHERE leases.key = ANY($1::text[]) AND leases.key = c.k AND leases.owner = c.o AND leases.token = c.t"
 _RENEW = AsOne(
     "UPDATE leases SET expires_at = clock_timestamp() + make_interval(secs => c.ttl) "
-    + _HELD.format(", $4::float8[]", ", ttl") + _HELD_WHERE + " RETURNING " + _LEASE
+    + _HELD.format(", $4::float8[]", ", ttl")
+    + _HELD_WHERE
+    + " RETURNING "
+    + _LEASE
 )
 """A batch of renewals (each call: key, owner, token, seconds) in one statement."""
 _RELEASE = AsOne(
     "UPDATE leases SET owner = '', expires_at = clock_timestamp() "
-    + _HELD.format("", "") + _HELD_WHERE + " RETURNING (c.n - 1)::int AS call"
+    + _HELD.format("", "")
+    + _HELD_WHERE
+    + " RETURNING (c.n - 1)::int AS call"
 )
 """A batch of releases (each call: key, owner, token) in one statement."""
 _FENCE = "SELECT 1 FROM leases WHERE key = $1 AND owner = $2 AND token = $3 FOR SHARE"
@@ -91,7 +98,9 @@ class FencedSessions:
         async with self._store.transaction() as db:
             lease = self.lease
             if await db.fetchval(_FENCE, key, lease.owner, lease.token) is None:
-                raise LeaseLost(f"the lease on {key} with token {lease.token} is no longer {lease.owner}'s")
+                raise LeaseLost(
+                    f"the lease on {key} with token {lease.token} is no longer {lease.owner}'s"
+                )
             yield db
 
     async def load_session(self, key: ThreadKey, now: float) -> Session:
@@ -112,13 +121,21 @@ class FencedSessions:
         except asyncpg.PostgresError as exc:
             if exc.sqlstate != LOST:
                 raise
-            raise LeaseLost(f"the lease on {lease.key} with token {lease.token} is no longer {lease.owner}'s") from None
+            raise LeaseLost(
+                f"the lease on {lease.key} with token {lease.token} is no longer {lease.owner}'s"
+            ) from None
 
     async def append_messages(self, session: Session, messages: Sequence[Message]) -> None:
         if not messages:
             return
         bodies = [dump_message(m) for m in messages]
-        await self._fenced("append_messages", APPENDED, *session_values(session, messages), len(session.messages), bodies)
+        await self._fenced(
+            "append_messages",
+            APPENDED,
+            *session_values(session, messages),
+            len(session.messages),
+            bodies,
+        )
         session.messages.extend(messages)
 
     async def replace_messages(self, session: Session, messages: Sequence[Message]) -> None:
@@ -155,11 +172,13 @@ class LeaseTables:
         return bool(released)
 
     async def lease_of(self: PgDb, key: ThreadKey) -> Lease | None:
-        return _lease(await self.pool.fetchrow(
-            "SELECT key, owner, token, extract(epoch FROM expires_at)::float8 AS expires_at"
-            " FROM leases WHERE key = $1",
-            key,
-        ))  # fmt: skip
+        return _lease(
+            await self.pool.fetchrow(
+                "SELECT key, owner, token, extract(epoch FROM expires_at)::float8 AS expires_at"
+                " FROM leases WHERE key = $1",
+                key,
+            )
+        )
 
     def sessions_under(self: _Store, lease: Lease) -> SessionStore:
         return FencedSessions(self, lease)

@@ -28,8 +28,6 @@ _RECENT = AsOne(
 _WORD = re.compile(r"^\w+$")
 
 
-
-
 def tsquery(terms: Sequence[str]) -> str:
     """Every term a word prefix: ``deploy:* & key:*`` (terms that are not words are left out)."""
     return " & ".join(f"{term.lower()}:*" for term in terms if _WORD.match(term))
@@ -50,12 +48,20 @@ class MemoryTables:
             number = await db.fetchval(
                 "INSERT INTO memories (channel, key, scope, note, author_id, author_name, created_at)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-                d.channel, d.key, d.scope, d.note, d.author_id, d.author_name, d.created_at,
-            )  # fmt: skip
+                d.channel,
+                d.key,
+                d.scope,
+                d.note,
+                d.author_id,
+                d.author_name,
+                d.created_at,
+            )
         return dataclasses.replace(d, id=f"m{number}")
 
     async def recent_memories(self: PgDb, channel: str, key: str, limit: int) -> list[Memory]:
-        rows = await self.gathered("recent_memories", _RECENT, rows=True).fetch(key, channel, key, limit)
+        rows = await self.gathered("recent_memories", _RECENT, rows=True).fetch(
+            key, channel, key, limit
+        )
         return [stored.memory(tuple(r)[:-1]) for r in rows]  # without the call
 
     async def recall_memories(
@@ -68,8 +74,11 @@ class MemoryTables:
             f"SELECT {_COLUMNS} FROM memories m, to_tsquery('simple', $3) q"
             f" WHERE {_SEEN_BY} AND to_tsvector('simple', m.note) @@ q"
             " ORDER BY ts_rank(to_tsvector('simple', m.note), q) DESC, m.id DESC LIMIT $4",
-            channel, key, query, limit,
-        )  # fmt: skip
+            channel,
+            key,
+            query,
+            limit,
+        )
         return [stored.memory(r) for r in rows]
 
     async def forget_memory(self: PgDb, channel: str, key: str, memory_id: str) -> Memory | None:
@@ -78,6 +87,8 @@ class MemoryTables:
             return None
         row = await self.pool.fetchrow(
             f"DELETE FROM memories AS m WHERE m.id = $3 AND {_SEEN_BY} RETURNING {_COLUMNS}",
-            channel, key, number,
-        )  # fmt: skip
+            channel,
+            key,
+            number,
+        )
         return stored.memory(row) if row else None

@@ -57,7 +57,11 @@ class WaitingConnect:
                     raise
                 if not self.away:
                     self.away = True
-                    log.warning("PostgreSQL at %s is away (%s); connecting again", self._where, type(exc).__name__)
+                    log.warning(
+                        "PostgreSQL at %s is away (%s); connecting again",
+                        self._where,
+                        type(exc).__name__,
+                    )
             else:
                 if self.away:
                     self.away = False

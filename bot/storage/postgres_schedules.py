@@ -21,13 +21,12 @@ _COLUMNS = (
     "id, key, channel, prompt, when_text, cron, zone, next_at, author_id, author_name, created_at"
 )
 _OF_THREADS = AsOne(
-    f"SELECT {_COLUMNS}, (c.n - 1)::int AS call FROM unnest($1::text[]) " + CALLS.format("k")
+    f"SELECT {_COLUMNS}, (c.n - 1)::int AS call FROM unnest($1::text[]) "
+    + CALLS.format("k")
     + " JOIN schedules ON schedules.key = c.k AND schedules.key = ANY($1::text[])"  # by the index
     + " ORDER BY c.n, next_at, id"
-)  # fmt: skip
+)
 """The schedules of a batch of threads in one statement."""
-
-
 
 
 class ScheduleTables:
@@ -52,17 +51,28 @@ class ScheduleTables:
             number = await db.fetchval(
                 f"INSERT INTO schedules ({_COLUMNS.removeprefix('id, ')})"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
-                d.key, d.channel, d.prompt, d.when, d.cron, d.zone, d.next_at, d.author_id,
-                d.author_name, d.created_at,
-            )  # fmt: skip
+                d.key,
+                d.channel,
+                d.prompt,
+                d.when,
+                d.cron,
+                d.zone,
+                d.next_at,
+                d.author_id,
+                d.author_name,
+                d.created_at,
+            )
             added = dataclasses.replace(d, id=f"s{number}")
             job = job_for(added)
             await db.execute(
                 "INSERT INTO jobs (id, kind, payload, due_at) VALUES ($1, $2, $3, $4)"
                 " ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, payload = excluded.payload,"
                 " due_at = excluded.due_at, attempts = 0, last_error = NULL",
-                job.id, job.kind, json.dumps(job.payload), job.due_at,
-            )  # fmt: skip
+                job.id,
+                job.kind,
+                json.dumps(job.payload),
+                job.due_at,
+            )
         return added
 
     async def get_schedule(self: PgDb, schedule_id: str) -> Schedule | None:
@@ -88,10 +98,15 @@ class ScheduleTables:
             return False
         async with self.transaction() as db:
             if next_at is None:
-                status = await db.execute("DELETE FROM schedules WHERE id = $1 AND next_at = $2", number, due_at)
+                status = await db.execute(
+                    "DELETE FROM schedules WHERE id = $1 AND next_at = $2", number, due_at
+                )
             else:
                 status = await db.execute(
-                    "UPDATE schedules SET next_at = $1 WHERE id = $2 AND next_at = $3", next_at, number, due_at
+                    "UPDATE schedules SET next_at = $1 WHERE id = $2 AND next_at = $3",
+                    next_at,
+                    number,
+                    due_at,
                 )
             if changed(status) != 1:
                 return False

@@ -40,13 +40,15 @@ REPLACE = INSERT.replace("$16", "0").replace("$17", "$2")
 _LOAD = AsOne(
     f"SELECT {stored.SESSION_COLUMNS},"
     " ARRAY(SELECT body FROM messages WHERE key = c.k ORDER BY seq) AS bodies, (c.n - 1)::int AS call"
-    " FROM unnest($1::text[]) " + CALLS.format("k")
+    " FROM unnest($1::text[]) "
+    + CALLS.format("k")
     + " JOIN sessions ON sessions.key = c.k AND sessions.key = ANY($1::text[])"  # by the index
 )
 """Sessions and their transcripts (each call: a key), in one statement (one snapshot)."""
 ACCEPT = AsOne(
     "WITH c AS (SELECT * FROM unnest($1::text[], $2::float8[], $3::text[], $4::text[]) "
-    + CALLS.format("event_id, seen_at, key, message") + "),"
+    + CALLS.format("event_id, seen_at, key, message")
+    + "),"
     " first AS (INSERT INTO deliveries (event_id, seen_at) SELECT event_id, seen_at FROM c ORDER BY n"
     " ON CONFLICT (event_id) DO NOTHING RETURNING event_id),"
     " kept AS (INSERT INTO arrivals (event_id, key, message, at)"
@@ -61,7 +63,9 @@ clock (workers' may be off)."""
 ACTIVE = "state <> 'idle'"
 """The predicate of the index of sessions by state (migration 0010): a query by state says it
 too, or a generic plan, which cannot know the state asked for is not idle, reads every row."""
-IN_STATE = f"SELECT key FROM sessions WHERE state = $1 AND {ACTIVE} ORDER BY updated_at, key LIMIT $2"
+IN_STATE = (
+    f"SELECT key FROM sessions WHERE state = $1 AND {ACTIVE} ORDER BY updated_at, key LIMIT $2"
+)
 
 
 def session_values(session: Session, messages: Sequence[Message] = ()) -> tuple[Any, ...]:
@@ -81,7 +85,8 @@ class SessionTables:
 
     async def has_session(self: PgDb, key: ThreadKey) -> bool:
         found = await self.pool.fetchval(
-            "SELECT 1 FROM sessions WHERE key = $1 UNION ALL SELECT 1 FROM arrivals WHERE key = $1 LIMIT 1", key
+            "SELECT 1 FROM sessions WHERE key = $1 UNION ALL SELECT 1 FROM arrivals WHERE key = $1 LIMIT 1",
+            key,
         )
         return found is not None
 
@@ -89,7 +94,9 @@ class SessionTables:
         if not messages:
             return
         bodies = [dump_message(m) for m in messages]
-        await self.pool.execute(APPEND, *session_values(session, messages), len(session.messages), bodies)
+        await self.pool.execute(
+            APPEND, *session_values(session, messages), len(session.messages), bodies
+        )
         session.messages.extend(messages)
 
     async def replace_messages(self: PgDb, session: Session, messages: Sequence[Message]) -> None:
@@ -104,13 +111,16 @@ class SessionTables:
         await self.pool.execute(UPSERT, *session_values(session))
 
     async def keys_in_state(self: PgDb, state: RunState, limit: int = 1000) -> list[ThreadKey]:
-        sql = IN_STATE if state is not RunState.IDLE else IN_STATE.replace(f" AND {ACTIVE}", "")  # not indexed
+        sql = (
+            IN_STATE if state is not RunState.IDLE else IN_STATE.replace(f" AND {ACTIVE}", "")
+        )  # not indexed
         rows = await self.pool.fetch(sql, state.value, limit)
         return [ThreadKey(row["key"]) for row in rows]
 
     async def latest_under(self: PgDb, prefix: str) -> ThreadKey | None:
         found = await self.pool.fetchval(
-            "SELECT key FROM sessions WHERE starts_with(key, $1) ORDER BY updated_at DESC, key LIMIT 1", prefix
+            "SELECT key FROM sessions WHERE starts_with(key, $1) ORDER BY updated_at DESC, key LIMIT 1",
+            prefix,
         )
         return None if found is None else ThreadKey(found)
 
@@ -134,13 +144,17 @@ class DeliveryTables:
     async def accept(self: PgDb, key: ThreadKey, message: UserMessage, now: float) -> bool:
         if not message.event_id:
             raise ValueError("an accepted message needs its event id")
-        added = await self.gathered("accept", ACCEPT, rows=True).fetch(  # in the order of the rows it locks
+        added = await self.gathered(
+            "accept", ACCEPT, rows=True
+        ).fetch(  # in the order of the rows it locks
             message.event_id, message.event_id, now, key, dump_message(message)
         )
         return bool(added)
 
     async def arrivals(self: PgDb, limit: int = 1000) -> list[tuple[ThreadKey, UserMessage]]:
-        rows = await self.pool.fetch("SELECT key, message FROM arrivals ORDER BY seq LIMIT $1", limit)
+        rows = await self.pool.fetch(
+            "SELECT key, message FROM arrivals ORDER BY seq LIMIT $1", limit
+        )
         found = [(ThreadKey(row["key"]), load_message(row["message"])) for row in rows]
         return [(key, m) for key, m in found if isinstance(m, UserMessage)]
 

@@ -36,7 +36,9 @@ def describe_failure(url: str, exc: BaseException) -> str:
         reason = "the host name did not resolve"
     elif isinstance(exc, TimeoutError):
         reason = "no answer in time (a firewall, or a wrong address?)"
-    elif isinstance(exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError):
+    elif isinstance(
+        exc, asyncpg.InvalidPasswordError | asyncpg.InvalidAuthorizationSpecificationError
+    ):
         reason = f"the server refused the login: {exc}"
     elif isinstance(exc, asyncpg.InvalidCatalogNameError):
         reason = "the database does not exist (create it first: createdb)"

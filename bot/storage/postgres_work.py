@@ -28,9 +28,10 @@ _UNLEASED = (
 )
 
 _IS_ARRIVAL = AsOne(
-    "SELECT (c.n - 1)::int AS call FROM unnest($1::text[]) " + CALLS.format("event_id")
+    "SELECT (c.n - 1)::int AS call FROM unnest($1::text[]) "
+    + CALLS.format("event_id")
     + " JOIN arrivals a ON a.event_id = c.event_id AND a.event_id = ANY($1::text[])"  # by the index
-)  # fmt: skip
+)
 ORPHANS = (
     f"SELECT s.key FROM sessions s WHERE s.state = ANY($1::text[]) AND s.{ACTIVE} AND "
     + _UNLEASED.format("s")
@@ -60,7 +61,9 @@ class WorkTables:
 
     async def orphans(self: PgDb, limit: int = 100) -> list[ThreadKey]:
         """Threads cut off mid-run whose lease is not live: their worker died (oldest first)."""
-        rows = await self.pool.fetch(ORPHANS, [RunState.RUNNING.value, RunState.RESUMED.value], limit)
+        rows = await self.pool.fetch(
+            ORPHANS, [RunState.RUNNING.value, RunState.RESUMED.value], limit
+        )
         return [ThreadKey(r["key"]) for r in rows]
 
     async def stranded(self: PgDb, older_than_s: float, limit: int = 100) -> list[ThreadKey]:
@@ -98,8 +101,11 @@ class WorkTables:
         async with self.transaction() as db:
             await db.execute(
                 "INSERT INTO stop_requests (key, run_id, actor_id, actor_name) VALUES ($1, $2, $3, $4)",
-                key, run_id, actor.id, actor.display_name,
-            )  # fmt: skip
+                key,
+                run_id,
+                actor.id,
+                actor.display_name,
+            )
             await db.execute("SELECT pg_notify($1, $2)", CHANNEL, key)
 
     async def take_stop_requests(

@@ -27,7 +27,13 @@ from bot.sessions.store import RecentThreads, SessionStore
 
 
 class Store(
-    SessionStore, RecentThreads, DeliveryStore, ApprovalStore, JobStore, ScheduleStore, MemoryStore,
+    SessionStore,
+    RecentThreads,
+    DeliveryStore,
+    ApprovalStore,
+    JobStore,
+    ScheduleStore,
+    MemoryStore,
     Protocol,
 ):
     async def open(self) -> None:

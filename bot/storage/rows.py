@@ -61,7 +61,13 @@ def session_row(session: Session) -> tuple[Any, ...]:
     """``key`` and the :data:`SESSION_COLUMNS` of ``session``, as stored."""
     panel = session.panel
     shown = (
-        json.dumps({"message_id": panel.message_id, "content_hash": panel.content_hash, "pinned": panel.pinned})
+        json.dumps(
+            {
+                "message_id": panel.message_id,
+                "content_hash": panel.content_hash,
+                "pinned": panel.pinned,
+            }
+        )
         if panel is not None
         else None
     )
@@ -86,7 +92,9 @@ def session_row(session: Session) -> tuple[Any, ...]:
 def arrived(session: Session, messages: Sequence[Message] = ()) -> list[str]:
     """Event ids of the messages the session holds once ``messages`` are written (their
     arrivals are done)."""
-    return [m.event_id for m in (*messages, *session.inbox) if isinstance(m, UserMessage) and m.event_id]
+    return [
+        m.event_id for m in (*messages, *session.inbox) if isinstance(m, UserMessage) and m.event_id
+    ]
 
 
 def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:

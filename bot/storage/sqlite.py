@@ -141,7 +141,9 @@ class SqliteStore(
                 )
 
     async def schema_version(self) -> int:
-        async with self.db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations") as cur:
+        async with self.db.execute(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations"
+        ) as cur:
             row = await cur.fetchone()
         return int(row[0]) if row else 0
 

@@ -50,17 +50,39 @@ class ApprovalTables:
                 f"INSERT INTO approvals ({_APPROVAL_COLUMNS}) VALUES"
                 " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    request.id, request.key, request.call_id, request.tool, request.arguments,
-                    request.args_hash, request.requester_id, request.requester_name,
-                    request.approvers.to_json(), int(request.offer_always), request.status.value,
-                    request.decided_by_id, request.decided_by_name, request.decided_at,
-                    request.created_at, request.expires_at, request.card_id, request.allow_subject,
+                    request.id,
+                    request.key,
+                    request.call_id,
+                    request.tool,
+                    request.arguments,
+                    request.args_hash,
+                    request.requester_id,
+                    request.requester_name,
+                    request.approvers.to_json(),
+                    int(request.offer_always),
+                    request.status.value,
+                    request.decided_by_id,
+                    request.decided_by_name,
+                    request.decided_at,
+                    request.created_at,
+                    request.expires_at,
+                    request.card_id,
+                    request.allow_subject,
                 ),
-            )  # fmt: skip
-            await _audit(db, AuditEntry(
-                request.created_at, request.key, "requested", request.tool, request.args_hash,
-                request.requester_id, request.requester_name, request.id,
-            ))  # fmt: skip
+            )
+            await _audit(
+                db,
+                AuditEntry(
+                    request.created_at,
+                    request.key,
+                    "requested",
+                    request.tool,
+                    request.args_hash,
+                    request.requester_id,
+                    request.requester_name,
+                    request.id,
+                ),
+            )
 
     async def get_approval(self: Db, approval_id: str) -> ApprovalRequest | None:
         async with self.db.execute(
@@ -98,8 +120,16 @@ class ApprovalTables:
             cur = await db.execute(
                 "UPDATE approvals SET status = ?, decided_by_id = ?, decided_by_name = ?,"
                 " decided_at = ? WHERE id = ? AND status = 'pending' AND (? OR expires_at > ?)",
-                (status.value, by_id, by_name, now, approval_id, status is ApprovalStatus.EXPIRED, now),
-            )  # fmt: skip
+                (
+                    status.value,
+                    by_id,
+                    by_name,
+                    now,
+                    approval_id,
+                    status is ApprovalStatus.EXPIRED,
+                    now,
+                ),
+            )
             if cur.rowcount != 1:
                 return False
             await db.execute(
@@ -120,13 +150,28 @@ class ApprovalTables:
             await db.execute(
                 "INSERT INTO allow_rules (id, scope, tool, covers, created_by, created_by_name,"
                 " created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (rule.id, rule.scope, rule.tool, json.dumps(sorted(rule.covers)), rule.created_by,
-                 rule.created_by_name, rule.created_at),
-            )  # fmt: skip
-            await _audit(db, AuditEntry(
-                rule.created_at, rule.scope, "rule created", rule.tool, actor_id=rule.created_by,
-                actor_name=rule.created_by_name, detail=f"rule {rule.id} covers {', '.join(sorted(rule.covers))}",
-            ))  # fmt: skip
+                (
+                    rule.id,
+                    rule.scope,
+                    rule.tool,
+                    json.dumps(sorted(rule.covers)),
+                    rule.created_by,
+                    rule.created_by_name,
+                    rule.created_at,
+                ),
+            )
+            await _audit(
+                db,
+                AuditEntry(
+                    rule.created_at,
+                    rule.scope,
+                    "rule created",
+                    rule.tool,
+                    actor_id=rule.created_by,
+                    actor_name=rule.created_by_name,
+                    detail=f"rule {rule.id} covers {', '.join(sorted(rule.covers))}",
+                ),
+            )
 
     async def allow_rule_for(self: Db, scope: str, tool: str, person: str) -> AllowRule | None:
         async with self.db.execute(
@@ -144,16 +189,30 @@ class ApprovalTables:
         ) as cur:
             return [_rule(r) for r in await cur.fetchall()]
 
-    async def revoke_allow_rule(self: Db, rule_id: str, by: str, by_name: str, now: float) -> AllowRule | None:
+    async def revoke_allow_rule(
+        self: Db, rule_id: str, by: str, by_name: str, now: float
+    ) -> AllowRule | None:
         async with self.transaction() as db:
-            async with db.execute(f"SELECT {_RULE_COLUMNS} FROM allow_rules WHERE id = ?", (rule_id,)) as cur:
+            async with db.execute(
+                f"SELECT {_RULE_COLUMNS} FROM allow_rules WHERE id = ?", (rule_id,)
+            ) as cur:
                 row = await cur.fetchone()
             if row is None:
                 return None
             rule = _rule(row)
             await db.execute("DELETE FROM allow_rules WHERE id = ?", (rule_id,))
-            await _audit(db, AuditEntry(now, rule.scope, "rule revoked", rule.tool, actor_id=by,
-                                        actor_name=by_name, detail=f"rule {rule.id}"))  # fmt: skip
+            await _audit(
+                db,
+                AuditEntry(
+                    now,
+                    rule.scope,
+                    "rule revoked",
+                    rule.tool,
+                    actor_id=by,
+                    actor_name=by_name,
+                    detail=f"rule {rule.id}",
+                ),
+            )
         return rule
 
     async def record_audit(self: Db, entry: AuditEntry) -> None:
@@ -188,6 +247,15 @@ def _rule(row: Sequence[Any]) -> AllowRule:
 async def _audit(db: aiosqlite.Connection, entry: AuditEntry) -> None:
     await db.execute(
         f"INSERT INTO audit ({_AUDIT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (entry.at, entry.key, entry.event, entry.tool, entry.args_hash, entry.actor_id,
-         entry.actor_name, entry.approval_id, entry.detail),
-    )  # fmt: skip
+        (
+            entry.at,
+            entry.key,
+            entry.event,
+            entry.tool,
+            entry.args_hash,
+            entry.actor_id,
+            entry.actor_name,
+            entry.approval_id,
+            entry.detail,
+        ),
+    )

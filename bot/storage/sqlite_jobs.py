@@ -20,9 +20,16 @@ class JobTables:
                 " payload = excluded.payload, due_at = excluded.due_at,"
                 " interval_s = excluded.interval_s, attempts = excluded.attempts,"
                 " last_error = excluded.last_error",
-                (job.id, job.kind, json.dumps(job.payload), job.due_at, job.interval_s,
-                 job.attempts, job.last_error),
-            )  # fmt: skip
+                (
+                    job.id,
+                    job.kind,
+                    json.dumps(job.payload),
+                    job.due_at,
+                    job.interval_s,
+                    job.attempts,
+                    job.last_error,
+                ),
+            )
 
     async def due_jobs(self: Db, now: float, limit: int = 100) -> list[Job]:
         async with self.db.execute(

@@ -19,8 +19,6 @@ _SEEN_BY = "m.channel = ? AND (m.scope = 'channel' OR m.key = ?)"
 """The memories a thread sees: its channel's, and its own."""
 
 
-
-
 def match_query(terms: Sequence[str]) -> str:
     """An FTS5 query in which every term must start a word: ``"deploy"* "key"*``."""
     return " ".join('"' + term.replace('"', '""') + '"*' for term in terms)
@@ -36,9 +34,18 @@ class MemoryTables:
                 "INSERT INTO memories (channel, key, scope, note, author_id, author_name, created_at)"
                 " SELECT ?, ?, ?, ?, ?, ?, ?"
                 " WHERE (SELECT COUNT(*) FROM memories WHERE channel = ?) < ?",
-                (d.channel, d.key, d.scope, d.note, d.author_id, d.author_name, d.created_at,
-                 d.channel, per_channel),
-            )  # fmt: skip
+                (
+                    d.channel,
+                    d.key,
+                    d.scope,
+                    d.note,
+                    d.author_id,
+                    d.author_name,
+                    d.created_at,
+                    d.channel,
+                    per_channel,
+                ),
+            )
             if cursor.rowcount != 1 or cursor.lastrowid is None:
                 return None
             await db.execute(

@@ -19,8 +19,6 @@ _COLUMNS = (
 )
 
 
-
-
 class ScheduleTables:
     """Mixed into :class:`bot.storage.sqlite.SqliteStore`."""
 
@@ -34,9 +32,23 @@ class ScheduleTables:
                 " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
                 " WHERE (SELECT COUNT(*) FROM schedules WHERE key = ?) < ?"
                 " AND (SELECT COUNT(*) FROM schedules WHERE channel = ?) < ?",
-                (d.key, d.channel, d.prompt, d.when, d.cron, d.zone, d.next_at, d.author_id,
-                 d.author_name, d.created_at, d.key, per_thread, d.channel, per_channel),
-            )  # fmt: skip
+                (
+                    d.key,
+                    d.channel,
+                    d.prompt,
+                    d.when,
+                    d.cron,
+                    d.zone,
+                    d.next_at,
+                    d.author_id,
+                    d.author_name,
+                    d.created_at,
+                    d.key,
+                    per_thread,
+                    d.channel,
+                    per_channel,
+                ),
+            )
             if cursor.rowcount != 1 or cursor.lastrowid is None:
                 return await _which_limit(db, d, per_thread)
             added = dataclasses.replace(d, id=f"s{cursor.lastrowid}")
@@ -53,7 +65,9 @@ class ScheduleTables:
         number = stored.number(schedule_id, "s")
         if number is None:
             return None
-        async with self.db.execute(f"SELECT {_COLUMNS} FROM schedules WHERE id = ?", (number,)) as cur:
+        async with self.db.execute(
+            f"SELECT {_COLUMNS} FROM schedules WHERE id = ?", (number,)
+        ) as cur:
             row = await cur.fetchone()
         return stored.schedule(row) if row else None
 
@@ -95,7 +109,8 @@ class ScheduleTables:
             return None
         async with self.transaction() as db:
             async with db.execute(
-                f"DELETE FROM schedules WHERE id = ? AND key = ? RETURNING {_COLUMNS}", (number, key)
+                f"DELETE FROM schedules WHERE id = ? AND key = ? RETURNING {_COLUMNS}",
+                (number, key),
             ) as cur:
                 row = await cur.fetchone()
             if row is None:

@@ -59,7 +59,11 @@ def describe(address: IpAddress) -> str:
 
 
 def refusal(host: str, address: IpAddress) -> ToolError:
-    what = f"{address} ({describe(address)})" if host.strip("[]") != str(address) else describe(address)
+    what = (
+        f"{address} ({describe(address)})"
+        if host.strip("[]") != str(address)
+        else describe(address)
+    )
     return ToolError(
         f"refused: {host} is {what}; fetch_url only reaches public "
         "addresses (an operator can allow others with [tools.fetch_url] allow_private or "
@@ -71,7 +75,11 @@ class Reach:
     """The addresses that may be reached: public ones, those in ``networks``, and, with
     ``private``, every other one."""
 
-    def __init__(self, private: bool = False, networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network] = ()) -> None:
+    def __init__(
+        self,
+        private: bool = False,
+        networks: Iterable[ipaddress.IPv4Network | ipaddress.IPv6Network] = (),
+    ) -> None:
         self.private = private
         self.networks = tuple(networks)
 

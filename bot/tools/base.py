@@ -215,7 +215,10 @@ def tool(
             if param.name not in hints:
                 raise TypeError(f"tool {tool_name}: parameter {param.name} needs a type annotation")
             default = ... if param.default is inspect.Parameter.empty else param.default
-            fields[param.name] = (hints[param.name], Field(default, description=docs.get(param.name)))
+            fields[param.name] = (
+                hints[param.name],
+                Field(default, description=docs.get(param.name)),
+            )
         model = create_model(
             f"{tool_name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )

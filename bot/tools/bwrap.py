@@ -51,11 +51,29 @@ ROOT_SANDBOX_ID = 65534
 """The user and group a command runs as when the bot runs as root."""
 HOSTNAME = "threadline"
 ETC_FILES = (
-    "passwd", "group", "hosts", "resolv.conf", "nsswitch.conf", "host.conf", "gai.conf",
-    "services", "protocols", "localtime", "timezone", "ld.so.cache", "ld.so.conf",
-    "ld.so.conf.d", "alternatives", "ssl/certs", "ca-certificates.conf", "mime.types",
-    "os-release", "debian_version", "magic", "inputrc",
-)  # fmt: skip
+    "passwd",
+    "group",
+    "hosts",
+    "resolv.conf",
+    "nsswitch.conf",
+    "host.conf",
+    "gai.conf",
+    "services",
+    "protocols",
+    "localtime",
+    "timezone",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "alternatives",
+    "ssl/certs",
+    "ca-certificates.conf",
+    "mime.types",
+    "os-release",
+    "debian_version",
+    "magic",
+    "inputrc",
+)
 """What of ``/etc`` a command sees (those that exist), read-only. Not ``shadow``."""
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _SHIM_WORKSPACE = "/tmp/workspace"
@@ -143,32 +161,66 @@ class BwrapRunner:
         shim: list[str] = []
         if self.as_root:
             shim = [
-                self.executable, "--unshare-pid", "--dev-bind", "/", "/", "--tmpfs", "/tmp",
-                "--bind", source, _SHIM_WORKSPACE, "--die-with-parent", "--",
-                "setpriv", f"--reuid={ROOT_SANDBOX_ID}", f"--regid={ROOT_SANDBOX_ID}",
-                "--clear-groups", "--no-new-privs", "--",
-            ]  # fmt: skip
+                self.executable,
+                "--unshare-pid",
+                "--dev-bind",
+                "/",
+                "/",
+                "--tmpfs",
+                "/tmp",
+                "--bind",
+                source,
+                _SHIM_WORKSPACE,
+                "--die-with-parent",
+                "--",
+                "setpriv",
+                f"--reuid={ROOT_SANDBOX_ID}",
+                f"--regid={ROOT_SANDBOX_ID}",
+                "--clear-groups",
+                "--no-new-privs",
+                "--",
+            ]
             source = _SHIM_WORKSPACE
         limits = self.limits
         return [
             *shim,
             self.executable,
-            "--unshare-all", "--unshare-user", "--disable-userns",
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
             *(["--share-net"] if network else []),
-            "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--hostname", HOSTNAME,
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+            "--hostname",
+            HOSTNAME,
             *self._system,
-            "--proc", "/proc",
-            "--dev", "/dev",
-            "--size", str(limits.shm_bytes), "--tmpfs", "/dev/shm",
-            "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp",
-            "--bind", source, WORKSPACE,
-            "--remount-ro", "/dev",
-            "--remount-ro", "/",
-            "--chdir", WORKSPACE,
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "--size",
+            str(limits.shm_bytes),
+            "--tmpfs",
+            "/dev/shm",
+            "--size",
+            str(limits.tmp_bytes),
+            "--tmpfs",
+            "/tmp",
+            "--bind",
+            source,
+            WORKSPACE,
+            "--remount-ro",
+            "/dev",
+            "--remount-ro",
+            "/",
+            "--chdir",
+            WORKSPACE,
             "--",
             *limits.prlimit(timeout_s),
             *(["/bin/sh", "-c", command] if isinstance(command, str) else command),
-        ]  # fmt: skip
+        ]
 
 
 @functools.cache
@@ -203,14 +255,23 @@ def probe(executable: str | None = None) -> Availability:
         argv = runner.argv("true", Path(directory), network=False, timeout_s=PROBE_TIMEOUT_S)
         try:
             done = subprocess.run(
-                argv, env=ENVIRONMENT, cwd="/", stdin=subprocess.DEVNULL,
-                capture_output=True, timeout=PROBE_TIMEOUT_S, check=False,
-            )  # fmt: skip
+                argv,
+                env=ENVIRONMENT,
+                cwd="/",
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=PROBE_TIMEOUT_S,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return Availability(False, f"{found} could not be run: {exc}")
     if done.returncode != 0:
         said = done.stderr.decode(errors="replace").strip().splitlines()
         reason = said[-1] if said else f"exit status {done.returncode}"
         return Availability(False, f"{found} cannot create the sandbox's namespaces: {reason}")
-    who = f"as uid {ROOT_SANDBOX_ID}, since the bot runs as root" if runner.as_root else "as the bot's user"
+    who = (
+        f"as uid {ROOT_SANDBOX_ID}, since the bot runs as root"
+        if runner.as_root
+        else "as the bot's user"
+    )
     return Availability(True, f"{found}, {who}", found)

@@ -59,7 +59,10 @@ def arguments_model(name: str, parameters: Mapping[str, ParameterSettings]) -> t
         if not spec.needed and spec.default is None:
             kind = kind | None
         default = ... if spec.needed else spec.default
-        fields[param] = (kind, Field(default, description=spec.description or None, max_length=longest))
+        fields[param] = (
+            kind,
+            Field(default, description=spec.description or None, max_length=longest),
+        )
     return create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
 
 
@@ -78,9 +81,16 @@ def custom_tools(
             continue
         if spec.command is not None:
             if runner is None:
-                log.warning("custom tool %s is not offered: commands cannot run here (see threadline doctor)", name)
+                log.warning(
+                    "custom tool %s is not offered: commands cannot run here (see threadline doctor)",
+                    name,
+                )
                 continue
-            found.append(command_tool(name, spec, spec.command, runner, workspaces, network(name, spec.network)))
+            found.append(
+                command_tool(
+                    name, spec, spec.command, runner, workspaces, network(name, spec.network)
+                )
+            )
         elif spec.http is not None:
             found.append(http_tool(name, spec, spec.http, environ))
     return found
@@ -101,7 +111,9 @@ def command_tool(
         return describe_result(result, spec.timeout_s)
 
     model = arguments_model(name, spec.parameters)
-    return Tool(name, spec.description, model, run, side_effects=True, approval="ask", executes=True)
+    return Tool(
+        name, spec.description, model, run, side_effects=True, approval="ask", executes=True
+    )
 
 
 def fill_argv(template: Sequence[str], arguments: Mapping[str, Any]) -> list[str]:
@@ -112,14 +124,19 @@ def fill_argv(template: Sequence[str], arguments: Mapping[str, Any]) -> list[str
         named = [m.group(1) for m in ARG_PLACEHOLDER.finditer(element) if m.group(1) in arguments]
         if any(arguments[n] is None for n in named):
             continue
-        filled = ARG_PLACEHOLDER.sub(lambda m: _text(arguments[m.group(1)]) if m.group(1) in arguments else m.group(0), element)
+        filled = ARG_PLACEHOLDER.sub(
+            lambda m: _text(arguments[m.group(1)]) if m.group(1) in arguments else m.group(0),
+            element,
+        )
         if "\x00" in filled:
             raise ToolError("an argument cannot contain a NUL character")
         argv.append(filled)
     return argv
 
 
-def http_tool(name: str, spec: CustomToolSettings, http: HttpSettings, environ: Mapping[str, str]) -> Tool:
+def http_tool(
+    name: str, spec: CustomToolSettings, http: HttpSettings, environ: Mapping[str, str]
+) -> Tool:
     async def request(ctx: ToolContext, **arguments: Any) -> str:
         values = {k: v for k, v in arguments.items() if v is not None}
         secrets = [environ[v] for v in spec.variables() if environ.get(v)]
@@ -156,7 +173,9 @@ async def _send(http: HttpSettings, values: dict[str, Any], environ: Mapping[str
     params = {k: _text(v) for k, v in rest.items()} if in_query else None
     body = rest if not in_query else None
     async with Client() as session:
-        answer = await session.request(http.method, url, params=params, json=body, headers=headers, limit=MAX_BYTES)
+        answer = await session.request(
+            http.method, url, params=params, json=body, headers=headers, limit=MAX_BYTES
+        )
     text = answer.text()
     if answer.status >= 400:
         raise ToolError(f"answered {answer.status} {answer.reason}: {text[:500]}")

@@ -18,18 +18,29 @@ PROBE_TIMEOUT_S = 5.0
 
 
 async def tool_checks(settings: Settings) -> list[Line]:
-    return [_fetch_url(settings), await _web_search(settings), *_custom(settings), *_skills(settings)]
+    return [
+        _fetch_url(settings),
+        await _web_search(settings),
+        *_custom(settings),
+        *_skills(settings),
+    ]
 
 
 def _fetch_url(settings: Settings) -> Line:
     options = settings.fetch_url
     if not options.enabled:
         return None, "fetch_url: off ([tools.fetch_url] enabled = false)"
-    reach = "any address (allow_private = true)" if options.allow_private else "public addresses only"
+    reach = (
+        "any address (allow_private = true)" if options.allow_private else "public addresses only"
+    )
     if options.allow_networks and not options.allow_private:
         reach += " and " + ", ".join(str(n) for n in options.allow_networks)
     listed = ", ".join(options.allow_domains)
-    asks = f"reads {listed} without asking, other domains ask first" if listed else "every domain asks first"
+    asks = (
+        f"reads {listed} without asking, other domains ask first"
+        if listed
+        else "every domain asks first"
+    )
     return None, f"fetch_url: {reach}; {asks}"
 
 
@@ -43,9 +54,15 @@ async def _web_search(settings: Settings) -> Line:
     url = f"{str(options.endpoint or options.searxng_url).rstrip('/')}/search"
     try:
         async with asyncio.timeout(PROBE_TIMEOUT_S), Client() as http:
-            answer = await http.request("GET", url, params={"q": "threadline", "format": "json"}, limit=1_000_000)
+            answer = await http.request(
+                "GET", url, params={"q": "threadline", "format": "json"}, limit=1_000_000
+            )
         ok = answer.status == 200 and answer.content_type == "application/json"
-        detail = "answers in JSON" if ok else f"answered {answer.status} {answer.content_type} (is its JSON format enabled?)"
+        detail = (
+            "answers in JSON"
+            if ok
+            else f"answered {answer.status} {answer.content_type} (is its JSON format enabled?)"
+        )
     except TimeoutError:
         ok, detail = False, f"cannot be reached: no answer within {PROBE_TIMEOUT_S:g} s"
     except ToolError as exc:
@@ -63,7 +80,12 @@ def _custom(settings: Settings) -> list[Line]:
             runner = runner or choose_runner(settings)
             shown = shlex.join(spec.command)
             if runner is None:
-                lines.append((False, f"custom tool {name}: not offered: commands cannot run here (see the sandbox line)"))
+                lines.append(
+                    (
+                        False,
+                        f"custom tool {name}: not offered: commands cannot run here (see the sandbox line)",
+                    )
+                )
             else:
                 network = " with network" if spec.network else ""
                 lines.append((True, f"custom tool {name}: runs {shown} in the sandbox{network}"))
@@ -76,10 +98,21 @@ def _skills(settings: Settings) -> list[Line]:
     catalog = Catalog(settings.skills_path)
     found = catalog.skills()
     if not found and not catalog.left_out:
-        return [(None, f"skills: none in {settings.skills_path} (add <name>/SKILL.md to offer one)")]
-    lines: list[Line] = [(None, f"skills in {settings.skills_path}: {', '.join(found) or 'none offered'}")]
+        return [
+            (None, f"skills: none in {settings.skills_path} (add <name>/SKILL.md to offer one)")
+        ]
+    lines: list[Line] = [
+        (None, f"skills in {settings.skills_path}: {', '.join(found) or 'none offered'}")
+    ]
     for name, skill in found.items():
         if skill.size > MAX_SKILL_BYTES:
-            lines.append((None, f"skill {name}: {skill.size:,} bytes; only its first {MAX_SKILL_BYTES:,} are loaded"))
-    lines.extend((False, f"skill {name} is not offered: {why}") for name, why in catalog.left_out.items())
+            lines.append(
+                (
+                    None,
+                    f"skill {name}: {skill.size:,} bytes; only its first {MAX_SKILL_BYTES:,} are loaded",
+                )
+            )
+    lines.extend(
+        (False, f"skill {name} is not offered: {why}") for name, why in catalog.left_out.items()
+    )
     return lines

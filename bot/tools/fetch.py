@@ -48,13 +48,18 @@ def host_of(text: str) -> str | None:
     return host.lower().rstrip(".") if host else None
 
 
-async def fetch(url: str, options: FetchUrlOptions, resolver: Resolver | None = None) -> tuple[Answer, int]:
+async def fetch(
+    url: str, options: FetchUrlOptions, resolver: Resolver | None = None
+) -> tuple[Answer, int]:
     """GET ``url`` as ``options`` allow, following redirects; the answer and how many
     redirects led to it. ``resolver`` resolves names (the system's by default)."""
     current = web_url(url)
     reach = Reach(options.allow_private, options.allow_networks)
     try:
-        async with asyncio.timeout(options.timeout_s), Client(reach=reach, resolver=resolver, headers=HEADERS) as http:
+        async with (
+            asyncio.timeout(options.timeout_s),
+            Client(reach=reach, resolver=resolver, headers=HEADERS) as http,
+        ):
             for hop in range(options.max_redirects + 1):
                 answer = await http.request("GET", str(current), limit=options.max_bytes)
                 location = answer.headers.get("location")
@@ -62,8 +67,12 @@ async def fetch(url: str, options: FetchUrlOptions, resolver: Resolver | None = 
                     return answer, hop
                 current = _next(current, location)
     except TimeoutError:
-        raise ToolError(f"fetching {url} took longer than {options.timeout_s:g} s; nothing was read") from None
-    raise ToolError(f"{url} redirected more than {options.max_redirects} times; stopped at {current}")
+        raise ToolError(
+            f"fetching {url} took longer than {options.timeout_s:g} s; nothing was read"
+        ) from None
+    raise ToolError(
+        f"{url} redirected more than {options.max_redirects} times; stopped at {current}"
+    )
 
 
 def _next(current: URL, location: str) -> URL:

@@ -177,9 +177,17 @@ class Gates:
             return text
 
         made = Tool(
-            item.name, item.description, item.arguments, gated, item.side_effects, item.approval,
-            item.executes, item.schema, item.approval_for, item.rule_subject,
-        )  # fmt: skip
+            item.name,
+            item.description,
+            item.arguments,
+            gated,
+            item.side_effects,
+            item.approval,
+            item.executes,
+            item.schema,
+            item.approval_for,
+            item.rule_subject,
+        )
         self._wrapped[item.name] = (item, made)
         return made
 
@@ -195,9 +203,17 @@ class Gates:
             properties[parameter] = field
         schema["properties"] = properties
         return Tool(
-            item.name, item.description, item.arguments, item.function, item.side_effects,
-            item.approval, item.executes, schema, item.approval_for, item.rule_subject,
-        )  # fmt: skip
+            item.name,
+            item.description,
+            item.arguments,
+            item.function,
+            item.side_effects,
+            item.approval,
+            item.executes,
+            schema,
+            item.approval_for,
+            item.rule_subject,
+        )
 
 
 def blocked(gating: Gating, current: State) -> str | None:

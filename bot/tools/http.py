@@ -124,11 +124,19 @@ class Client:
                 body, complete = await _read(resp, limit)
                 kind = resp.content_type.lower() if "Content-Type" in resp.headers else ""
                 return Answer(
-                    str(resp.url), resp.status, resp.reason or "", {k.lower(): v for k, v in resp.headers.items()}, kind,
-                    resp.charset, body, complete,
-                )  # fmt: skip
+                    str(resp.url),
+                    resp.status,
+                    resp.reason or "",
+                    {k.lower(): v for k, v in resp.headers.items()},
+                    kind,
+                    resp.charset,
+                    body,
+                    complete,
+                )
         except aiohttp.ClientConnectorError as exc:
-            raise ToolError(f"could not connect to {exc.host}:{exc.port}: {_why(exc.os_error)}") from None
+            raise ToolError(
+                f"could not connect to {exc.host}:{exc.port}: {_why(exc.os_error)}"
+            ) from None
         except aiohttp.ClientError as exc:
             raise ToolError(f"{type(exc).__name__}: {exc}") from None
 

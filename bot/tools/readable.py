@@ -68,15 +68,22 @@ def _decode(page: Answer) -> str:
 def _html(page: Answer) -> tuple[str, str | None]:
     text = _decode(page) if page.charset else page.body.decode("utf-8", errors="replace")
     try:
-        tree = lxml.html.fromstring(text.encode("utf-8"), parser=lxml.html.HTMLParser(encoding="utf-8"))
+        tree = lxml.html.fromstring(
+            text.encode("utf-8"), parser=lxml.html.HTMLParser(encoding="utf-8")
+        )
     except (ValueError, lxml.etree.ParserError):
         return "", None
     title_node = tree.find(".//title")
     title = _SPACES.sub(" ", title_node.text_content()).strip() if title_node is not None else None
     extracted = trafilatura.extract(
-        text, url=page.url, output_format="markdown", include_links=True, include_tables=True,
-        include_comments=False, favor_recall=True,
-    )  # fmt: skip
+        text,
+        url=page.url,
+        output_format="markdown",
+        include_links=True,
+        include_tables=True,
+        include_comments=False,
+        favor_recall=True,
+    )
     if not extracted:  # little text, or none that looks like an article: all of it
         for node in tree.xpath("//script|//style|//noscript|//template"):
             node.drop_tree()
@@ -96,7 +103,9 @@ def _json(page: Answer) -> str:
 
 def _pdf(page: Answer, max_chars: int) -> tuple[str, str | None]:
     if not page.complete:
-        raise ToolError(f"{page.url} is a PDF larger than the {len(page.body):,} bytes fetch_url reads; it cannot be read in part")
+        raise ToolError(
+            f"{page.url} is a PDF larger than the {len(page.body):,} bytes fetch_url reads; it cannot be read in part"
+        )
     try:
         return pdf_text(page.body, max_chars)
     except ToolError as exc:

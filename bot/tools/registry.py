@@ -74,7 +74,9 @@ class ToolRegistry:
             return None
         here = state(session, toolkit.name)
         offered = toolkit.tools(key, here).get(name)
-        return offered if offered is not None else _unavailable(name, toolkit.missing(key, name, here))
+        return (
+            offered if offered is not None else _unavailable(name, toolkit.missing(key, name, here))
+        )
 
     def lane(self, name: str, call_id: str = "") -> str:
         """Calls in one lane run in order: a toolkit's tools share its name as their lane (each

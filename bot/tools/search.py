@@ -36,7 +36,9 @@ class Hit:
     snippet: str
 
 
-def web_search_tool(options: WebSearchOptions, environ: Mapping[str, str] = os.environ) -> Tool | None:
+def web_search_tool(
+    options: WebSearchOptions, environ: Mapping[str, str] = os.environ
+) -> Tool | None:
     """The ``web_search`` tool for the configured provider, or None when there is none."""
     provider = options.chosen
     if provider is None:
@@ -57,14 +59,18 @@ def web_search_tool(options: WebSearchOptions, environ: Mapping[str, str] = os.e
             async with asyncio.timeout(options.timeout_s):
                 hits = await _search(provider, options, query, key)
         except TimeoutError:
-            raise ToolError(f"the {provider} search took longer than {options.timeout_s:g} s") from None
+            raise ToolError(
+                f"the {provider} search took longer than {options.timeout_s:g} s"
+            ) from None
         except ToolError as exc:
             raise ToolError(_redacted(f"the {provider} search failed: {exc}", key)) from None
         if not hits:
             return f"No results for {query!r}."
         lines = [f"Results for {query!r} ({provider}):"]
         for n, hit in enumerate(hits[: options.max_results], 1):
-            lines.append(f"{n}. {hit.title}\n   {hit.url}\n   {hit.snippet[:SNIPPET_CHARS]}".rstrip())
+            lines.append(
+                f"{n}. {hit.title}\n   {hit.url}\n   {hit.snippet[:SNIPPET_CHARS]}".rstrip()
+            )
         return _redacted("\n".join(lines), key)
 
     return tool(web_search, approval="ask")
@@ -78,19 +84,25 @@ async def _search(provider: str, options: WebSearchOptions, query: str, key: str
     async with Client() as http:
         if provider == "searxng":
             base = str(options.endpoint or options.searxng_url).rstrip("/")
-            answer = await http.request("GET", f"{base}/search", params={"q": query, "format": "json"}, limit=MAX_BYTES)
+            answer = await http.request(
+                "GET", f"{base}/search", params={"q": query, "format": "json"}, limit=MAX_BYTES
+            )
         elif provider == "brave":
             answer = await http.request(
-                "GET", options.endpoint or ENDPOINTS["brave"], limit=MAX_BYTES,
+                "GET",
+                options.endpoint or ENDPOINTS["brave"],
+                limit=MAX_BYTES,
                 params={"q": query, "count": str(options.max_results)},
                 headers={"X-Subscription-Token": key, "Accept": "application/json"},
-            )  # fmt: skip
+            )
         else:
             answer = await http.request(
-                "POST", options.endpoint or ENDPOINTS["tavily"], limit=MAX_BYTES,
+                "POST",
+                options.endpoint or ENDPOINTS["tavily"],
+                limit=MAX_BYTES,
                 json={"query": query, "max_results": options.max_results},
                 headers={"Authorization": f"Bearer {key}"},
-            )  # fmt: skip
+            )
     if answer.status >= 400:
         raise ToolError(f"it answered {answer.status} {answer.reason}: {answer.text()[:200]}")
     try:
@@ -113,5 +125,11 @@ def _hits(provider: str, data: Any) -> list[Hit]:
     hits = []
     for row in rows if isinstance(rows, list) else []:
         if isinstance(row, dict) and row.get("url"):
-            hits.append(Hit(str(row.get("title") or row["url"]), str(row["url"]), str(row.get(text_key) or "")))
+            hits.append(
+                Hit(
+                    str(row.get("title") or row["url"]),
+                    str(row["url"]),
+                    str(row.get(text_key) or ""),
+                )
+            )
     return hits

@@ -142,8 +142,12 @@ class Catalog:
             raise ToolError(f"its {SKILL_FILE} needs a front matter with name and description")
         fields, body = parsed
         if fields.get("name") != name:
-            raise ToolError(f"its front matter names it {fields.get('name')!r}, not {name!r} as its folder")
-        return Skill(name, fields["description"], self.root / name / SKILL_FILE, len(body.strip().encode()))
+            raise ToolError(
+                f"its front matter names it {fields.get('name')!r}, not {name!r} as its folder"
+            )
+        return Skill(
+            name, fields["description"], self.root / name / SKILL_FILE, len(body.strip().encode())
+        )
 
     def _body(self, name: str) -> str:
         parsed = front_matter(self._file(name))
@@ -168,5 +172,7 @@ class Catalog:
                 raise ToolError(f"the skill {name}'s {SKILL_FILE} is not a regular file")
             raw = handle.read(MAX_FILE_BYTES + 1)
         if len(raw) > MAX_FILE_BYTES:
-            raise ToolError(f"the skill {name}'s {SKILL_FILE} is larger than {MAX_FILE_BYTES:,} bytes")
+            raise ToolError(
+                f"the skill {name}'s {SKILL_FILE} is larger than {MAX_FILE_BYTES:,} bytes"
+            )
         return raw.decode("utf-8", errors="replace")

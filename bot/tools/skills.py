@@ -84,16 +84,24 @@ class SkillsToolkit:
     def missing(self, key: str | None, name: str, state: State) -> str:
         skills = self.catalog.skills()
         if not skills:
-            return f"{name} is not available: no skills are installed ({self.catalog.root} has none)"
+            return (
+                f"{name} is not available: no skills are installed ({self.catalog.root} has none)"
+            )
         return "every skill is already loaded in this thread: " + ", ".join(_names(state))
 
     def instructions(self, state: State) -> str:
         found = loaded(state)
         if not found:
             return ""
-        parts = ["Skills loaded in this thread, written by the team. Follow a skill's instructions when its task is at hand."]
+        parts = [
+            "Skills loaded in this thread, written by the team. Follow a skill's instructions when its task is at hand."
+        ]
         for skill in found:
-            cut = f" (cut: only the first {MAX_SKILL_BYTES:,} of its {skill.size:,} bytes)" if skill.cut else ""
+            cut = (
+                f" (cut: only the first {MAX_SKILL_BYTES:,} of its {skill.size:,} bytes)"
+                if skill.cut
+                else ""
+            )
             parts.append(f'<skill name="{skill.name}"{cut}>\n{skill.text}\n</skill>')
         return "\n\n".join(parts)
 
@@ -141,7 +149,13 @@ class SkillsToolkit:
         ]
         schema = {
             "type": "object",
-            "properties": {"name": {"type": "string", "enum": sorted(available), "description": "The skill's name."}},
+            "properties": {
+                "name": {
+                    "type": "string",
+                    "enum": sorted(available),
+                    "description": "The skill's name.",
+                }
+            },
             "required": ["name"],
             "additionalProperties": False,
         }
@@ -154,7 +168,11 @@ class SkillsToolkit:
 
 def _names(current: State) -> tuple[str, ...]:
     found = current.get("loaded", ())
-    return tuple(str(item.get("name")) for item in found if isinstance(item, dict)) if isinstance(found, list) else ()
+    return (
+        tuple(str(item.get("name")) for item in found if isinstance(item, dict))
+        if isinstance(found, list)
+        else ()
+    )
 
 
 def _short(text: str) -> str:

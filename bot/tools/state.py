@@ -40,7 +40,9 @@ def set_state(session: Session, toolkit: str, value: Mapping[str, Any]) -> None:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"the state of {toolkit} must be JSON: {exc}") from None
     if len(text) > MAX_STATE_CHARS:
-        raise ValueError(f"the state of {toolkit} would be {len(text):,} characters (at most {MAX_STATE_CHARS:,})")
+        raise ValueError(
+            f"the state of {toolkit} would be {len(text):,} characters (at most {MAX_STATE_CHARS:,})"
+        )
     if value:
         session.toolkits[toolkit] = json.loads(text)
     else:

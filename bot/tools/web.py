@@ -56,7 +56,10 @@ def fetch_url_tool(options: FetchUrlOptions, resolver: Resolver | None = None) -
         page, redirects = await fetch(url, options, resolver)
         if page.status >= 400:
             excerpt = page.body[:300].decode("utf-8", errors="replace").strip()
-            raise ToolError(f"{page.url} answered {page.status} {page.reason}" + (f": {excerpt}" if excerpt else ""))
+            raise ToolError(
+                f"{page.url} answered {page.status} {page.reason}"
+                + (f": {excerpt}" if excerpt else "")
+            )
         text, title = await asyncio.to_thread(readable, page, MAX_CHARS)
         return _shown(url, page, redirects, title, text)
 
@@ -75,7 +78,9 @@ def _shown(asked: str, page: Answer, redirects: int, title: str | None, text: st
     """What the model reads: where the text came from, then the text (cut when long)."""
     kind = page.content_type or "no content type"
     head = f"{page.url} ({page.status} {page.reason}, {kind}, {len(page.body):,} bytes"
-    head += f", after {redirects} redirect{'s' * (redirects != 1)} from {asked})" if redirects else ")"
+    head += (
+        f", after {redirects} redirect{'s' * (redirects != 1)} from {asked})" if redirects else ")"
+    )
     lines = [head]
     if title:
         lines.append(f"Title: {title}")

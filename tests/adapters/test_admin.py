@@ -19,15 +19,35 @@ async def records(data: Path) -> None:
     store = SqliteStore(data / "threadline.sqlite3")
     await store.open()
     try:
-        await store.create_approval(ApprovalRequest(
-            id="a1", key=KEY, call_id="c1", tool="run_command", arguments='{"command": "ls"}',
-            args_hash="f" * 64, requester_id="slack:U1", requester_name="Alice",
-            approvers=Approvers(), created_at=1_700_000_000.0, expires_at=1_700_001_800.0,
-        ))  # fmt: skip
-        await store.decide_approval("a1", ApprovalStatus.APPROVED, "slack:U1", "Alice", 1_700_000_060.0)
-        await store.add_allow_rule(AllowRule(
-            "rule1", "slack:T1:C1", "deploy", frozenset({"slack:U1"}), "slack:U1", "Alice", 1_700_000_100.0
-        ))  # fmt: skip
+        await store.create_approval(
+            ApprovalRequest(
+                id="a1",
+                key=KEY,
+                call_id="c1",
+                tool="run_command",
+                arguments='{"command": "ls"}',
+                args_hash="f" * 64,
+                requester_id="slack:U1",
+                requester_name="Alice",
+                approvers=Approvers(),
+                created_at=1_700_000_000.0,
+                expires_at=1_700_001_800.0,
+            )
+        )
+        await store.decide_approval(
+            "a1", ApprovalStatus.APPROVED, "slack:U1", "Alice", 1_700_000_060.0
+        )
+        await store.add_allow_rule(
+            AllowRule(
+                "rule1",
+                "slack:T1:C1",
+                "deploy",
+                frozenset({"slack:U1"}),
+                "slack:U1",
+                "Alice",
+                1_700_000_100.0,
+            )
+        )
     finally:
         await store.close()
 
@@ -39,7 +59,9 @@ async def test_audit_prints_who_decided_what_and_when(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert len(lines) == 3
-    assert "2023-11-14 22:13:20" in lines[0] and "requested" in lines[0] and "run_command" in lines[0]
+    assert (
+        "2023-11-14 22:13:20" in lines[0] and "requested" in lines[0] and "run_command" in lines[0]
+    )
     assert "Alice (slack:U1)" in lines[0] and "args sha256 ffffffffffffffff" in lines[0]
     assert "approved" in lines[1] and "rule created" in lines[2]
     assert threadline("audit", "--thread", "discord:", env=env, cwd=tmp_path).stdout.strip() == (
@@ -55,7 +77,10 @@ async def test_rules_are_listed_and_revoked(tmp_path: Path) -> None:
     await records(tmp_path / "data")
     env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
     listed = threadline("rules", env=env, cwd=tmp_path)
-    assert listed.returncode == 0 and "rule1  deploy in slack:T1:C1 for slack:U1 (by Alice)" in listed.stdout
+    assert (
+        listed.returncode == 0
+        and "rule1  deploy in slack:T1:C1 for slack:U1 (by Alice)" in listed.stdout
+    )
     revoked = threadline("rules", "--revoke", "rule1", env=env, cwd=tmp_path)
     assert revoked.returncode == 0 and "revoked rule1" in revoked.stdout
     assert threadline("rules", "--revoke", "rule1", env=env, cwd=tmp_path).returncode == 1

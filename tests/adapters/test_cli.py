@@ -10,8 +10,14 @@ from pathlib import Path
 import pytest
 
 
-def threadline(*args: str, env: dict[str, str] | None = None, cwd: Path) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("THREADLINE_", "OPENAI_", "SLACK_", "DISCORD_"))}
+def threadline(
+    *args: str, env: dict[str, str] | None = None, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("THREADLINE_", "OPENAI_", "SLACK_", "DISCORD_"))
+    }
     clean.update(env or {})
     return subprocess.run(
         [sys.executable, "-m", "adapters.cli", *args],
@@ -74,13 +80,20 @@ def test_doctor_passes_on_the_demo_model(tmp_path: Path) -> None:
     ("url", "said"),
     [
         # the discard port: nothing listens
-        ("http://127.0.0.1:9/v1", "could not reach the model server at http://127.0.0.1:9/v1: "
-         "the connection was refused"),
-        ("http://nonexistent.invalid/v1", "could not reach the model server at "
-         "http://nonexistent.invalid/v1: the name nonexistent.invalid could not be resolved"),
+        (
+            "http://127.0.0.1:9/v1",
+            "could not reach the model server at http://127.0.0.1:9/v1: the connection was refused",
+        ),
+        (
+            "http://nonexistent.invalid/v1",
+            "could not reach the model server at "
+            "http://nonexistent.invalid/v1: the name nonexistent.invalid could not be resolved",
+        ),
     ],
-)  # fmt: skip
-def test_doctor_says_why_the_model_server_is_unreachable(tmp_path: Path, url: str, said: str) -> None:
+)
+def test_doctor_says_why_the_model_server_is_unreachable(
+    tmp_path: Path, url: str, said: str
+) -> None:
     env = {
         "OPENAI_BASE_URL": url,
         "OPENAI_API_KEY": "sk-test-secret-value-123",
@@ -118,7 +131,10 @@ def test_doctor_checks_the_playground_token_beyond_loopback(tmp_path: Path) -> N
     token = "doctor-token-0123456789"
     out = threadline("doctor", env=env | {"THREADLINE_PLAYGROUND_TOKEN": token}, cwd=tmp_path)
     assert out.returncode == 0, out.stdout
-    assert "[ok  ] playground will be served on http://0.0.0.0:8765, to those who open it once" in out.stdout
+    assert (
+        "[ok  ] playground will be served on http://0.0.0.0:8765, to those who open it once"
+        in out.stdout
+    )
     assert token not in out.stdout + out.stderr
 
 
@@ -135,12 +151,22 @@ def test_doctor_names_the_playground_file_caps(tmp_path: Path) -> None:
 def test_doctor_says_who_can_read_the_metrics(tmp_path: Path) -> None:
     env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
     out = threadline("doctor", env=env, cwd=tmp_path)
-    assert "[--  ] metrics: http://127.0.0.1:8765/metrics, readable from this machine only" in out.stdout
-    out = threadline("doctor", env=env | {"THREADLINE_HTTP_HOST": "0.0.0.0", "THREADLINE_PLAYGROUND": "false"}, cwd=tmp_path)
+    assert (
+        "[--  ] metrics: http://127.0.0.1:8765/metrics, readable from this machine only"
+        in out.stdout
+    )
+    out = threadline(
+        "doctor",
+        env=env | {"THREADLINE_HTTP_HOST": "0.0.0.0", "THREADLINE_PLAYGROUND": "false"},
+        cwd=tmp_path,
+    )
     assert "metrics: http://0.0.0.0:8765/metrics answers anyone who reaches the port" in out.stdout
     token = "scrape-token-0123456789"
     out = threadline("doctor", env=env | {"THREADLINE_METRICS_TOKEN": token}, cwd=tmp_path)
-    assert "[ok  ] metrics: http://127.0.0.1:8765/metrics, for requests with the bearer token" in out.stdout
+    assert (
+        "[ok  ] metrics: http://127.0.0.1:8765/metrics, for requests with the bearer token"
+        in out.stdout
+    )
     assert token not in out.stdout + out.stderr
 
 
@@ -165,7 +191,11 @@ def test_doctor_says_what_to_do_without_bubblewrap(tmp_path: Path) -> None:
 
 def test_a_required_sandbox_that_cannot_work_stops_the_program(tmp_path: Path) -> None:
     (tmp_path / "bin").mkdir()
-    env = {"THREADLINE_SANDBOX": "bwrap", "PATH": str(tmp_path / "bin"), "THREADLINE_DATA_DIR": str(tmp_path / "data")}
+    env = {
+        "THREADLINE_SANDBOX": "bwrap",
+        "PATH": str(tmp_path / "bin"),
+        "THREADLINE_DATA_DIR": str(tmp_path / "data"),
+    }
     out = threadline("run", env=env, cwd=tmp_path)
     assert out.returncode == 2
     assert out.stderr.startswith("threadline: invalid configuration: THREADLINE_SANDBOX: ")

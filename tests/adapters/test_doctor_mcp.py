@@ -39,8 +39,12 @@ def test_doctor_names_gated_tools_and_gating_for_tools_a_server_lacks(tmp_path: 
     )
     lines = threadline("doctor", cwd=tmp_path).stdout.splitlines()
     tickets = next(line for line in lines if "MCP server tickets" in line)
-    assert tickets.startswith("[ok  ] MCP server tickets: 12 tools") and tickets.endswith("; gated: close_ticket")
-    assert "[FAIL] MCP server other: gating declared for tools it does not have: clsoe_ticket" in lines
+    assert tickets.startswith("[ok  ] MCP server tickets: 12 tools") and tickets.endswith(
+        "; gated: close_ticket"
+    )
+    assert (
+        "[FAIL] MCP server other: gating declared for tools it does not have: clsoe_ticket" in lines
+    )
 
 
 def test_a_mistaken_gating_declaration_stops_the_program_with_its_place(tmp_path: Path) -> None:
@@ -48,4 +52,7 @@ def test_a_mistaken_gating_declaration_stops_the_program_with_its_place(tmp_path
         '[mcp_servers.tickets]\ncommand = "x"\n[mcp_servers.tickets.gating.close_ticket]\nrequires = ["a"]\nforbids = ["a"]\n'
     )
     out = threadline("doctor", cwd=tmp_path)
-    assert "both required and forbidden" in out.stdout + out.stderr and "Traceback" not in out.stdout + out.stderr
+    assert (
+        "both required and forbidden" in out.stdout + out.stderr
+        and "Traceback" not in out.stdout + out.stderr
+    )

@@ -34,14 +34,25 @@ def test_doctor_describes_the_web_tools_custom_tools_and_skills(tmp_path: Path) 
     write_skill(skills, "odd", "x", name="even")
     out = threadline("doctor", cwd=tmp_path, env={"TICKETS_TOKEN": "t0ken-value-42"})
     lines = out.stdout.splitlines()
-    assert "[--  ] fetch_url: public addresses only; reads docs.python.org without asking, other domains ask first" in lines
+    assert (
+        "[--  ] fetch_url: public addresses only; reads docs.python.org without asking, other domains ask first"
+        in lines
+    )
     search = next(line for line in lines if "web_search" in line)
-    assert search.startswith(f"[FAIL] web_search: SearXNG at http://127.0.0.1:{port} cannot be reached")
+    assert search.startswith(
+        f"[FAIL] web_search: SearXNG at http://127.0.0.1:{port} cannot be reached"
+    )
     assert "[ok  ] custom tool tickets: GET https://tickets.example/api/{id}" in lines
     if bwrap.probe().usable:
-        assert "[ok  ] custom tool weather: runs curl -s 'wttr.in/{city}' in the sandbox with network" in lines
+        assert (
+            "[ok  ] custom tool weather: runs curl -s 'wttr.in/{city}' in the sandbox with network"
+            in lines
+        )
     assert f"[--  ] skills in {skills.relative_to(tmp_path)}: long, release" in lines
     assert "[--  ] skill long: 5,000 bytes; only its first 4,096 are loaded" in lines
-    assert "[FAIL] skill odd is not offered: its front matter names it 'even', not 'odd' as its folder" in lines
+    assert (
+        "[FAIL] skill odd is not offered: its front matter names it 'even', not 'odd' as its folder"
+        in lines
+    )
     assert any(line.startswith("[--  ] policy: fetch_url: asks unless") for line in lines)
     assert "t0ken-value-42" not in out.stdout + out.stderr and out.returncode == 1

@@ -40,7 +40,13 @@ KEY = "slack:T1:C1:1.0"
         ({"dms": "closed"}, BOB, "slack:T1:D9:1.0", True, "direct messages are closed"),
         ({"dms": "allowlist"}, BOB, "slack:T1:D9:1.0", True, "only to listed people"),
         ({"dms": "allowlist", "users": ["slack:UBOB"]}, BOB, "slack:T1:D9:1.0", True, None),
-        ({"dms": "allowlist", "admins": ["slack:UBOB"], "deny_users": ["slack:UBOB"]}, BOB, KEY, True, "deny"),
+        (
+            {"dms": "allowlist", "admins": ["slack:UBOB"], "deny_users": ["slack:UBOB"]},
+            BOB,
+            KEY,
+            True,
+            "deny",
+        ),
     ],
 )
 def test_who_may_talk_to_the_bot(
@@ -53,7 +59,10 @@ def test_who_may_talk_to_the_bot(
 def test_who_may_have_a_tool_used() -> None:
     settings = Settings(
         _env_file=None,
-        tools={"run_command": {"roles": ["slack:group:SENG"]}, "write_file": {"deny_users": ["slack:UADA"]}},
+        tools={
+            "run_command": {"roles": ["slack:group:SENG"]},
+            "write_file": {"deny_users": ["slack:UADA"]},
+        },
         channels={"slack:T1:C9": {"tools": {"run_command": {"users": ["slack:UBOB"]}}}},
         access={"admins": ["slack:UADM"]},
     )
@@ -70,7 +79,12 @@ def test_the_policy_in_plain_words() -> None:
     settings = Settings(
         _env_file=None,
         access={"dms": "closed", "channels": ["slack:T1:C1"], "admins": ["slack:UADM"]},
-        tools={"run_command": {"users": ["slack:UADA"], "approvers": {"admins": True, "requester": False}}},
+        tools={
+            "run_command": {
+                "users": ["slack:UADA"],
+                "approvers": {"admins": True, "requester": False},
+            }
+        },
         channels={"slack:T1:C1": {"tools": {"write_file": {"approval": "always"}}}},
     )
     words = [*access_lines(settings.access), *tool_lines(settings, builtin_tools(settings))]
@@ -78,24 +92,34 @@ def test_the_policy_in_plain_words() -> None:
     assert words[1] == "direct messages: closed" and words[2] == "admins: slack:UADM"
     run = next(w for w in words if w.startswith("run_command:"))
     assert "asks every time" in run and "only slack:UADA" in run and "1 listed user" in run
-    assert "write_file: runs without asking; who can have it used: whoever may talk to the bot" in words
+    assert (
+        "write_file: runs without asking; who can have it used: whoever may talk to the bot"
+        in words
+    )
     assert any(w.startswith("write_file in slack:T1:C1: asks every time") for w in words)
 
 
 async def test_the_core_answers_only_people_allowed_and_refuses_their_tools(tmp_path: Path) -> None:
     clock = ManualClock()
     settings = Settings(
-        _env_file=None, data_dir=tmp_path,
+        _env_file=None,
+        data_dir=tmp_path,
         access={"deny_users": ["slack:UEVE"]},
         tools={"todo_write": {"users": ["slack:UADA"]}},
-    )  # fmt: skip
-    model = ScriptedModel([step(call("todo_write", {"todos": []})), text("no plan for you")], max_calls=2)
-    core = Core(settings, SqliteStore(tmp_path / "t.sqlite3"), model, ToolRegistry(builtin_tools()), clock)
+    )
+    model = ScriptedModel(
+        [step(call("todo_write", {"todos": []})), text("no plan for you")], max_calls=2
+    )
+    core = Core(
+        settings, SqliteStore(tmp_path / "t.sqlite3"), model, ToolRegistry(builtin_tools()), clock
+    )
     await core.start()
     surface = RecordingSurface(clock)
     try:
         key = ThreadKey(KEY)
-        await drive(clock, core.handle(Inbound(key, Author("slack:UEVE", "Eve"), "hi", "e1"), surface))
+        await drive(
+            clock, core.handle(Inbound(key, Author("slack:UEVE", "Eve"), "hi", "e1"), surface)
+        )
         assert model.requests == [] and surface.texts() == []
         await drive(clock, core.handle(Inbound(key, BOB, "plan it", "e2"), surface))
         session = await core.store.load_session(key, clock.now())

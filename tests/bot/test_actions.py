@@ -11,13 +11,20 @@ from bot.approvals.models import Choice
 
 @pytest.mark.parametrize(
     "action",
-    [Decide(Choice.APPROVE, "abc_-1"), Decide(Choice.DENY, "x"), Decide(Choice.ALWAYS, "y"), StopRun("r1")],
+    [
+        Decide(Choice.APPROVE, "abc_-1"),
+        Decide(Choice.DENY, "x"),
+        Decide(Choice.ALWAYS, "y"),
+        StopRun("r1"),
+    ],
 )
 def test_an_action_survives_the_round_trip(action: actions.Action) -> None:
     assert actions.parse(actions.encode(action)) == action
 
 
-@pytest.mark.parametrize("text", ["", "stop", "stop:", "approve", "approve:", "launch:1", ":x", "a" * 300])
+@pytest.mark.parametrize(
+    "text", ["", "stop", "stop:", "approve", "approve:", "launch:1", ":x", "a" * 300]
+)
 def test_anything_else_is_not_an_action(text: str) -> None:
     assert actions.parse(text) is None
 

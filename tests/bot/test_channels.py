@@ -76,11 +76,13 @@ async def test_a_channels_turn_limit_holds_and_a_tool_it_hides_cannot_be_called(
 ) -> None:
     w = World(tmp_path, channels=CHANNELS)
     await w.core.start()
-    w.model.steps.extend([
-        step(call("remember", {"note": "x", "scope": "thread"})),
-        step(call("todo_write", {"todos": [{"content": "look"}]})),
-        text("Where things stand: one step left."),
-    ])  # fmt: skip
+    w.model.steps.extend(
+        [
+            step(call("remember", {"note": "x", "scope": "thread"})),
+            step(call("todo_write", {"todos": [{"content": "look"}]})),
+            text("Where things stand: one step left."),
+        ]
+    )
     await w.say("go", key=OPS)
     results = await w.results(OPS)
     assert results[0].is_error and "no tool named 'remember'" in results[0].content

@@ -27,7 +27,12 @@ KEY = ThreadKey("test:thread")
 ALICE = Author(id="test:U1", display_name="Alice")
 BOB = Author(id="test:U2", display_name="Bob")
 TODOS = {"todos": [{"content": "look", "status": "in_progress"}, {"content": "answer"}]}
-DONE = {"todos": [{"content": "look", "status": "completed"}, {"content": "answer", "status": "completed"}]}
+DONE = {
+    "todos": [
+        {"content": "look", "status": "completed"},
+        {"content": "answer", "status": "completed"},
+    ]
+}
 
 
 class World:
@@ -56,7 +61,9 @@ class World:
         return Inbound(KEY, author, words, event_id or f"ev{self._events}")
 
     async def say(self, words: str, author: Author = ALICE, event_id: str | None = None) -> None:
-        await drive(self.clock, self.core.handle(self.inbound(words, author, event_id), self.surface))
+        await drive(
+            self.clock, self.core.handle(self.inbound(words, author, event_id), self.surface)
+        )
 
     async def session(self):  # type: ignore[no-untyped-def]
         return await self.core.store.load_session(KEY, self.clock.now())
@@ -76,7 +83,9 @@ async def test_a_message_gets_one_streamed_reply_and_is_stored(world: World) -> 
     assert world.surface.texts() == ["Hello Alice!"]
     session = await world.session()
     assert [type(m) for m in session.messages] == [UserMessage, AssistantMessage]
-    assert session.messages[0] == UserMessage(text="hi", author_id=ALICE.id, author_name="Alice", event_id="ev1")
+    assert session.messages[0] == UserMessage(
+        text="hi", author_id=ALICE.id, author_name="Alice", event_id="ev1"
+    )
     assert session.state is RunState.IDLE
     assert len(world.surface.live()) == 1
 
@@ -106,7 +115,9 @@ async def test_messages_arriving_during_a_run_wait_their_turn_in_order(world: Wo
     third = world.inbound("third")
 
     async def all_three() -> None:
-        tasks = [asyncio.create_task(world.core.handle(m, world.surface)) for m in (first, second, third)]
+        tasks = [
+            asyncio.create_task(world.core.handle(m, world.surface)) for m in (first, second, third)
+        ]
         gate.set()
         await asyncio.gather(*tasks)
 
@@ -172,8 +183,10 @@ async def test_the_todo_panel_is_posted_once_and_survives_a_restart(world: World
 
 async def test_invalid_arguments_and_unknown_tools_come_back_to_the_model(world: World) -> None:
     world.model.steps = [
-        step(call("todo_write", '{"todos": [', index=0, provider_id="a"),
-             call("launch_rockets", {}, index=1, provider_id="b")),
+        step(
+            call("todo_write", '{"todos": [', index=0, provider_id="a"),
+            call("launch_rockets", {}, index=1, provider_id="b"),
+        ),
         text("sorry, fixed"),
     ]
     await world.say("go")
@@ -199,9 +212,19 @@ async def test_a_run_cut_off_by_a_crash_is_repaired_on_the_next_message(world: W
     await world.say("are you there?")
     session = await world.session()
     kinds = [type(m).__name__ for m in session.messages]
-    assert kinds == ["UserMessage", "AssistantMessage", "ToolResult", "UserMessage", "AssistantMessage"]
+    assert kinds == [
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResult",
+        "UserMessage",
+        "AssistantMessage",
+    ]
     result = session.messages[2]
-    assert isinstance(result, ToolResult) and result.call_id == "call_x" and result.content == INTERRUPTED
+    assert (
+        isinstance(result, ToolResult)
+        and result.call_id == "call_x"
+        and result.content == INTERRUPTED
+    )
     assert session.state is RunState.IDLE
     # the model saw a consistent transcript: every call answered before the new message
     sent = world.model.requests[0].messages
@@ -243,7 +266,13 @@ async def test_a_run_cut_off_by_a_crash_is_recovered_at_start_up(world: World) -
     session = await world.session()
     assert session.state is RunState.IDLE and session.inbox == []
     kinds = [type(m).__name__ for m in session.messages]
-    assert kinds == ["UserMessage", "AssistantMessage", "ToolResult", "UserMessage", "AssistantMessage"]
+    assert kinds == [
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResult",
+        "UserMessage",
+        "AssistantMessage",
+    ]
     assert world.surface.texts() == ["Back: the last step was interrupted."]
     assert await world.core.recover() == 0  # nothing left to recover
 
@@ -285,8 +314,12 @@ async def test_a_run_cut_off_again_after_being_picked_up_is_left_with_a_word(wor
     assert world.model.requests == []
 
 
-async def test_a_message_accepted_before_a_crash_is_answered_after_the_restart(world: World) -> None:
-    accepted = UserMessage(text="are you there?", author_id=ALICE.id, author_name="Alice", event_id="evX")
+async def test_a_message_accepted_before_a_crash_is_answered_after_the_restart(
+    world: World,
+) -> None:
+    accepted = UserMessage(
+        text="are you there?", author_id=ALICE.id, author_name="Alice", event_id="evX"
+    )
     assert await world.core.deliveries.accept(KEY, accepted)  # acknowledged; then the process died
     world.model.steps = [text("I am.")]
     await world.restart()
@@ -301,7 +334,9 @@ async def test_a_message_accepted_before_a_crash_is_answered_after_the_restart(w
     assert await drive(world.clock, world.core.recover()) == 0  # answered once
 
 
-async def test_a_message_this_process_accepted_is_not_taken_for_a_restarts_leftover(world: World) -> None:
+async def test_a_message_this_process_accepted_is_not_taken_for_a_restarts_leftover(
+    world: World,
+) -> None:
     """An adapter may accept a message (a catch-up after connecting) while the restart is being
     mended: the adapter answers it; recovery must not answer it a second time."""
     world.core.register_surfaces(KEY, lambda key: world.surface)
@@ -351,10 +386,14 @@ class DyingStore(SqliteStore):
             raise Killed
 
 
-async def test_a_crash_right_after_a_message_is_stored_leaves_a_run_that_is_picked_up(tmp_path: Path) -> None:
+async def test_a_crash_right_after_a_message_is_stored_leaves_a_run_that_is_picked_up(
+    tmp_path: Path,
+) -> None:
     world = World(tmp_path, [text("Here I am.")])
     store = DyingStore(world.settings.database_path)
-    world.core = Core(world.settings, store, world.model, ToolRegistry(builtin_tools()), world.clock)
+    world.core = Core(
+        world.settings, store, world.model, ToolRegistry(builtin_tools()), world.clock
+    )
     await world.core.start()
     store.die_after_append = True
     with pytest.raises(Killed):
@@ -366,7 +405,10 @@ async def test_a_crash_right_after_a_message_is_stored_leaves_a_run_that_is_pick
         assert await drive(world.clock, world.core.recover()) == 1  # a cut-off run, not a quiet one
         await drive(world.clock, world.core.wait_idle())
         assert world.surface.texts()[-1].endswith("picking up where I left off._\n\nHere I am.")
-        assert [type(m) for m in (await world.session()).messages] == [UserMessage, AssistantMessage]
+        assert [type(m) for m in (await world.session()).messages] == [
+            UserMessage,
+            AssistantMessage,
+        ]
     finally:
         await world.core.aclose()
 

@@ -69,7 +69,9 @@ async def test_a_streamed_answer_lands_exactly(world: World, fake: FakeOpenAI) -
     await world.say("hi")
     assert world.surface.texts() == ["Hello Alice, here is **the** answer."]
     [request] = fake.requests
-    assert request.body["stream"] is True and request.body["messages"][-1]["content"] == "[Alice]: hi"
+    assert (
+        request.body["stream"] is True and request.body["messages"][-1]["content"] == "[Alice]: hi"
+    )
     session = await world.session()
     assert session.usage.prompt_tokens == 50 and session.state is RunState.IDLE
 
@@ -118,7 +120,9 @@ async def test_an_unreachable_endpoint_says_so(tmp_path: Path) -> None:
 async def test_a_stream_cut_off_after_text_keeps_it_and_is_not_retried(
     world: World, fake: FakeOpenAI
 ) -> None:
-    fake.push(CutOff(Reply("This answer will be cut somewhere in the middle", text_chunk_chars=5), 4))
+    fake.push(
+        CutOff(Reply("This answer will be cut somewhere in the middle", text_chunk_chars=5), 4)
+    )
     await world.say("hi")
     assert len(fake.requests) == 1
     shown = world.surface.visible_text()
@@ -153,7 +157,9 @@ async def test_invalid_tool_json_and_unknown_tools_reach_the_model_as_errors(
     assert [m["tool_call_id"] for m in sent] == ids
 
 
-async def test_a_rejected_key_is_explained_without_showing_it(world: World, fake: FakeOpenAI) -> None:
+async def test_a_rejected_key_is_explained_without_showing_it(
+    world: World, fake: FakeOpenAI
+) -> None:
     fake.push(Fault.bad_key(SECRET))
     await world.say("hi")
     shown = world.surface.visible_text()

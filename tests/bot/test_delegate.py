@@ -75,7 +75,9 @@ class World:
     def _core(self, clock: ManualClock | None = None) -> Core:
         store = SqliteStore(self.settings.database_path)
         core = Core(self.settings, store, self.model, ToolRegistry(self.tools), clock or self.clock)
-        core.register_surfaces("slack:", lambda key: self.surface, lambda key: key.rsplit(":", 1)[0])
+        core.register_surfaces(
+            "slack:", lambda key: self.surface, lambda key: key.rsplit(":", 1)[0]
+        )
         return core
 
     def inbound(self, words: str, author: Author = ALICE) -> Inbound:
@@ -109,7 +111,9 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
 
 
 def delegate(task: str, tools: list[str], *, index: int = 0) -> list[Any]:
-    return call("delegate_task", {"task": task, "tools": tools}, index=index, provider_id=f"call_d{index}")
+    return call(
+        "delegate_task", {"task": task, "tools": tools}, index=index, provider_id=f"call_d{index}"
+    )
 
 
 def is_sub(request: ModelRequest) -> bool:
@@ -135,7 +139,11 @@ async def test_a_sub_agent_answers_with_its_final_text(world: World) -> None:
     task = first.messages[0]
     assert isinstance(task, UserMessage) and task.text == "Find the answer to everything."
     [result] = await world.results()  # the sub-agent's own calls stay in its mini-session
-    assert (result.name, result.content, result.is_error) == ("delegate_task", "Everything is 42.", False)
+    assert (result.name, result.content, result.is_error) == (
+        "delegate_task",
+        "Everything is 42.",
+        False,
+    )
     assert world.surface.texts()[-1].endswith("The sub-agent says: 42.")
     assert "▸ `delegate_task` · Everything is 42." in shown(world)
     session = await world.session()
@@ -153,7 +161,12 @@ async def test_its_progress_shows_in_the_thread_while_it_works(world: World) -> 
     ]
     work = asyncio.ensure_future(world.core.handle(world.inbound("Look x up"), world.surface))
     try:
-        await run_until(world.clock, lambda: any("working: step 1, lookup" in m.text and m.buttons for m in world.surface.live()))
+        await run_until(
+            world.clock,
+            lambda: any(
+                "working: step 1, lookup" in m.text and m.buttons for m in world.surface.live()
+            ),
+        )
         [working] = [m for m in world.surface.live() if "working" in m.text]
         assert "▸ `delegate_task` · working: step 1, lookup" in working.text
         assert [b.label for b in working.buttons] == ["Stop"]  # the run can be stopped meanwhile
@@ -183,10 +196,18 @@ async def test_a_call_asked_for_inside_a_delegation_is_approved_in_the_thread(wo
     await drive(world.clock, world.core.wait_idle())
     assert world.ran == ["prod"]
     [card] = world.cards()
-    assert "Approved** by Alice" in card.text and "▶ Ran: deployed to prod" in card.text and card.buttons == ()
+    assert (
+        "Approved** by Alice" in card.text
+        and "▶ Ran: deployed to prod" in card.text
+        and card.buttons == ()
+    )
     texts = world.surface.texts()
-    assert texts[-1].endswith("It is shipped.") and texts.index(card.text) < len(texts) - 1  # below the card
-    assert "waiting for a decision" not in shown(world) and not [m for m in world.surface.live() if m.buttons]
+    assert (
+        texts[-1].endswith("It is shipped.") and texts.index(card.text) < len(texts) - 1
+    )  # below the card
+    assert "waiting for a decision" not in shown(world) and not [
+        m for m in world.surface.live() if m.buttons
+    ]
     result = next(r for r in await world.results() if r.name == "delegate_task")
     assert result.content == "Shipped to prod."
     session = await world.session()
@@ -216,7 +237,9 @@ async def test_two_sub_agents_asking_at_once_get_a_card_each(world: World) -> No
         if not is_sub(request):
             if isinstance(last, ToolResult):
                 return text("Both are shipped.")
-            return step(delegate("Ship to eu.", ["deploy"]), delegate("Ship to us.", ["deploy"], index=1))
+            return step(
+                delegate("Ship to eu.", ["deploy"]), delegate("Ship to us.", ["deploy"], index=1)
+            )
         if isinstance(last, ToolResult):
             return text(last.content)
         assert isinstance(task, UserMessage)
@@ -253,18 +276,30 @@ async def test_a_request_nobody_decides_expires_and_the_sub_agent_goes_on(tmp_pa
         await run_until(world.clock, lambda: "Expired" in card.text, limit=10.0)
         assert card.buttons == ()
         sub_saw = world.model.requests[2].messages[-1]
-        assert isinstance(sub_saw, ToolResult) and sub_saw.content.startswith("expired: nobody approved")
+        assert isinstance(sub_saw, ToolResult) and sub_saw.content.startswith(
+            "expired: nobody approved"
+        )
         assert world.surface.texts()[-1].endswith("It was not shipped: nobody approved in time.")
     finally:
         await world.core.aclose()
 
 
 async def test_a_stop_while_a_delegation_waits_closes_its_card(world: World) -> None:
-    world.model.steps = [step(delegate("Ship it.", ["deploy"])), step(call("deploy", {"target": "prod"}))]
+    world.model.steps = [
+        step(delegate("Ship it.", ["deploy"])),
+        step(call("deploy", {"target": "prod"})),
+    ]
     work = asyncio.ensure_future(world.core.handle(world.inbound("ship it"), world.surface))
 
     def waiting() -> FakeMessage | None:
-        return next((m for m in world.surface.live() if "waiting for a decision on deploy" in m.text and m.buttons), None)
+        return next(
+            (
+                m
+                for m in world.surface.live()
+                if "waiting for a decision on deploy" in m.text and m.buttons
+            ),
+            None,
+        )
 
     await run_until(world.clock, lambda: waiting() is not None)  # below the card, with Stop
     line = waiting()
@@ -272,14 +307,21 @@ async def test_a_stop_while_a_delegation_waits_closes_its_card(world: World) -> 
     assert line is not None and shown_ids.index(world.cards()[0].id) < shown_ids.index(line.id)
     [stop] = line.buttons
     assert stop.label == "Stop"
-    assert await drive(world.clock, world.core.on_action(stop.action_id, ALICE, world.surface, line.id)) is None
+    assert (
+        await drive(
+            world.clock, world.core.on_action(stop.action_id, ALICE, world.surface, line.id)
+        )
+        is None
+    )
     await drive(world.clock, work)
     [card] = world.cards()
     assert "Expired" in card.text and "stopped" in card.text and card.buttons == ()
     [result] = await world.results()
     assert result.name == "delegate_task" and result.content.startswith("stopped")
     assert world.ran == [] and asking.RECORD not in (await world.session()).toolkits
-    assert "Stopped by Alice." in shown(world) and not [m for m in world.surface.live() if m.buttons]
+    assert "Stopped by Alice." in shown(world) and not [
+        m for m in world.surface.live() if m.buttons
+    ]
 
 
 async def test_several_delegations_in_one_batch_run_side_by_side(tmp_path: Path) -> None:
@@ -389,7 +431,9 @@ async def test_a_sub_agent_that_loops_is_ended_by_its_step_limit_with_words(tmp_
         subs = [r for r in world.model.requests if is_sub(r)]
         assert len(subs) == 4 and not subs[-1].tools  # three steps, then one answer without tools
         [result] = await world.results()
-        assert result.content.startswith("(The sub-agent used all 3 of its steps and had to stop there.)")
+        assert result.content.startswith(
+            "(The sub-agent used all 3 of its steps and had to stop there.)"
+        )
         assert result.content.endswith("I looked three times and found 42 each time.")
         assert world.surface.texts()[-1].endswith("The sub-agent could not finish.")
     finally:
@@ -413,7 +457,10 @@ async def test_a_sub_agent_over_its_token_limit_is_stopped_with_words(tmp_path: 
         await world.say("Read it all")
         assert len([r for r in world.model.requests if is_sub(r)]) == 2
         [result] = await world.results()
-        assert result.is_error and "stopped before finishing: it reached its limit of 50,000 tokens" in result.content
+        assert (
+            result.is_error
+            and "stopped before finishing: it reached its limit of 50,000 tokens" in result.content
+        )
         assert world.surface.texts()[-1].endswith("It ran out of tokens.")
         assert (await world.session()).usage.prompt_tokens >= 60_000  # its usage counts
     finally:
@@ -433,7 +480,9 @@ async def test_a_sub_agents_tokens_count_toward_the_runs_limit(tmp_path: Path) -
     world.model.respond = respond
     try:
         await world.say("Read it all")
-        assert len(world.model.requests) == 3  # the parent is not called again: its run is over its limit
+        assert (
+            len(world.model.requests) == 3
+        )  # the parent is not called again: its run is over its limit
         [result] = await world.results()
         assert "it reached its limit of 50,000 tokens" in result.content  # the run's limit is lower
         assert "This request reached its token limit (50,000 tokens)" in world.surface.texts()[-1]
@@ -444,8 +493,14 @@ async def test_a_sub_agents_tokens_count_toward_the_runs_limit(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("arguments", "expected"),
     [
-        ({"task": "Look.", "tools": ["lookup", "nope"]}, "there is no tool named 'nope' here. The tools that exist: "),
-        ({"task": "Look.", "tools": ["delegate_task"]}, "cannot be given delegate_task: sub-agents do not delegate further"),
+        (
+            {"task": "Look.", "tools": ["lookup", "nope"]},
+            "there is no tool named 'nope' here. The tools that exist: ",
+        ),
+        (
+            {"task": "Look.", "tools": ["delegate_task"]},
+            "cannot be given delegate_task: sub-agents do not delegate further",
+        ),
         ({"task": "   ", "tools": ["lookup"]}, "the task is empty"),
         ({"task": "Look."}, "invalid arguments for delegate_task: tools: Field required"),
         ('{"task": "Look.", "tools": "lookup"}', "invalid arguments for delegate_task: tools"),

@@ -41,14 +41,20 @@ async def lookup(ctx: ToolContext, what: str) -> str:
 class World:
     def __init__(self, tmp_path: Path, base_url: str) -> None:
         self.clock = ManualClock(start=1_000_000.0)
-        self.settings = Settings(data_dir=tmp_path, openai_base_url=base_url, openai_api_key="sk-test")
+        self.settings = Settings(
+            data_dir=tmp_path, openai_base_url=base_url, openai_api_key="sk-test"
+        )
         model = build_openai_model(self.settings, self.clock, rng=random.Random(1))
         store = SqliteStore(self.settings.database_path)
-        self.core = Core(self.settings, store, model, ToolRegistry([*builtin_tools(), lookup]), self.clock)
+        self.core = Core(
+            self.settings, store, model, ToolRegistry([*builtin_tools(), lookup]), self.clock
+        )
         self.surface = RecordingSurface(self.clock, thread_key=KEY)
 
     async def say(self, words: str) -> None:
-        await drive(self.clock, self.core.handle(Inbound(KEY, ALICE, words, "ev1"), self.surface), step=0.5)
+        await drive(
+            self.clock, self.core.handle(Inbound(KEY, ALICE, words, "ev1"), self.surface), step=0.5
+        )
 
     async def results(self) -> list[ToolResult]:
         session = await self.core.store.load_session(KEY, self.clock.now())
@@ -76,8 +82,13 @@ def tool_names(body: dict[str, Any]) -> list[str]:
 async def test_a_sub_agent_through_the_openai_client(world: World, fake: FakeOpenAI) -> None:
     task = "Look up the answer and report it."
     fake.push(
-        Reply(calls=[FakeCall("delegate_task", {"task": task, "tools": ["lookup"]}, id="call_0")], argument_fragments=5),
-        Reply("On it.", calls=[FakeCall("lookup", {"what": "the answer"}, id="call_0")]),  # the same provider id
+        Reply(
+            calls=[FakeCall("delegate_task", {"task": task, "tools": ["lookup"]}, id="call_0")],
+            argument_fragments=5,
+        ),
+        Reply(
+            "On it.", calls=[FakeCall("lookup", {"what": "the answer"}, id="call_0")]
+        ),  # the same provider id
         Reply("The answer is 42."),
         Reply("My sub-agent found it: 42."),
     )
@@ -85,10 +96,15 @@ async def test_a_sub_agent_through_the_openai_client(world: World, fake: FakeOpe
     parent, first, second, last = (r.body for r in fake.requests)
     assert "delegate_task" in tool_names(parent) and "lookup" in tool_names(parent)
     assert tool_names(first) == ["lookup"] and tool_names(second) == ["lookup"]
-    assert first["messages"][0]["role"] == "system" and first["messages"][0]["content"].startswith(SUB_AGENT_PROMPT)
+    assert first["messages"][0]["role"] == "system" and first["messages"][0]["content"].startswith(
+        SUB_AGENT_PROMPT
+    )
     assert first["messages"][-1]["content"] == f"[Alice]: {task}"
     assert "the answer: 42" in json.dumps(second["messages"][-1])
-    assert "The answer is 42." in json.dumps(last["messages"][-1]) and last["messages"][-1]["role"] == "tool"
+    assert (
+        "The answer is 42." in json.dumps(last["messages"][-1])
+        and last["messages"][-1]["role"] == "tool"
+    )
     [result] = await world.results()
     assert (result.name, result.content) == ("delegate_task", "The answer is 42.")
     assert world.surface.texts()[-1].endswith("My sub-agent found it: 42.")

@@ -18,10 +18,21 @@ def test_the_character_cut_says_how_many_older_messages_are_not_shown() -> None:
 
 def test_the_count_cut_is_said_where_it_was() -> None:
     """The adapter read the root and the most recent messages; 37 between were not read."""
-    history = [Earlier("Ada", "topic"), Gap(37), Earlier("Grace", "reply 40"), Earlier("Bob", "reply 41")]
-    assert earlier_note(history, 8000) == "\n".join([
-        HEAD, "[Ada]: topic", "(… 37 earlier messages not shown)", "[Grace]: reply 40", "[Bob]: reply 41",
-    ])  # fmt: skip
+    history = [
+        Earlier("Ada", "topic"),
+        Gap(37),
+        Earlier("Grace", "reply 40"),
+        Earlier("Bob", "reply 41"),
+    ]
+    assert earlier_note(history, 8000) == "\n".join(
+        [
+            HEAD,
+            "[Ada]: topic",
+            "(… 37 earlier messages not shown)",
+            "[Grace]: reply 40",
+            "[Bob]: reply 41",
+        ]
+    )
 
 
 def test_both_cuts_add_up_and_an_unknown_count_is_never_made_up() -> None:

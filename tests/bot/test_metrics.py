@@ -45,7 +45,11 @@ async def _pieces(*pieces: ModelPiece, fail: Exception | None = None) -> AsyncIt
 
 @pytest.mark.parametrize(
     ("fail", "outcome"),
-    [(None, "ok"), (ContextOverflow("too long"), "context_overflow"), (ModelRateLimited("slow down"), "rate_limited")],
+    [
+        (None, "ok"),
+        (ContextOverflow("too long"), "context_overflow"),
+        (ModelRateLimited("slow down"), "rate_limited"),
+    ],
 )
 async def test_a_model_stream_is_counted_by_outcome_with_its_tokens(
     fail: Exception | None, outcome: str
@@ -53,7 +57,9 @@ async def test_a_model_stream_is_counted_by_outcome_with_its_tokens(
     calls = read("threadline_model_calls_total", outcome=outcome)
     timed = read("threadline_model_call_seconds_count", outcome=outcome)
     prompt = read("threadline_model_tokens_total", kind="prompt")
-    stream = _pieces(TextPiece("hi"), UsagePiece(Usage(prompt_tokens=7, completion_tokens=2)), fail=fail)
+    stream = _pieces(
+        TextPiece("hi"), UsagePiece(Usage(prompt_tokens=7, completion_tokens=2)), fail=fail
+    )
     got: list[ModelPiece] = []
     try:
         async for piece in metrics.metered(stream):
@@ -67,7 +73,9 @@ async def test_a_model_stream_is_counted_by_outcome_with_its_tokens(
 
 
 async def test_a_run_that_raises_is_counted_as_an_error_and_a_cancelled_one_as_cancelled() -> None:
-    error, cancelled = (read("threadline_runs_finished_total", outcome=o) for o in ("error", "cancelled"))
+    error, cancelled = (
+        read("threadline_runs_finished_total", outcome=o) for o in ("error", "cancelled")
+    )
     with pytest.raises(RuntimeError), metrics.counted_run():
         raise RuntimeError("a bug")
     with pytest.raises(asyncio.CancelledError), metrics.counted_run():
@@ -83,7 +91,9 @@ async def test_edits_granted_by_a_budget_are_counted_by_platform_and_priority() 
     from bot.present.budget import EditBudget, Priority
 
     budget = EditBudget(ManualClock(start=0.0), None, platform="slack")
-    final, interim = (read("threadline_edits_total", platform="slack", priority=p) for p in ("final", "interim"))
+    final, interim = (
+        read("threadline_edits_total", platform="slack", priority=p) for p in ("final", "interim")
+    )
     await budget.acquire(object(), Priority.FINAL)
     await budget.acquire(object())
     assert read("threadline_edits_total", platform="slack", priority="final") == final + 1

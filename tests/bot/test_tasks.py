@@ -32,7 +32,9 @@ async def test_idle_waits_for_tasks_started_meanwhile() -> None:
     assert done == ["first", "second"] and len(tasks) == 0
 
 
-async def test_a_failure_is_logged_unless_someone_awaits_it(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_failure_is_logged_unless_someone_awaits_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     tasks = TaskSet("the owner")
 
     async def boom() -> None:

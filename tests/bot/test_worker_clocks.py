@@ -55,7 +55,9 @@ async def test_a_live_lease_stays_its_holders_and_an_expired_one_is_taken_on_tim
     # behind's clock says ahead's lease ended 60 s ago (ahead set nothing by its clock): not taken
     assert await behind.store.take_lease(KEY, "behind", TTL_S) is None  # type: ignore[attr-defined]
     await behind.admit(say("and the numbers", "e2"), cluster.platform.thread())
-    await until(lambda: ahead.supervisor.active[KEY].session.inbox != [])  # steered into ahead's run
+    await until(
+        lambda: ahead.supervisor.active[KEY].session.inbox != []
+    )  # steered into ahead's run
     for _ in range(3):  # several of behind's polls, each a lease renewal of ahead's or more
         await behind.work.look(set(), full=True)  # type: ignore[attr-defined]
     assert [r["owner"] for r in await cluster.sql("SELECT owner FROM leases")] == ["ahead"]
@@ -86,7 +88,9 @@ async def test_a_message_accepted_by_a_worker_whose_clock_is_ahead_is_not_left_w
     ahead = await cluster.worker("ahead", Model(), ahead_clock)
     taking = Model(text("Answered by the other."))
     await cluster.worker("behind", taking, SkewedClock(-SKEW_S))
-    message = UserMessage(text="Is anyone there?", author_id="test:alice", author_name="Alice", event_id="e1")
+    message = UserMessage(
+        text="Is anyone there?", author_id="test:alice", author_name="Alice", event_id="e1"
+    )
     # ahead accepts the message as its core does, and dies before it answers it
     accepted = time.monotonic()
     assert await ahead.store.accept(KEY, message, ahead_clock.now())  # type: ignore[attr-defined]
@@ -96,4 +100,6 @@ async def test_a_message_accepted_by_a_worker_whose_clock_is_ahead_is_not_left_w
     # stamped and compared on the database's clock: picked up once STRANDED_AFTER_S has passed
     # there (behind's clock, 60 s behind ahead's, would have waited a minute more)
     assert STRANDED_AFTER_S <= took < STRANDED_AFTER_S + 2.0, took
-    assert [m.text for m in taking.requests[0].messages if isinstance(m, UserMessage)] == ["Is anyone there?"]
+    assert [m.text for m in taking.requests[0].messages if isinstance(m, UserMessage)] == [
+        "Is anyone there?"
+    ]

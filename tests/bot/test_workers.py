@@ -106,9 +106,12 @@ class Cluster:
             return f"deployed to {target}"
 
         settings = Settings(
-            data_dir=self.tmp_path / name, lease_ttl_s=TTL_S, worker_poll_s=0.1, worker_id=name,
+            data_dir=self.tmp_path / name,
+            lease_ttl_s=TTL_S,
+            worker_poll_s=0.1,
+            worker_id=name,
             workspace_tools=False,
-        )  # fmt: skip
+        )
         core = Core(
             settings,
             PostgresStore(self.url, pool_size=4),
@@ -181,7 +184,9 @@ async def test_a_worker_killed_mid_run_is_taken_over_within_the_lease_time(
     assert work is not None
     await until(lambda: "Here is the whole answer." in cluster.platform.text())
     took = time.monotonic() - killed
-    assert took < TTL_S + 10.0, took  # the lease expires, then the next poll takes it over (figures: bench/workers.py)
+    assert took < TTL_S + 10.0, (
+        took
+    )  # the lease expires, then the next poll takes it over (figures: bench/workers.py)
 
     shown = cluster.platform.text()
     assert shown.count(RESUMING) == 1
@@ -294,7 +299,9 @@ async def test_a_scheduled_run_claimed_by_a_worker_killed_before_its_turn_is_ans
     await b.wait_idle()
     session = await b.store.load_session(KEY, time.time())
     asked = [m for m in session.messages if isinstance(m, UserMessage)]
-    assert [(m.text, m.author_name) for m in asked] == [("Say whether the build is green", "scheduled by Alice")]
+    assert [(m.text, m.author_name) for m in asked] == [
+        ("Say whether the build is green", "scheduled by Alice")
+    ]
     assert "⏰ Scheduled by Alice: Say whether the build is green" in cluster.platform.text()
     assert await b.store.schedules_of(KEY) == [] and await b.store.arrivals() == []
 
@@ -336,12 +343,15 @@ async def delegation_waiting_on(
 ) -> tuple[asyncio.Future[None], Core, RecordingSurface, str, str]:
     """Worker ``a`` runs a delegation whose deploy waits inline for approval; worker ``b`` is
     the other. The run, ``b``, the thread, the card's Approve action and the card."""
-    a = await cluster.worker("a", Model(
-        step(call("delegate_task", {"task": "Ship it to prod.", "tools": ["deploy"]})),
-        step(call("deploy", {"target": "prod"})),
-        text("Shipped to prod."),
-        text("The sub-agent shipped it."),
-    ))  # fmt: skip
+    a = await cluster.worker(
+        "a",
+        Model(
+            step(call("delegate_task", {"task": "Ship it to prod.", "tools": ["deploy"]})),
+            step(call("deploy", {"target": "prod"})),
+            text("Shipped to prod."),
+            text("The sub-agent shipped it."),
+        ),
+    )
     b = await cluster.worker("b", Model())
     surface = cluster.platform.thread()
     running = asyncio.ensure_future(a.handle(say("ship it", "e1"), surface))

@@ -110,6 +110,8 @@ class World:
     async def click(self, label: str, who: Author, key: str = KEY) -> str | None:
         card = self.cards(key)[-1]
         button = next(b for b in card.buttons if b.label == label)
-        note = await drive(self.clock, self.core.on_action(button.action_id, who, self.thread(key), card.id))
+        note = await drive(
+            self.clock, self.core.on_action(button.action_id, who, self.thread(key), card.id)
+        )
         await drive(self.clock, self.core.wait_idle())
         return note

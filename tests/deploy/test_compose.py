@@ -48,7 +48,11 @@ def service() -> dict[str, Any]:
 
 def database() -> tuple[str, dict[str, Any]]:
     """The PostgreSQL service: its name and description."""
-    (found,) = [(n, s) for n, s in compose()["services"].items() if str(s.get("image", "")).startswith("postgres:")]
+    (found,) = [
+        (n, s)
+        for n, s in compose()["services"].items()
+        if str(s.get("image", "")).startswith("postgres:")
+    ]
     return found
 
 
@@ -125,9 +129,13 @@ def test_the_workers_use_the_compose_database_once_it_is_healthy() -> None:
         assert url.password == interpolate(db["environment"]["POSTGRES_PASSWORD"], env) == "pw-0123"
         assert url.path == f"/{db['environment']['POSTGRES_DB']}"
         assert worker["depends_on"] == {name: {"condition": "service_healthy"}}
-        assert worker["environment"]["THREADLINE_PLAYGROUND"] == "false"  # one playground per worker makes no sense
+        assert (
+            worker["environment"]["THREADLINE_PLAYGROUND"] == "false"
+        )  # one playground per worker makes no sense
     assert "pg_isready" in db["healthcheck"]["test"]
-    assert any(v.endswith(":/var/lib/postgresql/data") for v in db["volumes"])  # the data outlives the container
+    assert any(
+        v.endswith(":/var/lib/postgresql/data") for v in db["volumes"]
+    )  # the data outlives the container
     assert "ports" not in db  # reachable by the workers only
 
 
@@ -135,10 +143,11 @@ def test_the_workers_split_the_discord_shards() -> None:
     shards = []
     for worker in workers().values():
         settings = DiscordSettings(
-            _env_file=None, discord_token="x",
+            _env_file=None,
+            discord_token="x",
             discord_shard_count=worker["environment"]["THREADLINE_DISCORD_SHARD_COUNT"],
             discord_shard_ids=worker["environment"]["THREADLINE_DISCORD_SHARD_IDS"],
-        )  # fmt: skip
+        )
         found = settings.shards()
         assert found is not None
         shards.append(found)
@@ -148,10 +157,18 @@ def test_the_workers_split_the_discord_shards() -> None:
 def test_the_volumes_are_where_the_image_expects_them() -> None:
     image = dockerfile()
     mounts = dict(v.split(":")[:2] for v in service()["volumes"])
-    assert mounts["threadline-data"] == env_of(image)["THREADLINE_DATA_DIR"] == last(image, "VOLUME").value
-    assert all(w["volumes"] == service()["volumes"] for w in workers().values())  # one shared data volume
+    assert (
+        mounts["threadline-data"]
+        == env_of(image)["THREADLINE_DATA_DIR"]
+        == last(image, "VOLUME").value
+    )
+    assert all(
+        w["volumes"] == service()["volumes"] for w in workers().values()
+    )  # one shared data volume
     config = [v for v in service()["volumes"] if v.startswith("./config:")]
-    assert config == [f"./config:{last(image, 'WORKDIR').value}:ro"]  # threadline.toml is read there
+    assert config == [
+        f"./config:{last(image, 'WORKDIR').value}:ro"
+    ]  # threadline.toml is read there
     example = DEPLOY / "config" / "threadline.toml.example"
     tomllib.loads(example.read_text(encoding="utf-8"))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -79,8 +79,10 @@ def swap(words: list[str], image: ImageRoot, image_user: str) -> list[str]:
 @pytest.fixture
 def image_root() -> Iterator[ImageRoot]:
     if os.geteuid() != 0:
-        pytest.skip("needs root: the test creates the image's unprivileged user with useradd "
-                    "and starts the bot as that user")  # fmt: skip
+        pytest.skip(
+            "needs root: the test creates the image's unprivileged user with useradd "
+            "and starts the bot as that user"
+        )
     if shutil.which("useradd") is None:
         pytest.skip("needs useradd to create the image's unprivileged user")
     path = Path(tempfile.mkdtemp(prefix="threadline-image-"))
@@ -114,18 +116,27 @@ def free_port() -> int:
 def user_python(image: ImageRoot) -> str:
     """A Python of this version that the image's user may run (the image has its own on PATH;
     this one's may live in a directory only root can enter)."""
-    candidates = [sys.executable, getattr(sys, "_base_executable", ""), *(
-        shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}", path=p) or ""
-        for p in ("/usr/local/bin", "/usr/bin")
-    )]  # fmt: skip
+    candidates = [
+        sys.executable,
+        getattr(sys, "_base_executable", ""),
+        *(
+            shutil.which(f"python{sys.version_info.major}.{sys.version_info.minor}", path=p) or ""
+            for p in ("/usr/local/bin", "/usr/bin")
+        ),
+    ]
     wanted = f"{sys.version_info.major}.{sys.version_info.minor}"
     for candidate in filter(None, candidates):
         try:
             probe = subprocess.run(
                 [candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                user=image.uid, group=image.gid, extra_groups=[], capture_output=True, text=True,
-                check=False, cwd="/",
-            )  # fmt: skip
+                user=image.uid,
+                group=image.gid,
+                extra_groups=[],
+                capture_output=True,
+                text=True,
+                check=False,
+                cwd="/",
+            )
         except PermissionError:  # in a directory the user may not enter
             continue
         if probe.returncode == 0 and probe.stdout.strip() == wanted:
@@ -139,14 +150,21 @@ def program(python: str, words: list[str]) -> list[str]:
     return [python, "-m", "adapters.cli", *words[1:]]
 
 
-async def as_user(image: ImageRoot, words: list[str], env: dict[str, str], cwd: Path) -> asyncio.subprocess.Process:
+async def as_user(
+    image: ImageRoot, words: list[str], env: dict[str, str], cwd: Path
+) -> asyncio.subprocess.Process:
     # this checkout and its installed packages, as the image's `pip install .` provides them
     path = os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])
     return await asyncio.create_subprocess_exec(
-        *program(image.python, words), env=env | {"PYTHONPATH": path}, cwd=cwd,
-        user=image.uid, group=image.gid, extra_groups=[],
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        *program(image.python, words),
+        env=env | {"PYTHONPATH": path},
+        cwd=cwd,
+        user=image.uid,
+        group=image.gid,
+        extra_groups=[],
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
 
 
 def make_volume(image: ImageRoot) -> Path:
@@ -157,7 +175,9 @@ def make_volume(image: ImageRoot) -> Path:
     return image.inside(volume)
 
 
-async def test_the_data_dir_is_writable_and_the_healthcheck_follows_the_port(image_root: ImageRoot) -> None:
+async def test_the_data_dir_is_writable_and_the_healthcheck_follows_the_port(
+    image_root: ImageRoot,
+) -> None:
     data = await asyncio.to_thread(make_volume, image_root)
     assert (data.stat().st_uid, data.stat().st_mode & 0o777) == (image_root.uid, 0o700)
     workdir = image_root.inside(last(IMAGE, "WORKDIR").value)
@@ -181,7 +201,9 @@ async def test_the_data_dir_is_writable_and_the_healthcheck_follows_the_port(ima
                 assert line, "the bot exited before serving"
         check = healthcheck_command(last(IMAGE, "HEALTHCHECK"))
         healthy = await as_user(image_root, check, env, workdir)
-        elsewhere = await as_user(image_root, check, env | {"THREADLINE_HTTP_PORT": str(free_port())}, workdir)
+        elsewhere = await as_user(
+            image_root, check, env | {"THREADLINE_HTTP_PORT": str(free_port())}, workdir
+        )
         async with asyncio.timeout(WAIT):
             said, _ = await healthy.communicate()
             await elsewhere.communicate()

@@ -17,7 +17,9 @@ from tests.deploy.dockerfile import env_of, last, read
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 IMAGE = read(ROOT / "deploy" / "Dockerfile")
-KNOWN = {setting_name(m, f) for m in (Settings, SlackSettings, DiscordSettings) for f in m.model_fields}
+KNOWN = {
+    setting_name(m, f) for m in (Settings, SlackSettings, DiscordSettings) for f in m.model_fields
+}
 
 
 def documents() -> dict[str, dict[str, Any]]:
@@ -40,7 +42,10 @@ def container() -> dict[str, Any]:
 def test_the_deployment_runs_several_workers_ready_when_readyz_says() -> None:
     deployment = documents()["Deployment"]["spec"]
     assert deployment["replicas"] >= 2
-    assert deployment["selector"]["matchLabels"].items() <= deployment["template"]["metadata"]["labels"].items()
+    assert (
+        deployment["selector"]["matchLabels"].items()
+        <= deployment["template"]["metadata"]["labels"].items()
+    )
     worker = container()
     ports = {p["name"]: p["containerPort"] for p in worker["ports"]}
     env = {e["name"]: e["value"] for e in worker["env"]}
@@ -66,7 +71,9 @@ def test_the_secret_holds_real_settings_and_the_workers_read_it() -> None:
     names = set(secret["stringData"])
     assert names <= KNOWN, names - KNOWN
     assert {"THREADLINE_DATABASE_URL", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"} <= names
-    assert "SLACK_APP_TOKEN" not in names  # HTTP mode: Slack reaches the workers through the Service
+    assert (
+        "SLACK_APP_TOKEN" not in names
+    )  # HTTP mode: Slack reaches the workers through the Service
     assert secret["stringData"]["THREADLINE_DATABASE_URL"].startswith("postgresql://")
     assert {"secretRef": {"name": secret["metadata"]["name"]}} in container()["envFrom"]
     assert not {e["name"] for e in container()["env"]} & names  # secrets only in the Secret

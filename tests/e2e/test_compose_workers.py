@@ -61,9 +61,15 @@ def outside_containers(url: str, database_name: str) -> str:
 async def worker(env: dict[str, str], home: Path) -> AsyncIterator[list[str]]:
     """``threadline run`` with ``env``; yields its output lines once its HTTP server serves."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "run",
-        cwd=home, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        cwd=home,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     lines: list[str] = []
     try:
@@ -83,7 +89,11 @@ async def test_the_compose_workers_start_together_on_its_database_and_are_ready(
     tmp_path: Path, compose_database: str
 ) -> None:
     image_env = env_of(dockerfile())
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+    }
     volume = tmp_path / "threadline-data"  # the named volume both workers mount at /data
     config = tmp_path / "config"  # ./config, mounted read-only as the working directory
     config.mkdir()
@@ -91,20 +101,30 @@ async def test_the_compose_workers_start_together_on_its_database_and_are_ready(
     async with AsyncExitStack() as stack:
         starting = []
         for name, described in workers().items():
-            env = base | image_env | {
-                k: interpolate(str(v), {"POSTGRES_PASSWORD": "compose-password"})
-                for k, v in described["environment"].items()
-            }
-            assert env["THREADLINE_DATA_DIR"] == "/data" and env["THREADLINE_HTTP_HOST"] == "0.0.0.0"
+            env = (
+                base
+                | image_env
+                | {
+                    k: interpolate(str(v), {"POSTGRES_PASSWORD": "compose-password"})
+                    for k, v in described["environment"].items()
+                }
+            )
+            assert (
+                env["THREADLINE_DATA_DIR"] == "/data" and env["THREADLINE_HTTP_HOST"] == "0.0.0.0"
+            )
             ports[name] = free_port()
             env |= {
-                "THREADLINE_DATABASE_URL": outside_containers(env["THREADLINE_DATABASE_URL"], compose_database),
+                "THREADLINE_DATABASE_URL": outside_containers(
+                    env["THREADLINE_DATABASE_URL"], compose_database
+                ),
                 "THREADLINE_DATA_DIR": str(volume),
                 "THREADLINE_HTTP_HOST": "127.0.0.1",
                 "THREADLINE_HTTP_PORT": str(ports[name]),
             }
             starting.append(stack.enter_async_context(worker(env, config)))
-        started = await asyncio.gather(*starting, return_exceptions=True)  # at once, on an empty database
+        started = await asyncio.gather(
+            *starting, return_exceptions=True
+        )  # at once, on an empty database
         for outcome in started:  # (every worker that did start is stopped by the stack)
             if isinstance(outcome, BaseException):
                 raise outcome
@@ -118,14 +138,25 @@ async def test_the_compose_workers_start_together_on_its_database_and_are_ready(
                 async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
                     assert response.status == 200
                     names = {f.name for f in text_string_to_metric_families(await response.text())}
-                assert {"threadline_runs_started", "threadline_platform_requests", "process_cpu_seconds"} <= names
+                assert {
+                    "threadline_runs_started",
+                    "threadline_platform_requests",
+                    "process_cpu_seconds",
+                } <= names
 
     admin = urlsplit(ADMIN_URL)
-    conn = await asyncpg.connect(urlunsplit(("postgresql", admin.netloc, f"/{compose_database}", "", "")))
+    conn = await asyncpg.connect(
+        urlunsplit(("postgresql", admin.netloc, f"/{compose_database}", "", ""))
+    )
     try:
-        tables = {r["tablename"] for r in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+        tables = {
+            r["tablename"]
+            for r in await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        }
         applied = await conn.fetchval("SELECT count(*) FROM schema_migrations")
     finally:
         await conn.close()
     assert {"sessions", "messages", "approvals"} <= tables
-    assert applied == len(migrations())  # once each, though both workers started on an empty database
+    assert applied == len(
+        migrations()
+    )  # once each, though both workers started on an empty database

@@ -28,7 +28,9 @@ async def readiness(http: aiohttp.ClientSession, running: Worker) -> tuple[int, 
         return response.status, await response.json()
 
 
-async def until_ready(http: aiohttp.ClientSession, running: Worker, ready: Callable[[int], bool]) -> dict[str, object]:
+async def until_ready(
+    http: aiohttp.ClientSession, running: Worker, ready: Callable[[int], bool]
+) -> dict[str, object]:
     """Ask ``/readyz`` every 50 ms until its status satisfies ``ready`` (at most ``WAIT``)."""
     async with asyncio.timeout(WAIT):
         for _ in range(int(WAIT / 0.05) + 1):
@@ -51,29 +53,47 @@ async def test_a_database_restart_under_load_loses_nothing_and_readyz_follows_it
             model.push(*(Delay(Reply(f"Answer {n}."), until=gate) for n in range(THREADS)))
             model.push(Reply("Answer while it was down."))
             try:
-                async with worker(tmp_path, "b", url, slack, model.base_url, THREADLINE_LEASE_TTL_S="5") as b, \
-                        worker(tmp_path, "a", url, slack, model.base_url, THREADLINE_LEASE_TTL_S="5") as a:  # fmt: skip
-                    roots = [await slack.say("UADA", CHANNEL, f"{MENTION} question {n}") for n in range(THREADS)]
-                    await model.wait_for_requests(THREADS, within=WAIT)  # every run's model call in flight
+                async with (
+                    worker(
+                        tmp_path, "b", url, slack, model.base_url, THREADLINE_LEASE_TTL_S="5"
+                    ) as b,
+                    worker(
+                        tmp_path, "a", url, slack, model.base_url, THREADLINE_LEASE_TTL_S="5"
+                    ) as a,
+                ):
+                    roots = [
+                        await slack.say("UADA", CHANNEL, f"{MENTION} question {n}")
+                        for n in range(THREADS)
+                    ]
+                    await model.wait_for_requests(
+                        THREADS, within=WAIT
+                    )  # every run's model call in flight
 
                     await private_postgres.stop()
                     for running in (a, b):
                         body = await until_ready(http, running, lambda status: status == 503)
                         assert "does not answer" in str(body["waiting"]), body
-                    late = await slack.say("UGRACE", CHANNEL, f"{MENTION} are you there?")  # while it is down
+                    late = await slack.say(
+                        "UGRACE", CHANNEL, f"{MENTION} are you there?"
+                    )  # while it is down
                     gate.set()  # the model answers; the runs' writes wait for the database
                     await private_postgres.start()
 
                     for running in (a, b):
-                        assert (await until_ready(http, running, lambda status: status == 200))["ready"] is True
+                        assert (await until_ready(http, running, lambda status: status == 200))[
+                            "ready"
+                        ] is True
                     everything = [*roots, late]
                     await slack.wait_for(
                         lambda: all(
-                            any(m.shown.startswith("Answer") for m in slack.replies(CHANNEL, r.ts)) for r in everything
+                            any(m.shown.startswith("Answer") for m in slack.replies(CHANNEL, r.ts))
+                            for r in everything
                         ),
                         WAIT,
                     )
-                    replies = {r.ts: [m.shown for m in slack.replies(CHANNEL, r.ts)] for r in everything}
+                    replies = {
+                        r.ts: [m.shown for m in slack.replies(CHANNEL, r.ts)] for r in everything
+                    }
                     output = a.output + b.output
             finally:
                 gate.set()
@@ -81,7 +101,9 @@ async def test_a_database_restart_under_load_loses_nothing_and_readyz_follows_it
         await slack.stop()
     assert len(model.requests) == THREADS + 1  # no run was asked again
     for root in roots:
-        assert sum(f"Answer {m}." in text for text in replies[root.ts] for m in range(THREADS)) == 1, replies
+        assert (
+            sum(f"Answer {m}." in text for text in replies[root.ts] for m in range(THREADS)) == 1
+        ), replies
         assert not any(RESUMING in text for text in replies[root.ts])
     assert replies[late.ts] == ["Answer while it was down."]
     assert "answers again" in output and "Traceback" not in output

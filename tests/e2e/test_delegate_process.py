@@ -40,14 +40,20 @@ async def say(http: aiohttp.ClientSession, base: str, text: str) -> str:
         return thread_id
 
 
-async def click(http: aiohttp.ClientSession, base: str, thread_id: str, card: dict[str, Any]) -> str:
+async def click(
+    http: aiohttp.ClientSession, base: str, thread_id: str, card: dict[str, Any]
+) -> str:
     action = next(b for b in card["buttons"] if b["label"] == "Approve")["action_id"]
-    async with http.post(f"{base}/api/actions", json={"thread_id": thread_id, "action_id": action, **USER}) as resp:
+    async with http.post(
+        f"{base}/api/actions", json={"thread_id": thread_id, "action_id": action, **USER}
+    ) as resp:
         note: str = (await resp.json())["note"]
         return note
 
 
-async def thread_messages(http: aiohttp.ClientSession, base: str, thread_id: str) -> list[dict[str, Any]]:
+async def thread_messages(
+    http: aiohttp.ClientSession, base: str, thread_id: str
+) -> list[dict[str, Any]]:
     async with http.get(f"{base}/api/threads/{thread_id}") as resp:
         found: list[dict[str, Any]] = (await resp.json())["messages"]
         return found
@@ -109,10 +115,18 @@ async def test_a_kill_mid_delegation_closes_its_card_and_writes_nothing(tmp_path
             await until_true(lambda: card_recorded(data / "threadline.sqlite3", card["id"]))
             first.send_signal(signal.SIGKILL)  # while the sub-agent waits for the click
             await first.wait()
-        async with threadline(tmp_path, port, **env), http.ws_connect(f"{base}/api/ws?client=t") as ws:
-            if "nothing was written" not in json.dumps(await thread_messages(http, base, thread_id)):
+        async with (
+            threadline(tmp_path, port, **env),
+            http.ws_connect(f"{base}/api/ws?client=t") as ws,
+        ):
+            if "nothing was written" not in json.dumps(
+                await thread_messages(http, base, thread_id)
+            ):
                 await until_event(ws, lambda e: "nothing was written" in json.dumps(e))
-            assert await click(http, base, thread_id, card) == "This request has already expired; nothing was run."
+            assert (
+                await click(http, base, thread_id, card)
+                == "This request has already expired; nothing was run."
+            )
             messages = await thread_messages(http, base, thread_id)
         assert len(fake.requests) == 3  # the sub-agent was not started again
         resumed = fake.requests[2].body["messages"]

@@ -21,10 +21,15 @@ async def test_shared_files_reach_the_model_and_the_workspace(tmp_path: Path) ->
         async with FakeOpenAI() as model:
             model.push(Reply("Paris is the largest."))
             settings = {
-                "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test", "THREADLINE_MODEL": "gpt-4o",
-                "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_APP_TOKEN": APP_TOKEN, "SLACK_API_URL": slack.api_url,
-                "THREADLINE_PLAYGROUND": "true", "THREADLINE_FILE_MAX_BYTES": "4096",
-            }  # fmt: skip
+                "OPENAI_BASE_URL": model.base_url,
+                "OPENAI_API_KEY": "sk-test",
+                "THREADLINE_MODEL": "gpt-4o",
+                "SLACK_BOT_TOKEN": BOT_TOKEN,
+                "SLACK_APP_TOKEN": APP_TOKEN,
+                "SLACK_API_URL": slack.api_url,
+                "THREADLINE_PLAYGROUND": "true",
+                "THREADLINE_FILE_MAX_BYTES": "4096",
+            }
             async with threadline(tmp_path, free_port(), **settings):
                 await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
                 files = [

@@ -27,20 +27,32 @@ async def test_a_foreign_host_is_refused_and_hello_gets_a_brief_answer(tmp_path:
     async with threadline(tmp_path, port), browser() as http:
         # a page of another site whose name points here (DNS rebinding) gets nothing
         for path in ("/", "/api/threads"):
-            async with http.get(f"{base}{path}", headers={"Host": f"rebind.example:{port}"}) as refused:
+            async with http.get(
+                f"{base}{path}", headers={"Host": f"rebind.example:{port}"}
+            ) as refused:
                 assert refused.status == 403
                 assert "not served as rebind.example" in (await refused.json())["error"]
-        async with http.post(f"{base}/api/messages", json={"text": "hi", "event_id": "event-nosession"}) as anonymous:
+        async with http.post(
+            f"{base}/api/messages", json={"text": "hi", "event_id": "event-nosession"}
+        ) as anonymous:
             assert anonymous.status == 401  # no session: the page was never opened
         await open_page(http, base)
         async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
             async with http.post(
-                f"{base}/api/messages", json={"text": "Hello!", "event_id": "event-hello-01", "user_name": "Ada"}
+                f"{base}/api/messages",
+                json={"text": "Hello!", "event_id": "event-hello-01", "user_name": "Ada"},
             ) as posted:
                 assert posted.status == 202
                 thread_id = (await posted.json())["thread_id"]
-            await until_event(ws, lambda e: e.get("type") == "message" and e["message"]["bot"]
-                              and e["message"]["text"].endswith("at work.") and not e["message"]["buttons"])
+            await until_event(
+                ws,
+                lambda e: (
+                    e.get("type") == "message"
+                    and e["message"]["bot"]
+                    and e["message"]["text"].endswith("at work.")
+                    and not e["message"]["buttons"]
+                ),
+            )
         async with http.get(f"{base}/api/threads/{thread_id}") as shown:
             thread = await shown.json()
     texts = [m["text"] for m in thread["messages"]]
@@ -53,13 +65,26 @@ async def test_a_foreign_host_is_refused_and_hello_gets_a_brief_answer(tmp_path:
 
 
 async def test_beyond_loopback_it_refuses_to_start_without_a_token(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
-    env |= {"THREADLINE_DATA_DIR": str(tmp_path / "data"), "THREADLINE_HTTP_HOST": "0.0.0.0",
-            "THREADLINE_HTTP_PORT": str(free_port())}  # fmt: skip
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+    }
+    env |= {
+        "THREADLINE_DATA_DIR": str(tmp_path / "data"),
+        "THREADLINE_HTTP_HOST": "0.0.0.0",
+        "THREADLINE_HTTP_PORT": str(free_port()),
+    }
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "run",
-        cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     async with asyncio.timeout(WAIT):
         out, err = await proc.communicate()
     assert proc.returncode == 2
@@ -94,9 +119,15 @@ async def test_the_healthcheck_follows_the_configured_port(tmp_path: Path) -> No
         env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLINE_")}
         env["THREADLINE_HTTP_PORT"] = str(port)
         check = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "adapters.cli", "healthcheck",
-            cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-        )  # fmt: skip
+            sys.executable,
+            "-m",
+            "adapters.cli",
+            "healthcheck",
+            cwd=tmp_path,
+            env=env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
         async with asyncio.timeout(WAIT):
             out, _ = await check.communicate()
         assert check.returncode == 0, out

@@ -51,14 +51,20 @@ async def test_the_model_calls_an_mcp_server_through_the_real_program(tmp_path: 
             await open_page(http, base)
             ws = await http.ws_connect(f"{base}/api/ws?client=t")
             async with http.post(
-                f"{base}/api/messages", json={"text": "What about T-1?", "event_id": "event-mcp-1", **user}
+                f"{base}/api/messages",
+                json={"text": "What about T-1?", "event_id": "event-mcp-1", **user},
             ) as resp:
                 thread_id = (await resp.json())["thread_id"]
             await until_event(ws, lambda e: "the printer is on fire" in json.dumps(e))
 
             async with http.post(
                 f"{base}/api/messages",
-                json={"thread_id": thread_id, "text": "Close it", "event_id": "event-mcp-2", **user},
+                json={
+                    "thread_id": thread_id,
+                    "text": "Close it",
+                    "event_id": "event-mcp-2",
+                    **user,
+                },
             ) as resp:
                 assert resp.status == 202
             card = (await until_event(ws, card_in))["message"]
@@ -103,7 +109,8 @@ async def test_declared_gating_in_threadline_toml_through_the_real_program(tmp_p
             await open_page(http, base)
             ws = await http.ws_connect(f"{base}/api/ws?client=t")
             async with http.post(
-                f"{base}/api/messages", json={"text": "Close T-1", "event_id": "event-gate-1", **user}
+                f"{base}/api/messages",
+                json={"text": "Close T-1", "event_id": "event-gate-1", **user},
             ) as resp:
                 assert resp.status == 202
             await until_event(ws, lambda e: "Closed T-1." in json.dumps(e))

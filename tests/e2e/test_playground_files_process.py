@@ -36,18 +36,26 @@ async def test_an_uploaded_csv_is_previewed_and_send_file_downloads_it(tmp_path:
                         assert resp.status == 202, await resp.text()
                         thread_id = (await resp.json())["thread_id"]
                     sent = await until_event(
-                        ws, lambda e: e.get("type") == "message" and bool(e["message"]["files"])
-                        and e["message"]["bot"],
-                    )  # fmt: skip
+                        ws,
+                        lambda e: (
+                            e.get("type") == "message"
+                            and bool(e["message"]["files"])
+                            and e["message"]["bot"]
+                        ),
+                    )
                     await until_event(
-                        ws, lambda e: e.get("type") == "message" and "largest;" in e["message"]["text"]
+                        ws,
+                        lambda e: e.get("type") == "message" and "largest;" in e["message"]["text"],
                     )
                 (file,) = sent["message"]["files"]
                 link = f"{base}/api/files/{thread_id}/{file['id']}"
                 async with http.get(link) as download:
                     assert download.status == 200
                     assert await download.read() == CSV
-                    assert download.headers["Content-Disposition"] == 'attachment; filename="cities.csv"'
+                    assert (
+                        download.headers["Content-Disposition"]
+                        == 'attachment; filename="cities.csv"'
+                    )
                     assert download.headers["Content-Type"] == "text/csv; charset=utf-8"
 
             async with threadline(tmp_path, port, **settings):  # a restart keeps it shown

@@ -57,7 +57,8 @@ async def test_a_kill_between_card_and_click_loses_nothing_on_postgres(
             await open_page(http, base)
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 async with http.post(
-                    f"{base}/api/messages", json={"text": "Plan a team lunch", "event_id": "event-pg-0001", **user}
+                    f"{base}/api/messages",
+                    json={"text": "Plan a team lunch", "event_id": "event-pg-0001", **user},
                 ) as resp:
                     assert resp.status == 202
                     thread_id = (await resp.json())["thread_id"]
@@ -70,10 +71,14 @@ async def test_a_kill_between_card_and_click_loses_nothing_on_postgres(
             approve = next(b for b in card["buttons"] if b["label"] == "Approve")["action_id"]
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 async with http.post(
-                    f"{base}/api/actions", json={"thread_id": thread_id, "action_id": approve, **user}
+                    f"{base}/api/actions",
+                    json={"thread_id": thread_id, "action_id": approve, **user},
                 ) as resp:
                     assert (await resp.json())["note"] == "Approved."
-                await until_event(ws, lambda e: e.get("type") == "message" and "Demo answer" in e["message"]["text"])
+                await until_event(
+                    ws,
+                    lambda e: e.get("type") == "message" and "Demo answer" in e["message"]["text"],
+                )
             async with http.get(f"{base}/api/threads/{thread_id}") as resp:
                 shown = "\n".join(m["text"] for m in (await resp.json())["messages"])
     assert "Demo answer" in shown and "command ran" in shown, shown
@@ -82,7 +87,9 @@ async def test_a_kill_between_card_and_click_loses_nothing_on_postgres(
     try:
         status = await conn.fetchval("SELECT status FROM approvals WHERE card_id = $1", card["id"])
         events = [r["event"] for r in await conn.fetch("SELECT event FROM audit ORDER BY seq")]
-        bodies = [r["body"] for r in await conn.fetch("SELECT body FROM messages ORDER BY key, seq")]
+        bodies = [
+            r["body"] for r in await conn.fetch("SELECT body FROM messages ORDER BY key, seq")
+        ]
         version = await conn.fetchval("SELECT max(version) FROM schema_migrations")
     finally:
         await conn.close()
@@ -93,22 +100,38 @@ async def test_a_kill_between_card_and_click_loses_nothing_on_postgres(
 
 
 def _environment(tmp_path: Path, **settings: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
-    return env | {"THREADLINE_DATA_DIR": str(tmp_path / "data"), "THREADLINE_HTTP_PORT": str(free_port()), **settings}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+    }
+    return env | {
+        "THREADLINE_DATA_DIR": str(tmp_path / "data"),
+        "THREADLINE_HTTP_PORT": str(free_port()),
+        **settings,
+    }
 
 
 async def _threadline(tmp_path: Path, command: str, **settings: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", command, cwd=tmp_path, env=_environment(tmp_path, **settings),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        command,
+        cwd=tmp_path,
+        env=_environment(tmp_path, **settings),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     async with asyncio.timeout(WAIT):
         out, err = await proc.communicate()
     assert proc.returncode is not None
     return proc.returncode, out.decode(), err.decode()
 
 
-async def test_an_unreachable_database_stops_the_program_at_once_with_one_clear_line(tmp_path: Path) -> None:
+async def test_an_unreachable_database_stops_the_program_at_once_with_one_clear_line(
+    tmp_path: Path,
+) -> None:
     closed = free_port()  # nothing listens there
     url = f"postgresql://bot:pg-secret-3141@127.0.0.1:{closed}/threadline"
     code, out, err = await _threadline(tmp_path, "run", THREADLINE_DATABASE_URL=url)
@@ -122,7 +145,9 @@ async def test_an_unreachable_database_stops_the_program_at_once_with_one_clear_
 
 
 async def test_a_database_url_that_is_not_postgresql_is_refused_by_name(tmp_path: Path) -> None:
-    code, _, err = await _threadline(tmp_path, "run", THREADLINE_DATABASE_URL="mysql://u:pw-secret-9@h/db")
+    code, _, err = await _threadline(
+        tmp_path, "run", THREADLINE_DATABASE_URL="mysql://u:pw-secret-9@h/db"
+    )
     assert code == 2
     assert err.strip() == (
         "threadline: invalid configuration: THREADLINE_DATABASE_URL: Value error, must be a URL "
@@ -146,23 +171,36 @@ async def test_doctor_says_whether_the_database_answers_and_its_schema_version(
     code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url)
     assert f"schema version {newest} (current)" in out and code == 0, out
     assert "[ok  ] workers: any number may share this database; a thread's lease lasts 10 s" in out
-    assert "a dead worker's threads are taken over within 11 s" in out and "over the bot's own" not in out
+    assert (
+        "a dead worker's threads are taken over within 11 s" in out
+        and "over the bot's own" not in out
+    )
 
     code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url + "&jit=on")
     line = next(x for x in out.splitlines() if "store:" in x)
-    assert "answers (the URL sets jit on, over the bot's own); schema version" in line and code == 0, line
+    assert (
+        "answers (the URL sets jit on, over the bot's own); schema version" in line and code == 0
+    ), line
     code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url + "&jit=maybe")
     line = next(x for x in out.splitlines() if "store:" in x)
-    assert line.startswith("[FAIL] store: cannot use PostgreSQL at ") and '"jit"' in line and code == 1, line
+    assert (
+        line.startswith("[FAIL] store: cannot use PostgreSQL at ") and '"jit"' in line and code == 1
+    ), line
 
-    code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url, THREADLINE_LEASE_TTL_S="20")
+    code, out, _ = await _threadline(
+        tmp_path, "doctor", THREADLINE_DATABASE_URL=url, THREADLINE_LEASE_TTL_S="20"
+    )
     line = next(x for x in out.splitlines() if "workers:" in x)
-    assert line.startswith("[--  ]") and line.endswith("lower THREADLINE_LEASE_TTL_S to resume sooner"), line
+    assert line.startswith("[--  ]") and line.endswith(
+        "lower THREADLINE_LEASE_TTL_S to resume sooner"
+    ), line
 
     closed = free_port()
     secret = f"postgresql://bot:pg-secret-2718@127.0.0.1:{closed}/threadline"
     code, out, err = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=secret)
     assert code == 1
-    assert f"[FAIL] store: cannot use PostgreSQL at postgresql://bot@127.0.0.1:{closed}/threadline: " \
+    assert (
+        f"[FAIL] store: cannot use PostgreSQL at postgresql://bot@127.0.0.1:{closed}/threadline: "
         "the connection was refused" in out
+    )
     assert "pg-secret-2718" not in out + err

@@ -47,7 +47,11 @@ async def threadline(
 ) -> AsyncIterator[asyncio.subprocess.Process]:
     """``threadline run`` with nothing configured (playground, demo model) on ``port``, but for
     ``settings`` (environment variables)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+    }
     env |= {
         "THREADLINE_DATA_DIR": str(tmp_path / "data"),
         "THREADLINE_HTTP_PORT": str(port),
@@ -55,9 +59,15 @@ async def threadline(
         **settings,
     }
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "run",
-        cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     try:
         async with asyncio.timeout(WAIT):
@@ -71,7 +81,9 @@ async def threadline(
                 await proc.communicate()
 
 
-async def until_event(ws: aiohttp.ClientWebSocketResponse, match: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+async def until_event(
+    ws: aiohttp.ClientWebSocketResponse, match: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
     async with asyncio.timeout(WAIT):
         async for frame in ws:
             event = json.loads(frame.data)
@@ -92,7 +104,10 @@ async def until_true(check: Callable[[], bool]) -> None:
 def card_recorded(database: Path, card_id: str) -> bool:
     """The approval request knows its card (so a decision after a restart can update it)."""
     with contextlib.closing(sqlite3.connect(database)) as db:
-        return db.execute("SELECT 1 FROM approvals WHERE card_id = ?", (card_id,)).fetchone() is not None
+        return (
+            db.execute("SELECT 1 FROM approvals WHERE card_id = ?", (card_id,)).fetchone()
+            is not None
+        )
 
 
 def stop_recorded(database: Path, message_id: str) -> bool:
@@ -104,7 +119,9 @@ def stop_recorded(database: Path, message_id: str) -> bool:
 
 def card_in(event: dict[str, Any]) -> bool:
     message = event.get("message") or {}
-    return event.get("type") == "message" and any(b["label"] == "Approve" for b in message.get("buttons", []))
+    return event.get("type") == "message" and any(
+        b["label"] == "Approve" for b in message.get("buttons", [])
+    )
 
 
 async def test_a_kill_between_card_and_click_loses_nothing(tmp_path: Path) -> None:
@@ -116,12 +133,15 @@ async def test_a_kill_between_card_and_click_loses_nothing(tmp_path: Path) -> No
             await open_page(http, base)
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 async with http.post(
-                    f"{base}/api/messages", json={"text": "Plan a team lunch", "event_id": "event-000001", **user}
+                    f"{base}/api/messages",
+                    json={"text": "Plan a team lunch", "event_id": "event-000001", **user},
                 ) as resp:
                     assert resp.status == 202
                     thread_id = (await resp.json())["thread_id"]
                 card = (await until_event(ws, card_in))["message"]
-            await until_true(lambda: card_recorded(tmp_path / "data" / "threadline.sqlite3", card["id"]))
+            await until_true(
+                lambda: card_recorded(tmp_path / "data" / "threadline.sqlite3", card["id"])
+            )
             first.send_signal(signal.SIGKILL)
             await first.wait()
 
@@ -129,11 +149,13 @@ async def test_a_kill_between_card_and_click_loses_nothing(tmp_path: Path) -> No
             approve = next(b for b in card["buttons"] if b["label"] == "Approve")["action_id"]
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 async with http.post(
-                    f"{base}/api/actions", json={"thread_id": thread_id, "action_id": approve, **user}
+                    f"{base}/api/actions",
+                    json={"thread_id": thread_id, "action_id": approve, **user},
                 ) as resp:
                     assert (await resp.json())["note"] == "Approved."
                 await until_event(
-                    ws, lambda e: e.get("type") == "message" and "Demo answer" in e["message"]["text"]
+                    ws,
+                    lambda e: e.get("type") == "message" and "Demo answer" in e["message"]["text"],
                 )
             async with http.get(f"{base}/api/threads/{thread_id}") as resp:
                 messages = (await resp.json())["messages"]
@@ -157,7 +179,8 @@ async def test_a_kill_mid_run_is_picked_up_once(tmp_path: Path) -> None:
             async with threadline(tmp_path, port, **model) as first:
                 await open_page(http, base)
                 async with http.post(
-                    f"{base}/api/messages", json={"text": "Summarise the week", "event_id": "event-000002", **user}
+                    f"{base}/api/messages",
+                    json={"text": "Summarise the week", "event_id": "event-000002", **user},
                 ) as resp:
                     thread_id = (await resp.json())["thread_id"]
                 await fake.wait_for_requests(1, within=WAIT)
@@ -168,7 +191,10 @@ async def test_a_kill_mid_run_is_picked_up_once(tmp_path: Path) -> None:
                 await until_true(lambda: "picking up where I left off" in state.read_text())
                 second.send_signal(signal.SIGKILL)  # and cut off again
                 await second.wait()
-            async with threadline(tmp_path, port, **model), http.ws_connect(f"{base}/api/ws?client=t") as ws:
+            async with (
+                threadline(tmp_path, port, **model),
+                http.ws_connect(f"{base}/api/ws?client=t") as ws,
+            ):
                 async with http.get(f"{base}/api/threads/{thread_id}") as resp:
                     shown = "\n".join(m["text"] for m in (await resp.json())["messages"])
                 if "Send a message to go on" not in shown:
@@ -189,7 +215,11 @@ async def test_a_kill_mid_answer_leaves_no_stop_button_behind(tmp_path: Path) ->
     user = {"user_id": "alice", "user_name": "Alice"}
     stall = asyncio.Event()
     async with FakeOpenAI() as fake, browser() as http:
-        fake.push(CutOff(Reply("Half of an answer that never ends", text_chunk_chars=4), 4, hold_until=stall))
+        fake.push(
+            CutOff(
+                Reply("Half of an answer that never ends", text_chunk_chars=4), 4, hold_until=stall
+            )
+        )
         fake.push(Reply("The whole answer."))
         model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
         try:
@@ -197,16 +227,30 @@ async def test_a_kill_mid_answer_leaves_no_stop_button_behind(tmp_path: Path) ->
                 await open_page(http, base)
                 async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                     async with http.post(
-                        f"{base}/api/messages", json={"text": "Tell me", "event_id": "event-000003", **user}
+                        f"{base}/api/messages",
+                        json={"text": "Tell me", "event_id": "event-000003", **user},
                     ) as resp:
                         thread_id = (await resp.json())["thread_id"]
-                    shown = await until_event(ws, lambda e: e.get("type") == "message" and any(
-                        b["label"] == "Stop" for b in (e.get("message") or {}).get("buttons", [])))
+                    shown = await until_event(
+                        ws,
+                        lambda e: (
+                            e.get("type") == "message"
+                            and any(
+                                b["label"] == "Stop"
+                                for b in (e.get("message") or {}).get("buttons", [])
+                            )
+                        ),
+                    )
                 half = shown["message"]["id"]
-                await until_true(lambda: stop_recorded(tmp_path / "data" / "threadline.sqlite3", half))
+                await until_true(
+                    lambda: stop_recorded(tmp_path / "data" / "threadline.sqlite3", half)
+                )
                 first.send_signal(signal.SIGKILL)  # mid-answer: the Stop button is on the page
                 await first.wait()
-            async with threadline(tmp_path, port, **model), http.ws_connect(f"{base}/api/ws?client=t") as ws:
+            async with (
+                threadline(tmp_path, port, **model),
+                http.ws_connect(f"{base}/api/ws?client=t") as ws,
+            ):
                 await until_event(ws, lambda e: "The whole answer." in json.dumps(e))
                 async with http.get(f"{base}/api/threads/{thread_id}") as resp:
                     messages = (await resp.json())["messages"]

@@ -27,12 +27,21 @@ from tests.sandboxing import sandbox_runner
 async def threadline(cwd: Path, port: int, env: dict[str, str]) -> AsyncIterator[list[str]]:
     """``threadline run`` in ``cwd`` with exactly ``env`` (plus what Python needs); yields the
     lines it logged until it served, and the rest once it stopped."""
-    kept = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+    }
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "run",
-        cwd=cwd, env=kept | {"THREADLINE_HTTP_PORT": str(port), **env},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        cwd=cwd,
+        env=kept | {"THREADLINE_HTTP_PORT": str(port), **env},
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     log: list[str] = []
     try:
@@ -60,7 +69,10 @@ async def test_an_approved_command_runs_in_the_sandbox_and_sees_nothing_of_the_b
     tmp_path: Path,
 ) -> None:
     sandbox_runner()
-    canary = {name: f"canary-{name}-{uuid.uuid4().hex}" for name in ("key", "token", "plain", "dotenv", "toml")}
+    canary = {
+        name: f"canary-{name}-{uuid.uuid4().hex}"
+        for name in ("key", "token", "plain", "dotenv", "toml")
+    }
     (tmp_path / ".env").write_text(f"SOME_SERVICE_TOKEN={canary['dotenv']}\n")
     (tmp_path / "threadline.toml").write_text(
         f'[channels."playground:{canary["toml"]}".approvers]\nanyone = true\n'
@@ -74,7 +86,10 @@ async def test_an_approved_command_runs_in_the_sandbox_and_sees_nothing_of_the_b
     base = f"http://127.0.0.1:{port}"
     async with FakeOpenAI() as fake, browser() as http:
         fake.push(
-            Reply("Let me look.", calls=[FakeCall("run_command", {"command": command, "timeout_s": 30})]),
+            Reply(
+                "Let me look.",
+                calls=[FakeCall("run_command", {"command": command, "timeout_s": 30})],
+            ),
             Reply("All done."),
         )
         env = {
@@ -88,13 +103,26 @@ async def test_an_approved_command_runs_in_the_sandbox_and_sees_nothing_of_the_b
         async with threadline(tmp_path, port, env) as log:
             await open_page(http, base)
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
-                sent = await post(http, f"{base}/api/messages", text="What can you see?", event_id="event-sbx-1", **user)
+                sent = await post(
+                    http,
+                    f"{base}/api/messages",
+                    text="What can you see?",
+                    event_id="event-sbx-1",
+                    **user,
+                )
                 card = (await until_event(ws, card_in))["message"]
                 assert "run_command" in card["text"]
                 approve = next(b for b in card["buttons"] if b["label"] == "Approve")["action_id"]
-                await post(http, f"{base}/api/actions", thread_id=sent["thread_id"], action_id=approve, **user)
+                await post(
+                    http,
+                    f"{base}/api/actions",
+                    thread_id=sent["thread_id"],
+                    action_id=approve,
+                    **user,
+                )
                 await until_event(
-                    ws, lambda e: e.get("type") in ("message", "edit") and "All done." in json.dumps(e)
+                    ws,
+                    lambda e: e.get("type") in ("message", "edit") and "All done." in json.dumps(e),
                 )
             async with http.get(f"{base}/api/threads/{sent['thread_id']}") as resp:
                 shown = json.dumps(await resp.json())
@@ -115,13 +143,24 @@ async def test_an_approved_command_runs_in_the_sandbox_and_sees_nothing_of_the_b
 async def test_without_bubblewrap_the_program_runs_without_run_command(tmp_path: Path) -> None:
     (tmp_path / "bin").mkdir()
     port = free_port()
-    env = {"PATH": str(tmp_path / "bin"), "THREADLINE_DATA_DIR": str(tmp_path / "data"), "THREADLINE_DEMO_CHUNK_DELAY_S": "0"}
+    env = {
+        "PATH": str(tmp_path / "bin"),
+        "THREADLINE_DATA_DIR": str(tmp_path / "data"),
+        "THREADLINE_DEMO_CHUNK_DELAY_S": "0",
+    }
     async with FakeOpenAI() as fake, browser() as http:
         fake.push(Reply("Hello."))
         env |= {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
         async with threadline(tmp_path, port, env) as log:
             await open_page(http, f"http://127.0.0.1:{port}")
-            await post(http, f"http://127.0.0.1:{port}/api/messages", text="hi", event_id="event-sbx-2", user_id="bob", user_name="Bob")
+            await post(
+                http,
+                f"http://127.0.0.1:{port}/api/messages",
+                text="hi",
+                event_id="event-sbx-2",
+                user_id="bob",
+                user_name="Bob",
+            )
             [request] = await fake.wait_for_requests(1, within=WAIT)
     offered = {tool["function"]["name"] for tool in request.body.get("tools", [])}
     assert "run_command" not in offered and "read_file" in offered

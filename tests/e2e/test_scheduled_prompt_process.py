@@ -18,18 +18,32 @@ async def test_a_prompt_scheduled_in_two_seconds_arrives_in_the_thread(tmp_path:
     user = {"user_id": "alice", "user_name": "Alice"}
     async with FakeOpenAI() as fake, browser() as http:
         fake.push(
-            Reply(calls=[FakeCall("schedule_prompt", {"prompt": "Say the build is green", "when": "in 2 seconds"})]),
+            Reply(
+                calls=[
+                    FakeCall(
+                        "schedule_prompt",
+                        {"prompt": "Say the build is green", "when": "in 2 seconds"},
+                    )
+                ]
+            ),
             Reply("I'll say it in two seconds."),
             Reply("The build is green."),
         )
-        settings = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
-                    "THREADLINE_TIMEZONE": "Europe/Paris"}  # fmt: skip
+        settings = {
+            "OPENAI_BASE_URL": fake.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "THREADLINE_TIMEZONE": "Europe/Paris",
+        }
         async with threadline(tmp_path, port, **settings):
             await open_page(http, base)
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 async with http.post(
                     f"{base}/api/messages",
-                    json={"text": "In 2 seconds, say the build is green", "event_id": "event-sched-1", **user},
+                    json={
+                        "text": "In 2 seconds, say the build is green",
+                        "event_id": "event-sched-1",
+                        **user,
+                    },
                 ) as resp:
                     assert resp.status == 202
                     thread_id = (await resp.json())["thread_id"]
@@ -45,4 +59,7 @@ async def test_a_prompt_scheduled_in_two_seconds_arrives_in_the_thread(tmp_path:
     offered = {t["function"]["name"]: t["function"]["parameters"] for t in told.body["tools"]}
     assert offered["cancel_schedule"]["properties"]["schedule_id"]["enum"] == ["s1"]
     assert "cancel_schedule" not in {t["function"]["name"] for t in asking.body["tools"]}
-    assert scheduled.messages[-1] == {"role": "user", "content": "[scheduled by Alice]: Say the build is green"}
+    assert scheduled.messages[-1] == {
+        "role": "user",
+        "content": "[scheduled by Alice]: Say the build is green",
+    }

@@ -29,7 +29,9 @@ CHANNELS = ("CSHARE0", "CSHARE1", "CSHARE2", "CSHARE3")
 async def runs_started(http: aiohttp.ClientSession, port: int) -> float:
     async with http.get(f"http://127.0.0.1:{port}/metrics") as response:
         families = text_string_to_metric_families(await response.text())
-        return sum(s.value for f in families if f.name == "threadline_runs_started" for s in f.samples)
+        return sum(
+            s.value for f in families if f.name == "threadline_runs_started" for s in f.samples
+        )
 
 
 async def test_two_processes_stream_in_one_workspace_within_its_edit_limit(
@@ -42,12 +44,16 @@ async def test_two_processes_stream_in_one_workspace_within_its_edit_limit(
         slack.add_channel(channel, f"share-{n}")
     await slack.start()
     settings = {
-        "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_APP_TOKEN": APP_TOKEN, "SLACK_API_URL": slack.api_url,
-        "THREADLINE_PLAYGROUND": "true", "THREADLINE_DATABASE_URL": url,
+        "SLACK_BOT_TOKEN": BOT_TOKEN,
+        "SLACK_APP_TOKEN": APP_TOKEN,
+        "SLACK_API_URL": slack.api_url,
+        "THREADLINE_PLAYGROUND": "true",
+        "THREADLINE_DATABASE_URL": url,
         "THREADLINE_SLACK_EDITS_PER_MINUTE": str(48 * SCALE),
         "THREADLINE_SLACK_MIN_EDIT_INTERVAL": str(1 / SCALE),
-        "THREADLINE_SLACK_STREAMING": "edit", "THREADLINE_DEMO_CHUNK_DELAY_S": "0.06",
-    }  # fmt: skip
+        "THREADLINE_SLACK_STREAMING": "edit",
+        "THREADLINE_DEMO_CHUNK_DELAY_S": "0.06",
+    }
     ports = [free_port(), free_port()]
     try:
         async with AsyncExitStack() as stack:
@@ -59,16 +65,20 @@ async def test_two_processes_stream_in_one_workspace_within_its_edit_limit(
                 )
             await slack.wait_for(lambda: len(slack.socket.connections) == 2, WAIT)
             roots = [
-                await slack.say("UADA", CHANNELS[n % len(CHANNELS)], f"{MENTION} tell me about budget {n}")
+                await slack.say(
+                    "UADA", CHANNELS[n % len(CHANNELS)], f"{MENTION} tell me about budget {n}"
+                )
                 for n in range(8)
             ]
 
             def answered() -> bool:
                 return all(
-                    any(f"budget {n}" in m.shown and "offline demo model" in m.shown
-                        for m in slack.replies(root.channel, root.ts))
+                    any(
+                        f"budget {n}" in m.shown and "offline demo model" in m.shown
+                        for m in slack.replies(root.channel, root.ts)
+                    )
                     for n, root in enumerate(roots)
-                )  # fmt: skip
+                )
 
             await slack.wait_for(answered, WAIT)
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=WAIT)) as http:

@@ -20,10 +20,15 @@ async def test_history_then_a_model_for_one_thread(tmp_path: Path) -> None:
         async with FakeOpenAI() as model:
             model.push(Reply("Free some disk space first."), Reply("Done, with the other model."))
             settings = {
-                "OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test", "THREADLINE_MODEL": "small-model",
-                "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_APP_TOKEN": APP_TOKEN, "SLACK_API_URL": slack.api_url,
-                "THREADLINE_PLAYGROUND": "true", "THREADLINE_MODELS": '["small-model", "big-model"]',
-            }  # fmt: skip
+                "OPENAI_BASE_URL": model.base_url,
+                "OPENAI_API_KEY": "sk-test",
+                "THREADLINE_MODEL": "small-model",
+                "SLACK_BOT_TOKEN": BOT_TOKEN,
+                "SLACK_APP_TOKEN": APP_TOKEN,
+                "SLACK_API_URL": slack.api_url,
+                "THREADLINE_PLAYGROUND": "true",
+                "THREADLINE_MODELS": '["small-model", "big-model"]',
+            }
             async with threadline(tmp_path, free_port(), **settings):
                 await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
                 root = await slack.say("UADA", "CGENERAL", "The deploy failed again")

@@ -32,14 +32,21 @@ SECRET = "tickets-s3cret-4c2f9a"
 class Thread:
     """One playground thread of Alice's, and the page's event stream."""
 
-    def __init__(self, http: aiohttp.ClientSession, base: str, ws: aiohttp.ClientWebSocketResponse) -> None:
+    def __init__(
+        self, http: aiohttp.ClientSession, base: str, ws: aiohttp.ClientWebSocketResponse
+    ) -> None:
         self.http, self.base, self.ws = http, base, ws
         self.id: str | None = None
         self._n = 0
 
     async def say(self, text: str) -> None:
         self._n += 1
-        body = {"text": text, "event_id": f"event-tools-{self._n}", **USER, **({"thread_id": self.id} if self.id else {})}
+        body = {
+            "text": text,
+            "event_id": f"event-tools-{self._n}",
+            **USER,
+            **({"thread_id": self.id} if self.id else {}),
+        }
         async with self.http.post(f"{self.base}/api/messages", json=body) as resp:
             assert resp.status == 202, await resp.text()
             self.id = (await resp.json())["thread_id"]
@@ -50,7 +57,9 @@ class Thread:
 
     async def click(self, card: dict[str, Any], label: str) -> str:
         action = next(b for b in card["buttons"] if b["label"] == label)["action_id"]
-        async with self.http.post(f"{self.base}/api/actions", json={"thread_id": self.id, "action_id": action, **USER}) as resp:
+        async with self.http.post(
+            f"{self.base}/api/actions", json={"thread_id": self.id, "action_id": action, **USER}
+        ) as resp:
             note: str = (await resp.json())["note"]
             return note
 
@@ -74,14 +83,18 @@ async def test_fetch_url_asks_per_domain_and_reads_the_page(tmp_path: Path) -> N
             Reply(calls=[FakeCall("fetch_url", {"url": f"{page}/data.json"})]),
             Reply("6.9 m at high water."),
         )
-        async with threadline(tmp_path, port, OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test"):
+        async with threadline(
+            tmp_path, port, OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test"
+        ):
             await open_page(http, base)
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 thread = Thread(http, base, ws)
                 await thread.say("When is high water in Brest?")
                 card = await thread.card()
                 assert f"{page}/article" in card["text"] and site.hits["/article"] == 0
-                assert await thread.click(card, "Always allow localhost for Alice here") == "Approved."
+                assert (
+                    await thread.click(card, "Always allow localhost for Alice here") == "Approved."
+                )
                 await thread.shows("Twice a day.")
                 await thread.say("And how high?")  # the same domain: no card this time
                 await thread.shows("6.9 m at high water.")
@@ -111,14 +124,21 @@ async def test_custom_tools_run_sandboxed_and_keep_their_secret(tmp_path: Path) 
             Reply(calls=[FakeCall("ticket", {"id": 42})]),
             Reply("Ticket 42 is there."),
         )
-        env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test", "TICKETS_TOKEN": SECRET}
+        env = {
+            "OPENAI_BASE_URL": fake.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "TICKETS_TOKEN": SECRET,
+        }
         async with threadline(tmp_path, port, **env) as proc:
             await open_page(http, base)
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 thread = Thread(http, base, ws)
                 await thread.say("Shout something odd")
                 card = await thread.card()
-                assert [b["label"] for b in card["buttons"]] == ["Approve", "Deny"]  # no Always for programs
+                assert [b["label"] for b in card["buttons"]] == [
+                    "Approve",
+                    "Deny",
+                ]  # no Always for programs
                 await thread.click(card, "Approve")
                 await thread.shows("Printed.")
                 await thread.say("Look up ticket 42")
@@ -137,7 +157,9 @@ async def test_custom_tools_run_sandboxed_and_keep_their_secret(tmp_path: Path) 
 
 
 async def test_the_model_loads_a_skill_that_stays_in_its_system_prompt(tmp_path: Path) -> None:
-    write_skill(tmp_path / "data" / "skills", "release", RELEASE, description="How we cut a release.")
+    write_skill(
+        tmp_path / "data" / "skills", "release", RELEASE, description="How we cut a release."
+    )
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     async with FakeOpenAI() as fake, browser() as http:
@@ -146,7 +168,9 @@ async def test_the_model_loads_a_skill_that_stays_in_its_system_prompt(tmp_path:
             Reply("First, bump the version."),
             Reply("Then the changelog."),
         )
-        async with threadline(tmp_path, port, OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test"):
+        async with threadline(
+            tmp_path, port, OPENAI_BASE_URL=fake.base_url, OPENAI_API_KEY="sk-test"
+        ):
             await open_page(http, base)
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 thread = Thread(http, base, ws)
@@ -159,7 +183,10 @@ async def test_the_model_loads_a_skill_that_stays_in_its_system_prompt(tmp_path:
     assert load["parameters"]["properties"]["name"]["enum"] == ["release"]
     assert "- release: How we cut a release." in load["description"]
     assert second.messages[-1]["content"] == as_data(
-        "load_skill", "Loaded the skill release (65 bytes). Its instructions are now part of the system prompt."
+        "load_skill",
+        "Loaded the skill release (65 bytes). Its instructions are now part of the system prompt.",
     )
     assert RELEASE in third.messages[0]["content"]  # the system prompt, a turn later
-    assert "load_skill" not in {t["function"]["name"] for t in third.body["tools"]}  # nothing left to load
+    assert "load_skill" not in {
+        t["function"]["name"] for t in third.body["tools"]
+    }  # nothing left to load

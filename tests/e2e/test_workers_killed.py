@@ -51,9 +51,14 @@ async def test_a_worker_killed_mid_run_is_taken_over_once_within_the_lease_time(
     gate = asyncio.Event()
     try:
         async with FakeOpenAI() as model:
-            model.push(Delay(Reply("never sent"), until=gate), Reply("The incident came from a full disk."))
-            async with release(gate), worker(tmp_path, "b", url, slack, model.base_url), \
-                    worker(tmp_path, "a", url, slack, model.base_url) as a:  # fmt: skip
+            model.push(
+                Delay(Reply("never sent"), until=gate), Reply("The incident came from a full disk.")
+            )
+            async with (
+                release(gate),
+                worker(tmp_path, "b", url, slack, model.base_url),
+                worker(tmp_path, "a", url, slack, model.base_url) as a,
+            ):
                 root = await slack.say("UADA", CHANNEL, f"{MENTION} summarise the incident")
                 await model.wait_for_requests(1, within=WAIT)  # a's model call, held
                 [lease] = await sql(url, "SELECT owner FROM leases")
@@ -85,18 +90,29 @@ async def test_a_worker_killed_with_a_card_shown_the_click_resumes_on_the_other_
     await slack.start()
     try:
         async with FakeOpenAI() as model:
-            model.push(Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]), Reply("Closed T-1."))
-            async with worker(tmp_path, "b", url, slack, model.base_url), \
-                    worker(tmp_path, "a", url, slack, model.base_url) as a:  # fmt: skip
+            model.push(
+                Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]),
+                Reply("Closed T-1."),
+            )
+            async with (
+                worker(tmp_path, "b", url, slack, model.base_url),
+                worker(tmp_path, "a", url, slack, model.base_url) as a,
+            ):
                 root = await slack.say("UADA", CHANNEL, f"{MENTION} close T-1")
                 await slack.wait_for(
-                    lambda: any(b["text"]["text"] == "Approve" for m in slack.replies(CHANNEL, root.ts)
-                                for b in m.buttons), WAIT,
-                )  # fmt: skip
+                    lambda: any(
+                        b["text"]["text"] == "Approve"
+                        for m in slack.replies(CHANNEL, root.ts)
+                        for b in m.buttons
+                    ),
+                    WAIT,
+                )
                 card = next(m for m in slack.replies(CHANNEL, root.ts) if m.buttons)
                 await until_rows(url, "SELECT 1 FROM approvals WHERE card_id = $1", card.ts)
                 await a.kill()
-                await slack.wait_for(lambda: len(slack.socket.connections) == 1, WAIT)  # b's link only
+                await slack.wait_for(
+                    lambda: len(slack.socket.connections) == 1, WAIT
+                )  # b's link only
 
                 click = await slack.click("UADA", card, "Approve")  # reaches b
                 assert click.acked_in_time
@@ -123,23 +139,41 @@ async def test_a_worker_killed_while_its_scheduled_prompt_runs_leaves_it_to_the_
     try:
         async with FakeOpenAI() as model:
             model.push(
-                Reply(calls=[FakeCall("schedule_prompt", {"prompt": "Say the build is green", "when": "in 2 seconds"})]),
+                Reply(
+                    calls=[
+                        FakeCall(
+                            "schedule_prompt",
+                            {"prompt": "Say the build is green", "when": "in 2 seconds"},
+                        )
+                    ]
+                ),
                 Reply("I'll say it in two seconds."),
-                Delay(Reply("never sent"), until=gate),  # the scheduled turn, on whichever claims it
+                Delay(
+                    Reply("never sent"), until=gate
+                ),  # the scheduled turn, on whichever claims it
                 Reply("The build is green."),
             )
-            async with release(gate), worker(tmp_path, "b", url, slack, model.base_url) as b, \
-                    worker(tmp_path, "a", url, slack, model.base_url) as a:  # fmt: skip
-                root = await slack.say("UADA", CHANNEL, f"{MENTION} in 2 seconds, say the build is green")
+            async with (
+                release(gate),
+                worker(tmp_path, "b", url, slack, model.base_url) as b,
+                worker(tmp_path, "a", url, slack, model.base_url) as a,
+            ):
+                root = await slack.say(
+                    "UADA", CHANNEL, f"{MENTION} in 2 seconds, say the build is green"
+                )
                 await slack.wait_for(lambda: "two seconds" in shown(slack, root.ts), WAIT)
-                await model.wait_for_requests(3, within=WAIT)  # the scheduled turn's model call, held
+                await model.wait_for_requests(
+                    3, within=WAIT
+                )  # the scheduled turn's model call, held
                 [lease] = await sql(url, "SELECT owner FROM leases WHERE owner <> ''")
                 claimed, other = (a, b) if lease["owner"] == "a" else (b, a)
                 await claimed.kill()
                 await slack.wait_for(lambda: "The build is green." in shown(slack, root.ts), WAIT)
                 await until_rows(url, "SELECT 1 FROM sessions WHERE state = 'idle'")
                 left = await sql(url, "SELECT id FROM schedules")
-                bodies = [r["body"] for r in await sql(url, "SELECT body FROM messages ORDER BY seq")]
+                bodies = [
+                    r["body"] for r in await sql(url, "SELECT body FROM messages ORDER BY seq")
+                ]
                 assert other.proc.returncode is None  # the answer came from the other worker
             text = shown(slack, root.ts)
             assert len(model.requests) == 4
@@ -148,5 +182,7 @@ async def test_a_worker_killed_while_its_scheduled_prompt_runs_leaves_it_to_the_
     assert left == []  # the one-off was claimed: no later wake runs it again
     assert sum("Say the build is green" in b and "scheduled by" in b for b in bodies) == 1
     assert text.count("The build is green.") == 1, text
-    assert text.count("⏰ Scheduled by Ada") <= 1  # shown by the killed worker if its first post landed
+    assert (
+        text.count("⏰ Scheduled by Ada") <= 1
+    )  # shown by the killed worker if its first post landed
     assert text.count(RESUMING) == 1

@@ -56,8 +56,14 @@ class Worker:
             await self.proc.wait()
 
 
-def environment(home: Path, name: str, port: int, url: str, slack: FakeSlack, model_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
+def environment(
+    home: Path, name: str, port: int, url: str, slack: FakeSlack, model_url: str
+) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+    }
     return env | {
         "THREADLINE_DATA_DIR": str(home / "data"),  # shared, as the compose file's volume is
         "THREADLINE_HTTP_PORT": str(port),
@@ -82,10 +88,15 @@ async def worker(
     port = free_port()
     links = slack.socket.opened
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "run", cwd=home,
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        cwd=home,
         env=environment(home, name, port, url, slack, model_url) | settings,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     running = Worker(name, proc, port)
     started = asyncio.Event()
     running._reading = asyncio.get_running_loop().create_task(running.read(started))

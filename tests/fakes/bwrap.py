@@ -17,6 +17,6 @@ def refusing_bwrap(directory: Path) -> Path:
     """Write ``directory/bwrap``, which fails as bubblewrap does without namespaces."""
     directory.mkdir(parents=True, exist_ok=True)
     program = directory / "bwrap"
-    program.write_text(f"#!/bin/sh\necho \"{REFUSAL}\" >&2\nexit 1\n")
+    program.write_text(f'#!/bin/sh\necho "{REFUSAL}" >&2\nexit 1\n')
     program.chmod(0o755)
     return program

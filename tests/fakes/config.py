@@ -16,5 +16,7 @@ def configure(**values: Any) -> tuple[Settings, Platforms]:
     discord = {k: v for k, v in values.items() if k.startswith("discord_")}
     core = {k: v for k, v in values.items() if k not in slack and k not in discord}
     env_file = {"_env_file": values["_env_file"]} if "_env_file" in values else {}
-    platforms = Platforms(SlackSettings(**env_file, **slack), DiscordSettings(**env_file, **discord))
+    platforms = Platforms(
+        SlackSettings(**env_file, **slack), DiscordSettings(**env_file, **discord)
+    )
     return Settings(**core), platforms

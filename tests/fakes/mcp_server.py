@@ -32,7 +32,9 @@ _NONE: dict[str, Any] = {"type": "object", "properties": {}}
 _READ = {"readOnlyHint": True}
 
 
-def _tool(name: str, description: str, schema: dict[str, Any], annotations: dict[str, Any] | None = None) -> dict[str, Any]:
+def _tool(
+    name: str, description: str, schema: dict[str, Any], annotations: dict[str, Any] | None = None
+) -> dict[str, Any]:
     found: dict[str, Any] = {"name": name, "description": description, "inputSchema": schema}
     if annotations is not None:
         found["annotations"] = annotations
@@ -42,7 +44,12 @@ def _tool(name: str, description: str, schema: dict[str, Any], annotations: dict
 BASIC = [
     _tool("lookup", "Look a ticket up by id.", _ID, _READ),
     _tool("close_ticket", "Close a ticket.", _ID, {"readOnlyHint": False, "destructiveHint": True}),
-    _tool("echo", "Say the text back.", {"type": "object", "properties": {"text": {"type": "string"}}}, _READ),
+    _tool(
+        "echo",
+        "Say the text back.",
+        {"type": "object", "properties": {"text": {"type": "string"}}},
+        _READ,
+    ),
     _tool("fail", "Always fails (isError).", _NONE, _READ),
     _tool("rpc_error", "Answers with a JSON-RPC error.", _NONE, _READ),
     _tool("hang", "Never answers.", _NONE, _READ),
@@ -51,7 +58,12 @@ BASIC = [
     _tool("malformed", "Sends a line that is not JSON, then a malformed result.", _NONE, _READ),
     _tool("change_tools", "Adds the tool `added` and notifies.", _NONE, _READ),
     _tool("env", "Lists the names in the server's environment.", _NONE, _READ),
-    _tool("stderr", "Writes a line to stderr.", {"type": "object", "properties": {"text": {"type": "string"}}}, _READ),
+    _tool(
+        "stderr",
+        "Writes a line to stderr.",
+        {"type": "object", "properties": {"text": {"type": "string"}}},
+        _READ,
+    ),
 ]
 ADDED = _tool("added", "Appeared after change_tools.", _NONE, _READ)
 
@@ -61,7 +73,10 @@ _NESTED = {
     "$defs": {
         "Filter": {
             "type": "object",
-            "properties": {"status": {"$ref": "#/$defs/Status"}, "owner": {"$ref": "#/$defs/Person"}},
+            "properties": {
+                "status": {"$ref": "#/$defs/Status"},
+                "owner": {"$ref": "#/$defs/Person"},
+            },
         },
         "Status": {"type": "string", "enum": ["open", "closed"]},
         "Person": {"type": "object", "properties": {"name": {"type": "string"}}},
@@ -73,7 +88,10 @@ _RECURSIVE = {
     "definitions": {
         "Node": {
             "type": "object",
-            "properties": {"label": {"type": "string"}, "children": {"type": "array", "items": {"$ref": "#/definitions/Node"}}},
+            "properties": {
+                "label": {"type": "string"},
+                "children": {"type": "array", "items": {"$ref": "#/definitions/Node"}},
+            },
         }
     },
 }
@@ -86,9 +104,19 @@ WEIRD = [
     _tool("search", "Nested $refs in $defs.", _NESTED, _READ),
     _tool("tree", "A recursive $ref.", _RECURSIVE, _READ),
     _tool("untyped", "No type at the top.", {"properties": {"q": {"type": "string"}}}, _READ),
-    _tool("tags", "An array without items.", {"type": "object", "properties": {"tags": {"type": "array"}}}, _READ),
+    _tool(
+        "tags",
+        "An array without items.",
+        {"type": "object", "properties": {"tags": {"type": "array"}}},
+        _READ,
+    ),
     _tool("scalar", "A schema that is not an object.", {"type": "string"}, _READ),
-    _tool("remote_ref", "A $ref outside the schema.", {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}}, _READ),
+    _tool(
+        "remote_ref",
+        "A $ref outside the schema.",
+        {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}},
+        _READ,
+    ),
 ]
 
 
@@ -126,18 +154,29 @@ class Behaviour:
                 if self.hang_initialize:
                     return Reply()
                 version = params.get("protocolVersion", "2025-06-18")
-                return _result(ident, {
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": True}},
-                    "serverInfo": {"name": "fake-tickets", "version": "1.0"},
-                })  # fmt: skip
+                return _result(
+                    ident,
+                    {
+                        "protocolVersion": version,
+                        "capabilities": {"tools": {"listChanged": True}},
+                        "serverInfo": {"name": "fake-tickets", "version": "1.0"},
+                    },
+                )
             case "ping":
                 return _result(ident, {})
             case "tools/list":
                 return _result(ident, {"tools": self.catalog})
             case "tools/call":
                 return self._call(ident, str(params.get("name")), params.get("arguments") or {})
-        return Reply([{"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": f"no method {method}"}}])
+        return Reply(
+            [
+                {
+                    "jsonrpc": "2.0",
+                    "id": ident,
+                    "error": {"code": -32601, "message": f"no method {method}"},
+                }
+            ]
+        )
 
     def _call(self, ident: Any, name: str, args: dict[str, Any]) -> Reply:  # noqa: C901 (one case a tool)
         self.calls.append((name, args))
@@ -156,7 +195,15 @@ class Behaviour:
             case "fail":
                 return _text(ident, "the ticket store is read-only today", error=True)
             case "rpc_error":
-                return Reply([{"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "database exploded"}}])
+                return Reply(
+                    [
+                        {
+                            "jsonrpc": "2.0",
+                            "id": ident,
+                            "error": {"code": -32603, "message": "database exploded"},
+                        }
+                    ]
+                )
             case "hang":
                 return Reply()
             case "crash":
@@ -206,10 +253,19 @@ def serve_stdio(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fake-mcp")
     parser.add_argument("--catalog", default="basic")
     parser.add_argument("--hang-initialize", action="store_true")
-    parser.add_argument("--exit-at-start", type=int, default=None, help="exit with this code at once")
+    parser.add_argument(
+        "--exit-at-start", type=int, default=None, help="exit with this code at once"
+    )
     parser.add_argument("--effects", type=Path, default=None)
-    parser.add_argument("--starts", type=Path, default=None, help="append a line here at each start")
-    parser.add_argument("--fail-first", type=Path, default=None, help="exit at once unless this file exists (and create it)")
+    parser.add_argument(
+        "--starts", type=Path, default=None, help="append a line here at each start"
+    )
+    parser.add_argument(
+        "--fail-first",
+        type=Path,
+        default=None,
+        help="exit at once unless this file exists (and create it)",
+    )
     opts = parser.parse_args(argv)
     if opts.starts is not None:
         with opts.starts.open("a") as out:

@@ -346,9 +346,14 @@ class FakeOpenAI:
         await out.write_eof()
         return out
 
-    async def _raw(self, request: web.Request, raw: Raw, record: RecordedRequest) -> web.StreamResponse:
+    async def _raw(
+        self, request: web.Request, raw: Raw, record: RecordedRequest
+    ) -> web.StreamResponse:
         out = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream; charset=utf-8", "x-request-id": f"req_{next(self._ids)}"}
+            headers={
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "x-request-id": f"req_{next(self._ids)}",
+            }
         )
         await out.prepare(request)
         record.first_byte_at = time.monotonic()

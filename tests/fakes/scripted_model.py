@@ -24,8 +24,14 @@ def text(*parts: str, usage: Usage | None = None) -> list[ModelPiece]:
     return pieces
 
 
-def call(name: str, arguments: object | str, *, index: int = 0, provider_id: str | None = "call_0",
-         say: str = "") -> list[ModelPiece]:
+def call(
+    name: str,
+    arguments: object | str,
+    *,
+    index: int = 0,
+    provider_id: str | None = "call_0",
+    say: str = "",
+) -> list[ModelPiece]:
     """A tool call whose JSON arrives in three fragments."""
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     third = max(1, len(raw) // 3)
@@ -60,8 +66,13 @@ class ScriptedModel:
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
         self.requests.append(
-            ModelRequest(request.system, list(request.messages), list(request.tools), request.max_tokens,
-                         request.model)
+            ModelRequest(
+                request.system,
+                list(request.messages),
+                list(request.tools),
+                request.max_tokens,
+                request.model,
+            )
         )
         if len(self.requests) > self.max_calls:
             raise AssertionError(f"the model was called more than {self.max_calls} times")

@@ -9,8 +9,16 @@ from types import TracebackType
 from aiohttp import web
 
 RESULTS = [
-    {"title": "Tide tables of Brest", "url": "https://tides.example/brest", "text": "High water twice a day."},
-    {"title": "Brest harbour", "url": "https://harbour.example/", "text": "The harbour master's page."},
+    {
+        "title": "Tide tables of Brest",
+        "url": "https://tides.example/brest",
+        "text": "High water twice a day.",
+    },
+    {
+        "title": "Brest harbour",
+        "url": "https://harbour.example/",
+        "text": "The harbour master's page.",
+    },
 ]
 
 
@@ -39,7 +47,9 @@ class FakeSearch:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -55,7 +65,9 @@ class FakeSearch:
             return web.json_response({"error": "invalid subscription token"}, status=401)
         self.queries.append(("brave", request.query["q"]))
         rows = [{"title": r["title"], "url": r["url"], "description": r["text"]} for r in RESULTS]
-        return web.json_response({"web": {"results": rows[: int(request.query.get("count", "10"))]}})
+        return web.json_response(
+            {"web": {"results": rows[: int(request.query.get("count", "10"))]}}
+        )
 
     async def _tavily(self, request: web.Request) -> web.Response:
         if request.headers.get("Authorization") != f"Bearer {self.key}":

@@ -156,7 +156,11 @@ class RecordingSurface:
         await self._enter("post", None, text)
         message_id = f"m{next(self._ids)}"
         self.messages[message_id] = FakeMessage(
-            message_id, text, tuple(buttons), first_buttons=tuple(buttons), had_buttons=bool(buttons)
+            message_id,
+            text,
+            tuple(buttons),
+            first_buttons=tuple(buttons),
+            had_buttons=bool(buttons),
         )
         self._log("post", message_id, text)
         return message_id

@@ -32,7 +32,10 @@ Spring tides reach seven metres, neap tides about three metres.</p>
 <footer>Copyright the harbour. Cookie settings. Newsletter.</footer>
 </body></html>"""
 
-DATA = {"station": "Brest", "tides": [{"kind": "high", "height_m": 6.9}, {"kind": "low", "height_m": 1.2}]}
+DATA = {
+    "station": "Brest",
+    "tides": [{"kind": "high", "height_m": 6.9}, {"kind": "low", "height_m": 1.2}],
+}
 TEXT = "Plain notes: the tide turns at noon.\n"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
 
@@ -102,7 +105,9 @@ class FakeWeb:
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         return self
 
-    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.done.set()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -117,12 +122,24 @@ class FakeWeb:
         answers with that status; a path ending in ``/slow`` never answers (until the test is
         over)."""
         body = await request.json() if request.can_read_body else None
-        self.requests.append({"method": request.method, "path": request.raw_path, "headers": dict(request.headers), "json": body})
+        self.requests.append(
+            {
+                "method": request.method,
+                "path": request.raw_path,
+                "headers": dict(request.headers),
+                "json": body,
+            }
+        )
         if request.path.endswith("/slow"):
             await self.done.wait()
         status = int(request.query.get("status", "200"))
-        seen = {"method": request.method, "path": request.raw_path.split("?")[0], "query": dict(request.query), "json": body,
-                "authorization": request.headers.get("Authorization", "")}  # fmt: skip
+        seen = {
+            "method": request.method,
+            "path": request.raw_path.split("?")[0],
+            "query": dict(request.query),
+            "json": body,
+            "authorization": request.headers.get("Authorization", ""),
+        }
         return web.json_response(seen, status=status)
 
     async def _redirect(self, request: web.Request) -> web.Response:
@@ -139,7 +156,9 @@ class FakeWeb:
         try:
             await response.write(b"<html><body><article>")
             for n in range(40_000):
-                await response.write(f"<p>Paragraph {n}: the sea is large and this page is larger. {'Waves. ' * 30}</p>\n".encode())
+                await response.write(
+                    f"<p>Paragraph {n}: the sea is large and this page is larger. {'Waves. ' * 30}</p>\n".encode()
+                )
             await response.write_eof()
         except ConnectionResetError:  # the reader had enough
             pass
@@ -168,13 +187,24 @@ class NameMap(AbstractResolver):
         self.names = dict(names)
         self.asked: list[str] = []
 
-    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         self.asked.append(host)
         if host not in self.names:
             raise OSError(socket.EAI_NONAME, f"{host}: Name or service not known")
         address = self.names[host]
         kind = socket.AF_INET6 if ":" in address else socket.AF_INET
-        return [{"hostname": host, "host": address, "port": port, "family": kind, "proto": 0, "flags": 0}]
+        return [
+            {
+                "hostname": host,
+                "host": address,
+                "port": port,
+                "family": kind,
+                "proto": 0,
+                "flags": 0,
+            }
+        ]
 
     async def close(self) -> None:
         return None

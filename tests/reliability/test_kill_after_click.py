@@ -37,9 +37,12 @@ async def test_a_kill_right_after_a_click_resumes_the_approved_run(tmp_path: Pat
     database = data / "threadline.sqlite3"
     async with FakeOpenAI(default=respond) as fake, browser() as http:
         env = {
-            "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test", "THREADLINE_SANDBOX": "bwrap",
-            "THREADLINE_DATA_DIR": str(data), "THREADLINE_HTTP_PORT": str(port),
-        }  # fmt: skip
+            "OPENAI_BASE_URL": fake.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "THREADLINE_SANDBOX": "bwrap",
+            "THREADLINE_DATA_DIR": str(data),
+            "THREADLINE_HTTP_PORT": str(port),
+        }
         person = Person(http, base, random.Random(1))
         async with program(tmp_path, port, env) as proc:
             await open_page(http, base)
@@ -60,6 +63,8 @@ async def test_a_kill_right_after_a_click_resumes_the_approved_run(tmp_path: Pat
         async with program(tmp_path, port, env):
             await open_page(http, base)
             ran = await poll(lambda: marker_counts(data)["0badc0de"] == 1, 10)
-            shown = next(m for m in (await person.thread(thread_id))["messages"] if m["id"] == card["id"])
+            shown = next(
+                m for m in (await person.thread(thread_id))["messages"] if m["id"] == card["id"]
+            )
     assert ran, "the approved command never ran"
     assert shown["buttons"] == [], "the decided card still shows its buttons"

@@ -20,7 +20,9 @@ from tests.reliability.world import poll, respond, unanswered
 
 
 @pytest.mark.timeout(60)
-async def test_a_message_accepted_just_before_a_kill_is_answered_after_the_restart(tmp_path: Path) -> None:
+async def test_a_message_accepted_just_before_a_kill_is_answered_after_the_restart(
+    tmp_path: Path,
+) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     data = tmp_path / "data"
@@ -28,9 +30,11 @@ async def test_a_message_accepted_just_before_a_kill_is_answered_after_the_resta
     async with FakeOpenAI(default=respond) as fake, browser() as http:
         fake.push(Delay(Reply("never sent"), until=hold))  # the first answer never comes
         env = {
-            "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test",
-            "THREADLINE_DATA_DIR": str(data), "THREADLINE_HTTP_PORT": str(port),
-        }  # fmt: skip
+            "OPENAI_BASE_URL": fake.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "THREADLINE_DATA_DIR": str(data),
+            "THREADLINE_HTTP_PORT": str(port),
+        }
         person = Person(http, base, random.Random(1))
         try:
             async with program(tmp_path, port, env) as first:
@@ -39,13 +43,17 @@ async def test_a_message_accepted_just_before_a_kill_is_answered_after_the_resta
                 first.send_signal(signal.SIGKILL)  # right after the 202
                 await first.wait()
             with contextlib.closing(sqlite3.connect(data / "threadline.sqlite3")) as db:
-                kept = db.execute("SELECT COUNT(*) FROM deliveries WHERE event_id = 'event-000001'").fetchone()
+                kept = db.execute(
+                    "SELECT COUNT(*) FROM deliveries WHERE event_id = 'event-000001'"
+                ).fetchone()
             assert kept == (1,), "the 202 came before the core kept the message"
             fake.script.clear()  # the held answer, if the killed program never asked for it
             async with program(tmp_path, port, env):
                 await open_page(http, base)
                 answered = await poll(_answered(person, thread_id), 15)
-                shown = [(m["bot"], m["text"][:60]) for m in (await person.thread(thread_id))["messages"]]
+                shown = [
+                    (m["bot"], m["text"][:60]) for m in (await person.thread(thread_id))["messages"]
+                ]
         finally:
             hold.set()
     assert answered, f"the accepted message was never answered: {shown}"

@@ -28,23 +28,41 @@ from tests.bot.test_core_openai import KEY, World
 from tests.fakes.openai_server import FakeOpenAI, Raw
 
 WRONG = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.text(max_size=8), st.lists(st.integers(), max_size=2),
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.text(max_size=8),
+    st.lists(st.integers(), max_size=2),
     st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
-)  # fmt: skip
+)
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {
-        "id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "id": "chatcmpl-x",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }  # fmt: skip
+    }
 
 
 GOOD = [
     chunk({"role": "assistant", "content": ""}),
     chunk({"content": "Hello "}),
     chunk({"content": "there."}),
-    chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "todo_write", "arguments": ""}}]}),
+    chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "todo_write", "arguments": ""},
+                }
+            ]
+        }
+    ),
     chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"todos": []}'}}]}),
     chunk({}, "stop"),
 ]
@@ -64,7 +82,13 @@ def broken_event(draw: st.DrawFn) -> bytes:
     event = json.loads(json.dumps(draw(st.sampled_from(GOOD))))
     if kind == "mutated":
         where = draw(st.sampled_from(("top", "choice", "delta")))
-        target = event if where == "top" else event["choices"][0] if where == "choice" else event["choices"][0]["delta"]
+        target = (
+            event
+            if where == "top"
+            else event["choices"][0]
+            if where == "choice"
+            else event["choices"][0]["delta"]
+        )
         key = draw(st.sampled_from(sorted(target) or ["content"]))
         if draw(st.booleans()):
             target.pop(key, None)
@@ -90,9 +114,15 @@ UNEXPECTED: list[str] = []
 
 async def direct(base_url: str, tmp_path: Path, bodies: list[Raw], fake: FakeOpenAI) -> None:
     model = build_openai_model(
-        Settings(data_dir=tmp_path, openai_base_url=base_url, openai_api_key="sk-test", model_max_retries=0),
-        ManualClock(start=1_000_000.0), rng=random.Random(1),
-    )  # fmt: skip
+        Settings(
+            data_dir=tmp_path,
+            openai_base_url=base_url,
+            openai_api_key="sk-test",
+            model_max_retries=0,
+        ),
+        ManualClock(start=1_000_000.0),
+        rng=random.Random(1),
+    )
     request = ModelRequest(system="s", messages=[UserMessage(text="hi")], tools=[])
     try:
         for raw in bodies:
@@ -108,7 +138,9 @@ async def direct(base_url: str, tmp_path: Path, bodies: list[Raw], fake: FakeOpe
             except Exception as error:  # noqa: BLE001 - what this test looks for
                 UNEXPECTED.append(f"{type(error).__name__}: {error} for {raw.body!r}")
                 continue
-            assert any(isinstance(p, FinishPiece) for p in pieces), raw  # a valid answer is finished
+            assert any(isinstance(p, FinishPiece) for p in pieces), (
+                raw
+            )  # a valid answer is finished
     finally:
         await model.aclose()
 
@@ -144,5 +176,7 @@ def test_broken_model_streams_end_in_an_answer_or_a_clear_model_error(
     tmp_path_factory: pytest.TempPathFactory, bodies: list[Raw]
 ) -> None:
     asyncio.run(scenario(tmp_path_factory.mktemp("streams"), bodies))
-    print(f"\nmalformed model streams tried: {len(TRIED)}, unexpected exceptions: {len(UNEXPECTED)}")
+    print(
+        f"\nmalformed model streams tried: {len(TRIED)}, unexpected exceptions: {len(UNEXPECTED)}"
+    )
     assert UNEXPECTED == []

@@ -53,14 +53,26 @@ USER = {"user_id": "alice", "user_name": "Alice"}
 
 
 @asynccontextmanager
-async def program(cwd: Path, port: int, env: dict[str, str]) -> AsyncIterator[asyncio.subprocess.Process]:
+async def program(
+    cwd: Path, port: int, env: dict[str, str]
+) -> AsyncIterator[asyncio.subprocess.Process]:
     """``threadline run`` serving the playground on ``port``; its output is read (and dropped)
     all along so a full pipe never stalls it."""
-    kept = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
+    kept = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+    }
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "run",
-        cwd=cwd, env=kept | env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        cwd=cwd,
+        env=kept | env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     out = proc.stdout
     try:
@@ -134,7 +146,9 @@ class Person:
         return None
 
 
-async def next_event(ws: aiohttp.ClientWebSocketResponse, match: Any, within: float = MOMENT) -> dict[str, Any] | None:
+async def next_event(
+    ws: aiohttp.ClientWebSocketResponse, match: Any, within: float = MOMENT
+) -> dict[str, Any] | None:
     """The first live update that matches, or ``None`` if none came within ``within`` seconds."""
     try:
         async with asyncio.timeout(within):
@@ -152,12 +166,16 @@ def bot_message_in(thread_id: str, with_label: str | None = None) -> Any:
         message = event.get("message") or {}
         if event.get("thread_id") != thread_id or not message.get("bot"):
             return False
-        return with_label is None or any(b["label"] == with_label for b in message.get("buttons", []))
+        return with_label is None or any(
+            b["label"] == with_label for b in message.get("buttons", [])
+        )
 
     return match
 
 
-async def one_life(person: Person, ws: aiohttp.ClientWebSocketResponse, data: Path, asking: bool) -> tuple[str, bool]:
+async def one_life(
+    person: Person, ws: aiohttp.ClientWebSocketResponse, data: Path, asking: bool
+) -> tuple[str, bool]:
     """People act, then the moment chosen for the kill comes (or does not, within a bound)."""
     rng = person.rng
     for thread_id, card in buttons(await person.all_threads(), "Approve"):
@@ -168,14 +186,20 @@ async def one_life(person: Person, ws: aiohttp.ClientWebSocketResponse, data: Pa
     kind = {"stream": "chat", "panel": "plan", "card": "cmd", "click": "cmd", "command": "cmd"}.get(
         moment, rng.choice(("chat", "plan", "cmd"))
     )
-    text = {"chat": "How is the week going?", "plan": "Make a plan for the team lunch", "cmd": f"Please log cmd-{marker}"}[kind]
+    text = {
+        "chat": "How is the week going?",
+        "plan": "Make a plan for the team lunch",
+        "cmd": f"Please log cmd-{marker}",
+    }[kind]
     thread_id = await person.write(text, await person.idle_thread())
     if moment == "post":
         return moment, True
     if moment == "stream":
         return moment, await next_event(ws, bot_message_in(thread_id)) is not None
     if moment == "panel":
-        return moment, await next_event(ws, lambda e: e.get("thread_id") == thread_id and PLAN_HEAD in json.dumps(e)) is not None
+        return moment, await next_event(
+            ws, lambda e: e.get("thread_id") == thread_id and PLAN_HEAD in json.dumps(e)
+        ) is not None
     if asking:
         card = await next_event(ws, bot_message_in(thread_id, "Approve"))
         if card is None:
@@ -200,14 +224,20 @@ async def settled(person: Person, database: Path) -> bool:
         return False
     with contextlib.closing(sqlite3.connect(database)) as db:
         waiting = db.execute("SELECT count(*) FROM arrivals").fetchone()[0]
-        busy = db.execute("SELECT count(*) FROM sessions WHERE state IN ('running', 'resumed')").fetchone()[0]
+        busy = db.execute(
+            "SELECT count(*) FROM sessions WHERE state IN ('running', 'resumed')"
+        ).fetchone()[0]
     return waiting == 0 and busy == 0
 
 
 def stuck_runs(database: Path) -> int:
     """Runs paused for an approval that nobody can give any more (decided already)."""
     with contextlib.closing(sqlite3.connect(database)) as db:
-        return int(db.execute("SELECT count(*) FROM sessions WHERE state = 'awaiting_approval'").fetchone()[0])
+        return int(
+            db.execute(
+                "SELECT count(*) FROM sessions WHERE state = 'awaiting_approval'"
+            ).fetchone()[0]
+        )
 
 
 async def why_not(person: Person, database: Path) -> str:
@@ -215,12 +245,18 @@ async def why_not(person: Person, database: Path) -> str:
     with contextlib.closing(sqlite3.connect(database)) as db:
         waiting = db.execute("SELECT key, event_id FROM arrivals").fetchall()
         busy = db.execute("SELECT key, state FROM sessions WHERE state != 'idle'").fetchall()
-    return json.dumps({
-        "cards": [m["id"] for _, m in buttons(threads, "Approve") if m["id"] not in person.stale],
-        "stops": [m["id"] for _, m in buttons(threads, "Stop")],
-        "unanswered": [t for t in threads if unanswered(t)],
-        "arrivals": waiting, "busy": busy,
-    }, indent=1)[:6000]
+    return json.dumps(
+        {
+            "cards": [
+                m["id"] for _, m in buttons(threads, "Approve") if m["id"] not in person.stale
+            ],
+            "stops": [m["id"] for _, m in buttons(threads, "Stop")],
+            "unanswered": [t for t in threads if unanswered(t)],
+            "arrivals": waiting,
+            "busy": busy,
+        },
+        indent=1,
+    )[:6000]
 
 
 @pytest.mark.timeout(240)
@@ -233,9 +269,13 @@ async def test_fifty_random_kills_lose_nothing_and_do_nothing_twice(tmp_path: Pa
     moments: list[tuple[str, bool]] = []
     async with FakeOpenAI(default=respond) as fake, browser() as http:
         env = {
-            "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test", "THREADLINE_SANDBOX": "bwrap",
-            "THREADLINE_DATA_DIR": str(data), "THREADLINE_HTTP_PORT": str(port), "THREADLINE_DEMO_CHUNK_DELAY_S": "0",
-        }  # fmt: skip
+            "OPENAI_BASE_URL": fake.base_url,
+            "OPENAI_API_KEY": "sk-test",
+            "THREADLINE_SANDBOX": "bwrap",
+            "THREADLINE_DATA_DIR": str(data),
+            "THREADLINE_HTTP_PORT": str(port),
+            "THREADLINE_DEMO_CHUNK_DELAY_S": "0",
+        }
         person = Person(http, base, rng)
         for life in range(KILLS):
             asking = life < KILLS // 2

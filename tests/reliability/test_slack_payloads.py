@@ -18,18 +18,42 @@ from tests.fakes.slack import payloads
 from tests.fakes.slack.server import MENTION
 
 WRONG = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=12),
-    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
-)  # fmt: skip
-EVENT_KEYS = ("type", "user", "text", "ts", "channel", "event_ts", "team", "thread_ts", "channel_type", "subtype", "files", "bot_id")
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(), max_size=2),
+)
+EVENT_KEYS = (
+    "type",
+    "user",
+    "text",
+    "ts",
+    "channel",
+    "event_ts",
+    "team",
+    "thread_ts",
+    "channel_type",
+    "subtype",
+    "files",
+    "bot_id",
+)
 OUTER_KEYS = ("type", "event", "event_id", "team_id", "api_app_id", "authorizations", "event_time")
 
 
 def base_event(kind: str) -> dict[str, Any]:
     return {
-        "type": kind, "user": "UADA", "text": f"{MENTION} a question", "ts": "1700000000.000100",
-        "channel": "CGENERAL", "event_ts": "1700000000.000100", "team": "T0FAKE", "channel_type": "channel",
-    }  # fmt: skip
+        "type": kind,
+        "user": "UADA",
+        "text": f"{MENTION} a question",
+        "ts": "1700000000.000100",
+        "channel": "CGENERAL",
+        "event_ts": "1700000000.000100",
+        "team": "T0FAKE",
+        "channel_type": "channel",
+    }
 
 
 @st.composite
@@ -69,7 +93,12 @@ async def deliver_all(tmp_path: Path, batch: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.timeout(120)
-@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=4,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(batch=st.lists(broken_payload(), min_size=25, max_size=25))
 def test_malformed_slack_events_are_acknowledged_and_the_app_keeps_answering(
     tmp_path_factory: pytest.TempPathFactory, batch: list[dict[str, Any]]

@@ -40,7 +40,9 @@ def respond(body: dict[str, Any]) -> Response:
     said = text_of(last)
     if last.get("role") == "user" and (marker := COMMAND.search(said)):
         command = f"echo {marker.group(1)} >> log.txt"
-        return Reply("Running it.", calls=[FakeCall("run_command", {"command": command, "timeout_s": 10})])
+        return Reply(
+            "Running it.", calls=[FakeCall("run_command", {"command": command, "timeout_s": 10})]
+        )
     if last.get("role") == "user" and PLAN.search(said):
         todos = [{"content": "Book a table", "status": "in_progress"}, {"content": "Tell the team"}]
         return Reply("Here is the plan.", calls=[FakeCall("todo_write", {"todos": todos})])
@@ -77,7 +79,12 @@ def transcript_rows(database: Path) -> list[dict[str, Any]]:
 
 
 def orphan_calls(rows: list[dict[str, Any]]) -> int:
-    calls = {(r["key"], c["id"]) for r in rows if r.get("role") == "assistant" for c in r.get("tool_calls", [])}
+    calls = {
+        (r["key"], c["id"])
+        for r in rows
+        if r.get("role") == "assistant"
+        for c in r.get("tool_calls", [])
+    }
     answered = {(r["key"], r["call_id"]) for r in rows if r.get("role") == "tool"}
     return len(calls - answered)
 
@@ -90,7 +97,12 @@ def unanswered(thread: dict[str, Any]) -> bool:
 
 
 def buttons(threads: list[dict[str, Any]], label: str) -> list[tuple[str, dict[str, Any]]]:
-    return [(t["id"], m) for t in threads for m in t["messages"] if any(b["label"] == label for b in m["buttons"])]
+    return [
+        (t["id"], m)
+        for t in threads
+        for m in t["messages"]
+        if any(b["label"] == label for b in m["buttons"])
+    ]
 
 
 def marker_counts(data: Path) -> Counter[str]:
@@ -107,7 +119,9 @@ def figures(data: Path, kills: int, accepted: set[str]) -> Figures:
     reached = {r.get("event_id") for r in rows if r.get("role") == "user"}
     counts = marker_counts(data)
     panels = sum(
-        1 for t in threads if sum(1 for m in t["messages"] if m["bot"] and m["text"].startswith(PLAN_HEAD)) > 1
+        1
+        for t in threads
+        if sum(1 for m in t["messages"] if m["bot"] and m["text"].startswith(PLAN_HEAD)) > 1
     )
     return Figures(
         kills=kills,

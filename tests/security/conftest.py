@@ -80,7 +80,11 @@ class BotHome:
         return self.data / "workspaces" / directory_name(key)
 
     def env(self) -> dict[str, str]:
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+        }
         return base | {
             "HOME": str(self.dir),
             "OPENAI_API_KEY": self.canaries["env-openai"],
@@ -98,10 +102,21 @@ class BotHome:
 
 
 def make_home(where: Path, uid: int) -> BotHome:
-    canaries = {name: f"canary-{name}-{uuid.uuid4().hex}" for name in (
-        "env-openai", "env-slack", "env-signing", "env-discord", "env-github", "env-plain",
-        "dotenv", "toml", "database", "other-workspace",
-    )}  # fmt: skip
+    canaries = {
+        name: f"canary-{name}-{uuid.uuid4().hex}"
+        for name in (
+            "env-openai",
+            "env-slack",
+            "env-signing",
+            "env-discord",
+            "env-github",
+            "env-plain",
+            "dotenv",
+            "toml",
+            "database",
+            "other-workspace",
+        )
+    }
     home = BotHome(where, canaries, uid)
     where.mkdir(parents=True, exist_ok=True)
     (where / ".env").write_text(f"SLACK_APP_TOKEN={canaries['dotenv']}\n")
@@ -173,15 +188,22 @@ def python_for(uid: int) -> tuple[list[str], dict[str, str]]:
     if uid == os.geteuid():
         return [sys.executable], env
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    candidates = [os.path.realpath(sys.executable), f"/usr/bin/{version}", f"/usr/local/bin/{version}"]
+    candidates = [
+        os.path.realpath(sys.executable),
+        f"/usr/bin/{version}",
+        f"/usr/local/bin/{version}",
+    ]
     drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
     for candidate in candidates:
         if not os.path.exists(candidate):
             continue
         tried = subprocess.run(
             [*drop, candidate, "-c", "import pydantic, bot.tools.bwrap"],
-            env=os.environ | env, capture_output=True, timeout=WAIT, check=False,
-        )  # fmt: skip
+            env=os.environ | env,
+            capture_output=True,
+            timeout=WAIT,
+            check=False,
+        )
         if tried.returncode == 0:
             return [*drop, candidate], env
     pytest.fail(f"no Python that user {uid} can run with this suite's packages: {candidates}")
@@ -196,9 +218,14 @@ async def start_bot(home: BotHome) -> AsyncIterator[BotProcess]:
     log = os.open(home.dir / "bot.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         process = await asyncio.create_subprocess_exec(
-            *command, script, cwd=home.dir, env=home.env() | extra,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=log,
-        )  # fmt: skip
+            *command,
+            script,
+            cwd=home.dir,
+            env=home.env() | extra,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=log,
+        )
     finally:
         os.close(log)
     try:

@@ -107,17 +107,30 @@ async def test_links_made_by_a_command_do_not_lead_the_file_tools_out(
     home = bot.home
     dotenv, other = home.dir / ".env", home.workspace(OTHER_THREAD) / "secret.txt"
     before = digest(dotenv), digest(other)
-    made = await attempt(bot, fill(bot, (
-        "ln /etc/passwd hard-passwd; ln {home}/.env hard-env; "
-        "ln -s /etc/passwd soft-passwd; ln -s {home}/.env soft-env; ln -s {other} soft-other; "
-        "ln -s /proc/self/environ soft-environ; ln -s /proc/self/cwd/.env soft-cwd; ls"
-    )))  # fmt: skip
+    made = await attempt(
+        bot,
+        fill(
+            bot,
+            (
+                "ln /etc/passwd hard-passwd; ln {home}/.env hard-env; "
+                "ln -s /etc/passwd soft-passwd; ln -s {home}/.env soft-env; ln -s {other} soft-other; "
+                "ln -s /proc/self/environ soft-environ; ln -s /proc/self/cwd/.env soft-cwd; ls"
+            ),
+        ),
+    )
     judge(bot, tally, "hard links to system and bot files", made)
     reads = [
         await bot.call("read_file", path=path)
-        for path in ("hard-passwd", "hard-env", "soft-passwd", "soft-env", "soft-other/secret.txt",
-                     "soft-environ", "soft-cwd")  # the bot's own /proc/self, as the tool sees it
-    ]  # fmt: skip
+        for path in (
+            "hard-passwd",
+            "hard-env",
+            "soft-passwd",
+            "soft-env",
+            "soft-other/secret.txt",
+            "soft-environ",
+            "soft-cwd",
+        )  # the bot's own /proc/self, as the tool sees it
+    ]
     writes = [
         await bot.call("write_file", path="hard-env", content="overwritten"),
         await bot.call("edit_file", path="hard-env", old="SLACK", new="EVIL"),
@@ -142,18 +155,27 @@ async def test_nothing_outside_the_workspace_can_be_written(bot: BotProcess, tal
     home, m = bot.home, marker()
     other = home.workspace(OTHER_THREAD)
     watched = [home.dir / ".env", home.data / "threadline.sqlite3", other / "secret.txt"]
-    planted = [home.dir / f"pwned.{m}", Path(f"/usr/pwned.{m}"), Path(f"/etc/pwned.{m}"),
-               Path(f"/pwned.{m}"), Path(f"/tmp/pwned.{m}"), other / f"pwned.{m}",
-               home.data / f"pwned.{m}"]  # fmt: skip
+    planted = [
+        home.dir / f"pwned.{m}",
+        Path(f"/usr/pwned.{m}"),
+        Path(f"/etc/pwned.{m}"),
+        Path(f"/pwned.{m}"),
+        Path(f"/tmp/pwned.{m}"),
+        other / f"pwned.{m}",
+        home.data / f"pwned.{m}",
+    ]
     before = [digest(path) for path in watched]
     # System files are only opened for writing ("true >>" writes nothing), never changed.
-    command = fill(bot, (
-        "true >> /etc/passwd && echo opened /etc/passwd; true >> /usr/bin/env && echo opened env; "
-        "echo x > {home}/.env; echo x > {data}/threadline.sqlite3; echo x > {other}/secret.txt; "
-        "touch {home}/pwned.M /usr/pwned.M /etc/pwned.M /pwned.M {other}/pwned.M; "
-        "echo x > /proc/{pid}/root{home}/pwned.M; echo x > /proc/1/root/pwned.M; "
-        "mkdir -p ../{other_name} && echo x > ../{other_name}/pwned.M; true"
-    )).replace(".M", f".{m}")  # fmt: skip
+    command = fill(
+        bot,
+        (
+            "true >> /etc/passwd && echo opened /etc/passwd; true >> /usr/bin/env && echo opened env; "
+            "echo x > {home}/.env; echo x > {data}/threadline.sqlite3; echo x > {other}/secret.txt; "
+            "touch {home}/pwned.M /usr/pwned.M /etc/pwned.M /pwned.M {other}/pwned.M; "
+            "echo x > /proc/{pid}/root{home}/pwned.M; echo x > /proc/1/root/pwned.M; "
+            "mkdir -p ../{other_name} && echo x > ../{other_name}/pwned.M; true"
+        ),
+    ).replace(".M", f".{m}")
     try:
         result = await attempt(bot, command)
         traversal = await bot.call("write_file", path=f"../../pwned.{m}", content="x")
@@ -232,12 +254,14 @@ async def test_nothing_survives_the_call(
     bot: BotProcess, tally: Tally, name: str, timed_out: bool
 ) -> None:
     m = marker()
-    command = "\n".join([
-        f"printf 'echo up > up.{m}\\nexec sleep 9999.{m}\\n' > s.{m}",
-        SURVIVORS[name].format(m=m),
-        f"until [ -e up.{m} ]; do :; done",
-        f"sleep 9999.{m}" if timed_out else "echo left",
-    ])  # fmt: skip
+    command = "\n".join(
+        [
+            f"printf 'echo up > up.{m}\\nexec sleep 9999.{m}\\n' > s.{m}",
+            SURVIVORS[name].format(m=m),
+            f"until [ -e up.{m} ]; do :; done",
+            f"sleep 9999.{m}" if timed_out else "echo left",
+        ]
+    )
     try:
         result = await bot.call("run_command", command=command, timeout_s=2)
         gone = await until(lambda: not processes_with(m), within=5)
@@ -282,9 +306,12 @@ async def test_a_fork_bomb_is_bounded_and_the_bot_survives(bot: BotProcess, tall
 
 async def test_memory_is_bounded(bot: BotProcess, tally: Tally) -> None:
     result = await bot.call(
-        "run_command", command="awk 'BEGIN { s = \"x\"; while (1) s = s s }'", timeout_s=30,
-        within=40, limits={"memory_bytes": 256 * MIB},
-    )  # fmt: skip
+        "run_command",
+        command="awk 'BEGIN { s = \"x\"; while (1) s = s s }'",
+        timeout_s=30,
+        within=40,
+        limits={"memory_bytes": 256 * MIB},
+    )
     held = "memory" in result.lower() and "timed out" not in result and "exit code 0" not in result
     judge(bot, tally, "memory fill", result, not held)
 
@@ -301,16 +328,23 @@ def at_most(limit: int) -> Callable[[str], bool]:
 
 FILLS: dict[str, tuple[str, dict[str, int], Callable[[str], bool]]] = {
     "a file in the workspace": (
-        "head -c 64M /dev/zero > big; stat -c %s big", {"file_bytes": 8 * MIB}, at_most(8 * MIB)
+        "head -c 64M /dev/zero > big; stat -c %s big",
+        {"file_bytes": 8 * MIB},
+        at_most(8 * MIB),
     ),
     "the private /tmp": (
-        "head -c 64M /dev/zero > /tmp/big; stat -c %s /tmp/big", {"tmp_bytes": 8 * MIB}, at_most(8 * MIB)
+        "head -c 64M /dev/zero > /tmp/big; stat -c %s /tmp/big",
+        {"tmp_bytes": 8 * MIB},
+        at_most(8 * MIB),
     ),
     "/dev/shm": (
-        "head -c 64M /dev/zero > /dev/shm/big; stat -c %s /dev/shm/big", {"shm_bytes": 8 * MIB}, at_most(8 * MIB)
+        "head -c 64M /dev/zero > /dev/shm/big; stat -c %s /dev/shm/big",
+        {"shm_bytes": 8 * MIB},
+        at_most(8 * MIB),
     ),
     "the sandbox's root and /dev": (
-        "mkdir /big; echo x > /dev/big; ls / /dev", {},
+        "mkdir /big; echo x > /dev/big; ls / /dev",
+        {},
         lambda out: "big" not in out.split("[exit")[0].replace("/big", ""),
     ),
 }

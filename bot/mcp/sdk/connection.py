@@ -49,10 +49,14 @@ class Connection:
         self._listing = asyncio.Lock()
 
     @classmethod
-    async def open(cls, name: str, endpoint: Endpoint, timeout_s: float, on_tools_changed: Callable[[], None]) -> Connection:
+    async def open(
+        cls, name: str, endpoint: Endpoint, timeout_s: float, on_tools_changed: Callable[[], None]
+    ) -> Connection:
         """Start the server (or reach it) and run the handshake within ``timeout_s`` seconds."""
         connection = cls(name, timeout_s, on_tools_changed)
-        connection._task = asyncio.get_running_loop().create_task(connection._own(endpoint), name=f"mcp:{name}")
+        connection._task = asyncio.get_running_loop().create_task(
+            connection._own(endpoint), name=f"mcp:{name}"
+        )
         try:
             await asyncio.shield(connection._ready)
         except BaseException:
@@ -78,7 +82,10 @@ class Connection:
         cursor: str | None = None
         async with self._listing:
             for _ in range(MAX_PAGES):
-                page = await self._request(session.list_tools(params=types.PaginatedRequestParams(cursor=cursor)), "tools/list")
+                page = await self._request(
+                    session.list_tools(params=types.PaginatedRequestParams(cursor=cursor)),
+                    "tools/list",
+                )
                 raw = self._relay.page if isinstance(self._relay.page, dict) else {}
                 tools, problems = remote_tools(raw.get("tools"))
                 for problem in problems:
@@ -95,7 +102,9 @@ class Connection:
         pending = session.call_tool(tool, arguments, read_timeout_seconds=self.timeout_s)
         result = await self._request(pending, tool)
         if not isinstance(result, types.CallToolResult):
-            raise McpError(f"{self.name}: {tool} answered with a {type(result).__name__}, not a tool result")
+            raise McpError(
+                f"{self.name}: {tool} answered with a {type(result).__name__}, not a tool result"
+            )
         return render(result), bool(result.is_error)
 
     def _live(self) -> ClientSession:
@@ -116,12 +125,18 @@ class Connection:
             if exc.code == types.CONNECTION_CLOSED:
                 self._end(self.ended or "the connection closed")
                 raise McpUnavailable(f"{self.name}: {self.ended}") from None
-            raise McpError(f"{self.name}: {what} failed: {exc.message} (error {exc.code})") from None
+            raise McpError(
+                f"{self.name}: {what} failed: {exc.message} (error {exc.code})"
+            ) from None
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             where = ".".join(str(p) for p in first["loc"]) or "result"
-            self._log.warning("[%s] malformed answer to %s: %s: %s", self.name, what, where, first["msg"])
-            raise McpError(f"{self.name}: malformed answer to {what} ({where}: {first['msg']})") from None
+            self._log.warning(
+                "[%s] malformed answer to %s: %s: %s", self.name, what, where, first["msg"]
+            )
+            raise McpError(
+                f"{self.name}: malformed answer to {what} ({where}: {first['msg']})"
+            ) from None
         except (httpx2.HTTPError, OSError) as exc:
             self._end(f"{type(exc).__name__}: {exc}")
             raise McpUnavailable(f"{self.name}: {self.ended}") from None
@@ -138,13 +153,17 @@ class Connection:
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(endpoint))
-                session = ClientSession(read, write, message_handler=self._on_message, client_info=CLIENT)
+                session = ClientSession(
+                    read, write, message_handler=self._on_message, client_info=CLIENT
+                )
                 await stack.enter_async_context(session)
                 try:
                     async with asyncio.timeout(timeout):
                         await session.initialize()
                 except TimeoutError:
-                    raise McpTimeout(f"{self.name}: no answer to initialize within {timeout:g} s") from None
+                    raise McpTimeout(
+                        f"{self.name}: no answer to initialize within {timeout:g} s"
+                    ) from None
                 self._session = session
                 self._ready.set_result(None)
                 await self._stop.wait()
@@ -177,7 +196,9 @@ class Connection:
             self.ended = f"the server exited with code {code}"
 
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ServerNotification) and isinstance(message, types.ToolListChangedNotification):
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message, types.ToolListChangedNotification
+        ):
             self._on_tools_changed()
         elif isinstance(message, Exception):
             self._log.warning("[%s] unreadable message: %s", self.name, message)
@@ -212,7 +233,9 @@ def _translate(name: str, exc: BaseException, ended: str | None) -> BaseExceptio
         return exc
     if isinstance(exc, MCPError):
         if exc.code == types.CONNECTION_CLOSED:
-            return McpUnavailable(f"{name}: {ended or 'the connection closed'} before answering initialize")
+            return McpUnavailable(
+                f"{name}: {ended or 'the connection closed'} before answering initialize"
+            )
         return McpError(f"{name}: initialize failed: {exc.message} (error {exc.code})")
     if isinstance(exc, httpx2.HTTPError | OSError):
         return McpUnavailable(f"{name}: {type(exc).__name__}: {exc}")

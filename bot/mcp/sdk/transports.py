@@ -35,11 +35,19 @@ _THREAD_PARSE_BYTES = 1_000_000
 
 @asynccontextmanager
 async def stdio_streams(
-    name: str, endpoint: StdioEndpoint, end: Callable[[str], None], exited: Callable[[int | None], None]
+    name: str,
+    endpoint: StdioEndpoint,
+    end: Callable[[str], None],
+    exited: Callable[[int | None], None],
 ) -> AsyncIterator[Streams]:
     """Start the process; ``end`` is told why the conversation ended, ``exited`` the exit code."""
     process = await ServerProcess.spawn(
-        name, endpoint.command, endpoint.args, endpoint.env, endpoint.cwd, endpoint.max_message_bytes
+        name,
+        endpoint.command,
+        endpoint.args,
+        endpoint.env,
+        endpoint.cwd,
+        endpoint.max_message_bytes,
     )
     to_session, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](BUFFER)
     outgoing, from_session = anyio.create_memory_object_stream[SessionMessage](BUFFER)
@@ -59,7 +67,9 @@ async def stdio_streams(
         incoming.close()
 
 
-async def _read(name: str, process: ServerProcess, to_session: Any, end: Callable[[str], None]) -> None:
+async def _read(
+    name: str, process: ServerProcess, to_session: Any, end: Callable[[str], None]
+) -> None:
     log = server_log(name)
     async with to_session:
         while True:
@@ -132,7 +142,10 @@ class ListingRelay:
         to_session, incoming = anyio.create_memory_object_stream[SessionMessage | Exception](BUFFER)
         outgoing, from_session = anyio.create_memory_object_stream[SessionMessage](BUFFER)
         loop = asyncio.get_running_loop()
-        pumps = [loop.create_task(self._in(read, to_session)), loop.create_task(self._out(from_session, write))]
+        pumps = [
+            loop.create_task(self._in(read, to_session)),
+            loop.create_task(self._out(from_session, write)),
+        ]
         try:
             yield incoming, outgoing
         finally:
@@ -175,7 +188,9 @@ def _stand_in(result: Any) -> dict[str, Any]:
     tools: list[Any] = listed if isinstance(listed, list) else []
     names = [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
     cursor = page.get("nextCursor")
-    stand_in: dict[str, Any] = {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in names]}
+    stand_in: dict[str, Any] = {
+        "tools": [{"name": n, "inputSchema": {"type": "object"}} for n in names]
+    }
     if isinstance(cursor, str):
         stand_in["nextCursor"] = cursor
     return stand_in

@@ -31,8 +31,17 @@ def builtin_tools(settings: Settings | None = None) -> list[Tool]:
     builtin = {t.name for t in tools}
     for name in settings.custom_tools:
         if name in builtin:
-            raise ConfigError(f"[custom_tools.{name}]", f"{name} is the name of a built-in tool; choose another")
-    tools.extend(custom_tools(settings.custom_tools, runner, workspaces, lambda name, default: network_for(settings, name, default)))
+            raise ConfigError(
+                f"[custom_tools.{name}]", f"{name} is the name of a built-in tool; choose another"
+            )
+    tools.extend(
+        custom_tools(
+            settings.custom_tools,
+            runner,
+            workspaces,
+            lambda name, default: network_for(settings, name, default),
+        )
+    )
     return tools
 
 

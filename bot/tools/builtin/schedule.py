@@ -99,7 +99,9 @@ def _fixed_tools(schedules: PromptSchedules) -> list[Tool]:
 
 def _with_zone(item: Tool, zone: str) -> Tool:
     """Say in the description which zone times without one are read in."""
-    return dataclasses.replace(item, description=f"{item.description} Times without a zone are in {zone}.")
+    return dataclasses.replace(
+        item, description=f"{item.description} Times without a zone are in {zone}."
+    )
 
 
 def _cancel_tool(schedules: PromptSchedules, ids: tuple[str, ...]) -> Tool:

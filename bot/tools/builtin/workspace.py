@@ -134,7 +134,9 @@ def workspace_tools(
     if runner is not None:
         command = tool(run_command, side_effects=True, approval="ask", executes=True)
         if runner.note:
-            command = dataclasses.replace(command, description=f"{command.description}\n{runner.note}")
+            command = dataclasses.replace(
+                command, description=f"{command.description}\n{runner.note}"
+            )
         command_tools.append(command)
     return [
         *command_tools,

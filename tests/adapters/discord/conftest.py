@@ -24,9 +24,17 @@ from bot.llm.model import FinishPiece, ModelPiece, ModelRequest, TextPiece, Usag
 from tests.fakes.discord import Channel, FakeDiscord, FastClock, Guild, Message, User
 from tests.fakes.scripted_model import ScriptedModel, Step, text
 
-ENV = ("DISCORD_TOKEN", "DISCORD_API_BASE", "DISCORD_GATEWAY_URL", "SLACK_BOT_TOKEN",
-       "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "OPENAI_API_KEY",
-       "OPENAI_BASE_URL")
+ENV = (
+    "DISCORD_TOKEN",
+    "DISCORD_API_BASE",
+    "DISCORD_GATEWAY_URL",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_API_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+)
 WITHIN = 5.0
 
 
@@ -140,8 +148,9 @@ class Discord:
         # Identified: what the fake sends from now on reaches the client after GUILD_CREATE
         # (discord.py's on_ready comes 2 s later, once no more guilds arrive).
         sessions = len(self.fake.gateway.sessions)
-        await self.wait_for(lambda: len(self.fake.gateway.sessions) > sessions
-                            and self.fake.gateway.live_sessions())
+        await self.wait_for(
+            lambda: len(self.fake.gateway.sessions) > sessions and self.fake.gateway.live_sessions()
+        )
         return self.adapter
 
     async def stop(self) -> None:
@@ -196,8 +205,11 @@ async def fake(clock: FastClock) -> AsyncIterator[FakeDiscord]:
 
 def discord_values(fake: FakeDiscord) -> dict[str, Any]:
     """The Discord settings of an app that talks to ``fake``."""
-    return {"discord_token": fake.token, "discord_api_base": fake.api_base,
-            "discord_gateway_url": fake.gateway_url}
+    return {
+        "discord_token": fake.token,
+        "discord_api_base": fake.api_base,
+        "discord_gateway_url": fake.gateway_url,
+    }
 
 
 def discord_settings(fake: FakeDiscord) -> DiscordSettings:
@@ -218,7 +230,10 @@ async def discord_world(
     world = fake.world
     guild = world.add_guild("Lab")
     world_ = Discord(
-        fake=fake, clock=clock, data_dir=tmp_path / "data", guild=guild,
+        fake=fake,
+        clock=clock,
+        data_dir=tmp_path / "data",
+        guild=guild,
         channel=world.add_channel(guild, "general"),
         ada=world.add_user("Ada", guild=guild, nick="Ada L."),
         bob=world.add_user("Bob", guild=guild),

@@ -8,12 +8,24 @@ from tests.fakes.discord import Message
 from tests.fakes.discord.rest import EPHEMERAL
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
 
-OPEN = {"todos": [{"content": "read the logs", "status": "in_progress"},
-                  {"content": "write the fix", "status": "pending"}]}
-NEXT = {"todos": [{"content": "read the logs", "status": "completed"},
-                  {"content": "write the fix", "status": "in_progress"}]}
-DONE = {"todos": [{"content": "read the logs", "status": "completed"},
-                  {"content": "write the fix", "status": "completed"}]}
+OPEN = {
+    "todos": [
+        {"content": "read the logs", "status": "in_progress"},
+        {"content": "write the fix", "status": "pending"},
+    ]
+}
+NEXT = {
+    "todos": [
+        {"content": "read the logs", "status": "completed"},
+        {"content": "write the fix", "status": "in_progress"},
+    ]
+}
+DONE = {
+    "todos": [
+        {"content": "read the logs", "status": "completed"},
+        {"content": "write the fix", "status": "completed"},
+    ]
+}
 
 
 def buttons(message: Message) -> list[dict[str, object]]:
@@ -21,8 +33,11 @@ def buttons(message: Message) -> list[dict[str, object]]:
 
 
 def cards(d: Discord, channel_id: int) -> list[Message]:
-    return [m for m in d.fake.world.in_channel(channel_id)
-            if m.author.id == d.bot.id and any(b["label"] == "Approve" for b in buttons(m))]
+    return [
+        m
+        for m in d.fake.world.in_channel(channel_id)
+        if m.author.id == d.bot.id and any(b["label"] == "Approve" for b in buttons(m))
+    ]
 
 
 async def test_an_approval_click_after_a_restart_reaches_the_core(discord_world: Discord) -> None:
@@ -47,8 +62,11 @@ async def test_an_approval_click_after_a_restart_reaches_the_core(discord_world:
     assert refused.followups[0]["flags"] == EPHEMERAL and refused.followups[0]["content"]
 
     clicked = d.fake.click(card, approve, d.ada)
-    await d.wait_for(lambda: any(m.content == "The command printed its line."
-                                 for m in d.fake.world.in_channel(thread.id)))
+    await d.wait_for(
+        lambda: any(
+            m.content == "The command printed its line." for m in d.fake.world.in_channel(thread.id)
+        )
+    )
     assert clicked.callbacks == [{"type": 6}]  # acknowledged within Discord's 3 s
     await d.idle()
     assert "Ada" in card.content and not card.components  # decided, and by whom
@@ -58,8 +76,14 @@ async def test_an_approval_click_after_a_restart_reaches_the_core(discord_world:
 
 async def test_the_todo_panel_is_pinned_while_open_and_unpinned_when_done(running: Discord) -> None:
     d = running
-    d.model.steps.extend([step(call("todo_write", OPEN)), text("Working on it."),
-                          step(call("todo_write", DONE)), text("All done.")])
+    d.model.steps.extend(
+        [
+            step(call("todo_write", OPEN)),
+            text("Working on it."),
+            step(call("todo_write", DONE)),
+            text("All done."),
+        ]
+    )
     thread = await d.thread_of(d.fake.say(d.channel, d.ada, d.mention("fix the bug")))
     panel = "**Plan** · 0/2 done\n▶ read the logs\n☐ write the fix"
     await d.shows(thread, [panel, "Working on it."])
@@ -76,8 +100,14 @@ async def test_a_panel_discord_no_longer_lets_us_edit_is_posted_and_pinned_anew(
 ) -> None:
     d = running
     world = d.fake.world
-    d.model.steps.extend([step(call("todo_write", OPEN)), text("Started."),
-                          step(call("todo_write", NEXT)), text("Next.")])
+    d.model.steps.extend(
+        [
+            step(call("todo_write", OPEN)),
+            text("Started."),
+            step(call("todo_write", NEXT)),
+            text("Next."),
+        ]
+    )
     thread = await d.thread_of(d.fake.say(d.channel, d.ada, d.mention("plan it")))
     first = "**Plan** · 0/2 done\n▶ read the logs\n☐ write the fix"
     await d.shows(thread, [first, "Started."])
@@ -86,7 +116,9 @@ async def test_a_panel_discord_no_longer_lets_us_edit_is_posted_and_pinned_anew(
 
     d.fake.say(thread, d.ada, "go on")
     second = "**Plan** · 1/2 done\n✅ read the logs\n▶ write the fix"
-    await d.wait_for(lambda: sorted(world.shown(thread.id)) == sorted(["Started.", second, "Next."]))
+    await d.wait_for(
+        lambda: sorted(world.shown(thread.id)) == sorted(["Started.", second, "Next."])
+    )
     await d.idle()
     assert old_panel.deleted
     assert [m.content for m in world.pinned(thread.id)] == [second]

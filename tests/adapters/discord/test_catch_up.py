@@ -62,13 +62,16 @@ async def test_messages_from_the_outage_come_first_and_in_order(discord_world: D
 
     await d.start()
     d.fake.say(thread, d.ada, "three")  # live, before the session's catch-up has begun
-    await d.shows(thread, ["Ada L. said: first", "Ada L. said: one", "Bob said: two",
-                           "Ada L. said: three"])
+    await d.shows(
+        thread, ["Ada L. said: first", "Ada L. said: one", "Bob said: two", "Ada L. said: three"]
+    )
     await caught_up(d)
     assert asked(model) == ["first", "one", "two", "three"]
 
 
-async def test_a_resume_refused_by_discord_is_caught_up_in_the_same_process(running: Discord) -> None:
+async def test_a_resume_refused_by_discord_is_caught_up_in_the_same_process(
+    running: Discord,
+) -> None:
     d = running
     thread = await conversation(d)
     await caught_up(d)
@@ -79,7 +82,9 @@ async def test_a_resume_refused_by_discord_is_caught_up_in_the_same_process(runn
     await d.fake.gateway.drop()
     gap = d.fake.say(thread, d.ada, "in the gap")  # sent to the session Discord will not resume
     # discord.py identifies anew 5 s (of real time) later: Discord's identify limit
-    await d.wait_for(lambda: len(d.fake.gateway.sessions) == 2 and d.fake.gateway.live_sessions(), 10)
+    await d.wait_for(
+        lambda: len(d.fake.gateway.sessions) == 2 and d.fake.gateway.live_sessions(), 10
+    )
     new = list(d.fake.gateway.sessions.values())[-1]
     assert all(f["d"].get("id") != str(gap.id) for f in new.events if f["t"] == "MESSAGE_CREATE")
 
@@ -88,7 +93,9 @@ async def test_a_resume_refused_by_discord_is_caught_up_in_the_same_process(runn
     assert d.fake.world.shown(quiet.id) == []
 
 
-async def test_a_mention_in_a_channel_while_the_bot_was_down_opens_its_thread(running: Discord) -> None:
+async def test_a_mention_in_a_channel_while_the_bot_was_down_opens_its_thread(
+    running: Discord,
+) -> None:
     d = running
     await d.stop()
     asked_while_down = d.fake.say(d.channel, d.ada, d.mention("are you up?"))
@@ -101,7 +108,9 @@ async def test_a_mention_in_a_channel_while_the_bot_was_down_opens_its_thread(ru
     await d.start()
     await caught_up(d)
     assert d.fake.world.shown(thread.id) == ["Ada L. said: are you up?"]
-    assert [c.id for c in d.fake.world.channels.values() if c.parent_id == d.channel.id] == [thread.id]
+    assert [c.id for c in d.fake.world.channels.values() if c.parent_id == d.channel.id] == [
+        thread.id
+    ]
 
 
 async def test_what_the_bot_said_after_coming_back_does_not_hide_what_came_before(
@@ -120,12 +129,16 @@ async def test_what_the_bot_said_after_coming_back_does_not_hide_what_came_befor
     # restart would): that is not an answer to what came before.
     assert d.adapter is not None
     await d.adapter.listeners.surface(thread.id, d.guild.id).post("Back online.")
-    await d.shows(thread, ["Ada L. said: first", "Back online.", "Ada L. said: while you were away"])
+    await d.shows(
+        thread, ["Ada L. said: first", "Back online.", "Ada L. said: while you were away"]
+    )
     await d.shows(other, ["Bob said: elsewhere", "Bob said: and here"])
     await caught_up(d)
 
 
-async def test_threads_without_a_session_and_unmentioned_messages_are_left_alone(running: Discord) -> None:
+async def test_threads_without_a_session_and_unmentioned_messages_are_left_alone(
+    running: Discord,
+) -> None:
     d = running
     thread = await conversation(d)
     quiet = d.fake.world.add_thread(d.channel, "people only", d.bob)

@@ -28,7 +28,10 @@ async def test_a_mention_in_a_channel_opens_a_thread_and_streams_the_reply_there
     first = model.requests[0].messages[-1]
     assert isinstance(first, UserMessage)
     assert (first.text, first.author_name, first.author_id) == (
-        "hi there, who are you?", "Ada L.", f"discord:{d.ada.id}")
+        "hi there, who are you?",
+        "Ada L.",
+        f"discord:{d.ada.id}",
+    )
 
 
 async def test_later_messages_in_the_thread_continue_without_a_mention(running: Discord) -> None:
@@ -60,7 +63,9 @@ async def test_a_mention_inside_an_existing_thread_starts_a_session_there(runnin
     d.fake.say(thread, d.bob, d.mention("what do you think?"))
     await d.shows(thread, ["Bob said: what do you think?"])
     first = next(m for m in d.model.requests[0].messages if isinstance(m, UserMessage))
-    assert first.earlier == f"{HEAD}\n[Bob]: before the bot was asked"  # read once, with the mention
+    assert (
+        first.earlier == f"{HEAD}\n[Bob]: before the bot was asked"
+    )  # read once, with the mention
     assert d.fake.world.messages  # no new thread was opened from the message
     assert all(m.thread_id is None for m in d.fake.world.in_channel(thread.id))
 
@@ -98,8 +103,13 @@ async def test_mentions_of_others_reach_the_model_as_names_not_ids(discord_world
     role = d.fake.world.add_role(d.guild, "ops")  # known to the bot from GUILD_CREATE
     model = ScriptedModel([text("ok")])
     await d.start(model=model)
-    thread = await d.thread_of(d.fake.say(
-        d.channel, d.ada, f"<@{d.bot.id}>, ask <@{d.bob.id}> and <@&{role.id}> in <#{d.channel.id}>"))
+    thread = await d.thread_of(
+        d.fake.say(
+            d.channel,
+            d.ada,
+            f"<@{d.bot.id}>, ask <@{d.bob.id}> and <@&{role.id}> in <#{d.channel.id}>",
+        )
+    )
     await d.shows(thread, ["ok"])
     first = model.requests[0].messages[-1]
     assert isinstance(first, UserMessage)

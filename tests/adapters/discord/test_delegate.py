@@ -28,7 +28,9 @@ def respond(request: ModelRequest) -> Step:
 
 async def test_a_sub_agent_asks_with_a_card_and_answers_below_it(discord_world: Discord) -> None:
     d = discord_world
-    await d.start(model=ScriptedModel([], respond=respond), tools={"write_file": ToolSettings(approval="ask")})
+    await d.start(
+        model=ScriptedModel([], respond=respond), tools={"write_file": ToolSettings(approval="ask")}
+    )
     thread = d.fake.world.add_thread(d.channel, "notes", d.ada)
     d.fake.say(thread, d.ada, d.mention("leave a note"))
     await d.wait_for(lambda: cards(d, thread.id))
@@ -36,12 +38,19 @@ async def test_a_sub_agent_asks_with_a_card_and_answers_below_it(discord_world: 
     assert "write_file" in card.content and not list(d.data_dir.rglob("notes.txt"))
     approve = next(str(b["custom_id"]) for b in buttons(card) if b["label"] == "Approve")
     clicked = d.fake.click(card, approve, d.ada)
-    await d.wait_for(lambda: any(m.content.endswith("Done: notes.txt says hello.") for m in d.fake.world.in_channel(thread.id)))
+    await d.wait_for(
+        lambda: any(
+            m.content.endswith("Done: notes.txt says hello.")
+            for m in d.fake.world.in_channel(thread.id)
+        )
+    )
     await d.idle()
     assert clicked.callbacks == [{"type": 6}]
     [notes] = d.data_dir.rglob("notes.txt")
     assert notes.read_text() == "hello"
     assert "Approved" in card.content and "▶ Ran" in card.content and not card.components
     mine = [m for m in d.fake.world.in_channel(thread.id) if m.author.id == d.bot.id]
-    assert mine.index(card) < len(mine) - 1 and mine[-1].content.endswith("Done: notes.txt says hello.")
+    assert mine.index(card) < len(mine) - 1 and mine[-1].content.endswith(
+        "Done: notes.txt says hello."
+    )
     assert not [m for m in mine if m.components]  # no button left (Stop included)

@@ -40,17 +40,27 @@ async def test_doctor_names_the_bot_and_finds_the_intent(fake: FakeDiscord, tmp_
     assert all(fake.token not in text for _, text in checks)
 
 
-async def test_doctor_names_the_shards_this_process_connects(fake: FakeDiscord, tmp_path: Path) -> None:
+async def test_doctor_names_the_shards_this_process_connects(
+    fake: FakeDiscord, tmp_path: Path
+) -> None:
     settings = discord_settings(fake)
-    assert (None, "shards: one connection for every server (no sharding; Discord recommends 1 shard "
-                  "for this bot)") in await check_discord(settings)
+    assert (
+        None,
+        "shards: one connection for every server (no sharding; Discord recommends 1 shard "
+        "for this bot)",
+    ) in await check_discord(settings)
     sharded = settings.model_copy(update={"discord_shard_count": 2, "discord_shard_ids": "1"})
-    assert (True, "shards: this process connects shard 1 of 2 (Discord recommends 1 shard for this "
-                  "bot); other processes must connect the rest") in await check_discord(sharded)
+    assert (
+        True,
+        "shards: this process connects shard 1 of 2 (Discord recommends 1 shard for this "
+        "bot); other processes must connect the rest",
+    ) in await check_discord(sharded)
     wrong = settings.model_copy(update={"discord_shard_count": 2, "discord_shard_ids": "2"})
     failed = [text for ok, text in await check_discord(wrong) if ok is False]
-    assert failed == ["shards: THREADLINE_DISCORD_SHARD_IDS: names shard 2, but shards are numbered "
-                      "0 to 1 (THREADLINE_DISCORD_SHARD_COUNT=2)"]
+    assert failed == [
+        "shards: THREADLINE_DISCORD_SHARD_IDS: names shard 2, but shards are numbered "
+        "0 to 1 (THREADLINE_DISCORD_SHARD_COUNT=2)"
+    ]
 
 
 async def test_doctor_says_how_to_switch_the_intent_on(clock: FastClock, tmp_path: Path) -> None:
@@ -59,7 +69,8 @@ async def test_doctor_says_how_to_switch_the_intent_on(clock: FastClock, tmp_pat
     await fake.start()
     try:
         assert (True, "the Message Content intent is enabled") in await check_discord(
-            discord_settings(fake))
+            discord_settings(fake)
+        )
         fake.world.app_flags = 0
         checks = await check_discord(discord_settings(fake))
     finally:
@@ -78,12 +89,15 @@ async def test_doctor_explains_a_refused_token(fake: FakeDiscord, tmp_path: Path
     assert wrong not in REFUSED
 
 
-async def test_doctor_says_when_discord_cannot_be_reached(fake: FakeDiscord, tmp_path: Path) -> None:
+async def test_doctor_says_when_discord_cannot_be_reached(
+    fake: FakeDiscord, tmp_path: Path
+) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     settings = discord_settings(fake).model_copy(
-        update={"discord_api_base": f"http://127.0.0.1:{port}/api"})
+        update={"discord_api_base": f"http://127.0.0.1:{port}/api"}
+    )
     checks = await check_discord(settings)
     assert len(checks) == 1 and checks[0][0] is False
     assert f"could not reach Discord at http://127.0.0.1:{port}/api/v10" in checks[0][1]
@@ -105,8 +119,10 @@ def test_discord_invite_prints_the_link_permissions_and_intent(
         "https://discord.com/oauth2/authorize?client_id=987654321098765432"
         f"&scope=bot+applications.commands&permissions={PERMISSIONS}"
     ) in out
-    assert ("View Channels, Send Messages, Send Messages in Threads, Create Public Threads, "
-            "Read Message History, Pin Messages") in out
+    assert (
+        "View Channels, Send Messages, Send Messages in Threads, Create Public Threads, "
+        "Read Message History, Pin Messages"
+    ) in out
     assert "Manage Messages" not in out
     assert INTENT_HELP in out
     assert "https://discord.com/developers/applications/987654321098765432/bot" in out
@@ -127,6 +143,8 @@ async def test_discord_invite_asks_discord_when_the_token_does_not_say(
     assert f"client_id={fake.world.app_id}&" in capsys.readouterr().out
 
 
-def test_discord_invite_without_a_token_says_what_to_set(capsys: pytest.CaptureFixture[str]) -> None:
+def test_discord_invite_without_a_token_says_what_to_set(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["discord-invite"]) == 2
     assert "DISCORD_TOKEN" in capsys.readouterr().out

@@ -37,8 +37,11 @@ async def test_attachments_reach_the_model_and_the_workspace(discord_world: Disc
     assert "About the files: " in shown and "huge.bin: not read" in shown
     (workspace,) = (d.data_dir / "workspaces").iterdir()
     assert sorted(p.name for p in workspace.iterdir()) == [
-        "cat.png", "cities.csv", "notes.pdf", "notes.pdf.txt"
-    ]  # fmt: skip
+        "cat.png",
+        "cities.csv",
+        "notes.pdf",
+        "notes.pdf.txt",
+    ]
     assert len(set(d.fake.cdn.served)) == 3  # huge.bin was never downloaded
 
 
@@ -46,12 +49,14 @@ async def test_send_file_posts_an_attachment_and_a_refused_upload_is_a_tool_erro
     discord_world: Discord,
 ) -> None:
     d = discord_world
-    model = ScriptedModel([
-        step(call("write_file", {"path": "plot.svg", "content": "<svg/>"})),
-        step(call("send_file", {"path": "plot.svg"})),
-        step(call("run_nothing", {})),
-        text("Sent."),
-    ])  # fmt: skip
+    model = ScriptedModel(
+        [
+            step(call("write_file", {"path": "plot.svg", "content": "<svg/>"})),
+            step(call("send_file", {"path": "plot.svg"})),
+            step(call("run_nothing", {})),
+            text("Sent."),
+        ]
+    )
     await d.start(model=model, file_max_bytes=2 * MAX_UPLOAD)
     thread = await d.thread_of(d.fake.say(d.channel, d.ada, d.mention("draw it")))
     await d.wait_for(lambda: any("Sent." in s for s in d.fake.world.shown(thread.id)))

@@ -26,10 +26,14 @@ async def test_a_message_redelivered_after_a_resume_is_answered_once(running: Di
 
     d.fake.gateway.redeliver_on_resume = 8  # the mention and the follow-up come again
     await d.fake.gateway.drop()
-    await d.wait_for(lambda: any(c.path == "/resume" and c.session for c in d.fake.gateway.connections))
+    await d.wait_for(
+        lambda: any(c.path == "/resume" and c.session for c in d.fake.gateway.connections)
+    )
     d.fake.say(thread, d.bob, "after the resume")
 
-    await d.shows(thread, ["Ada L. said: once", "Ada L. said: twice?", "Bob said: after the resume"])
+    await d.shows(
+        thread, ["Ada L. said: once", "Ada L. said: twice?", "Bob said: after the resume"]
+    )
     assert len([c for c in d.fake.world.channels.values() if c.parent_id == d.channel.id]) == 1
     assert len(d.fake.gateway.sessions) == 1  # resumed, not identified anew
 
@@ -48,8 +52,9 @@ async def test_an_invalid_session_identifies_again(running: Discord) -> None:
     d = running
     await d.fake.gateway.invalidate()
     # discord.py waits 5 s (of real time) before identifying again: Discord's identify limit
-    await d.wait_for(lambda: len(d.fake.gateway.sessions) == 2 and d.fake.gateway.live_sessions(),
-                     within=10)
+    await d.wait_for(
+        lambda: len(d.fake.gateway.sessions) == 2 and d.fake.gateway.live_sessions(), within=10
+    )
     thread = await d.thread_of(d.fake.say(d.channel, d.ada, d.mention("still there?")))
     await d.shows(thread, ["Ada L. said: still there?"])
 
@@ -63,7 +68,9 @@ async def test_heartbeats_are_acknowledged_and_the_connection_stays(discord_worl
 
 
 async def test_without_the_message_content_intent_it_says_so_and_mentions_still_work(
-    clock: FastClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    clock: FastClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.chdir(tmp_path)
@@ -72,8 +79,18 @@ async def test_without_the_message_content_intent_it_says_so_and_mentions_still_
     guild = fake.world.add_guild()
     channel = fake.world.add_channel(guild)
     ada = fake.world.add_user("Ada", guild=guild)
-    d = Discord(fake, clock, tmp_path, guild, channel, ada, ada, None,
-                make_settings(tmp_path / "data"), discord_settings(fake))
+    d = Discord(
+        fake,
+        clock,
+        tmp_path,
+        guild,
+        channel,
+        ada,
+        ada,
+        None,
+        make_settings(tmp_path / "data"),
+        discord_settings(fake),
+    )
     from tests.adapters.discord.conftest import echo
     from tests.fakes.scripted_model import ScriptedModel
 

@@ -54,7 +54,9 @@ class _Response:
     headers: dict[str, str] = {}
 
 
-def _error(code: int, message: str, errors: dict[str, object] | None = None) -> discord.HTTPException:
+def _error(
+    code: int, message: str, errors: dict[str, object] | None = None
+) -> discord.HTTPException:
     body: dict[str, object] = {"code": code, "message": message}
     if errors:
         body["errors"] = errors
@@ -64,8 +66,17 @@ def _error(code: int, message: str, errors: dict[str, object] | None = None) -> 
 def test_discord_errors_become_the_presenters_errors() -> None:
     assert isinstance(translate(_error(30046, "Maximum number of edits"), "edit"), EditRefused)
     assert isinstance(translate(_error(10008, "Unknown Message"), "edit"), EditRefused)
-    too_long = _error(50035, "Invalid Form Body", {"content": {"_errors": [
-        {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}]}})
+    too_long = _error(
+        50035,
+        "Invalid Form Body",
+        {
+            "content": {
+                "_errors": [
+                    {"code": "BASE_TYPE_MAX_LENGTH", "message": "Must be 2000 or fewer in length."}
+                ]
+            }
+        },
+    )
     assert isinstance(translate(too_long, "post"), MessageTooLong)
     other = translate(_error(50001, "Missing Access"), "post a message")
     assert type(other) is SurfaceError and "could not post a message" in str(other)

@@ -52,23 +52,39 @@ async def threadline(
 ) -> AsyncIterator[tuple[asyncio.subprocess.Process, Output]]:
     """``threadline run`` with a Discord token for ``fake`` and the offline demo model (and the
     ``extra`` environment)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "SLACK_", "DISCORD_", "THREADLINE_"))
+    }
     env |= {
-        "DISCORD_TOKEN": fake.token, "DISCORD_API_BASE": fake.api_base,
-        "DISCORD_GATEWAY_URL": fake.gateway_url, "THREADLINE_DATA_DIR": str(tmp_path / "data"),
-        "THREADLINE_HTTP_PORT": str(free_port()), "THREADLINE_DEMO_CHUNK_DELAY_S": "0",
-        "THREADLINE_WORKSPACE_TOOLS": "false", **(extra or {}),
-    }  # fmt: skip
+        "DISCORD_TOKEN": fake.token,
+        "DISCORD_API_BASE": fake.api_base,
+        "DISCORD_GATEWAY_URL": fake.gateway_url,
+        "THREADLINE_DATA_DIR": str(tmp_path / "data"),
+        "THREADLINE_HTTP_PORT": str(free_port()),
+        "THREADLINE_DEMO_CHUNK_DELAY_S": "0",
+        "THREADLINE_WORKSPACE_TOOLS": "false",
+        **(extra or {}),
+    }
     sessions = len(fake.gateway.sessions)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "run",
-        cwd=tmp_path, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
     assert proc.stdout is not None
     output = Output()
     reader = asyncio.create_task(_read(proc.stdout, output))
     try:
-        await fake.wait_for(lambda: len(fake.gateway.sessions) > sessions and fake.gateway.live_sessions(), WAIT)
+        await fake.wait_for(
+            lambda: len(fake.gateway.sessions) > sessions and fake.gateway.live_sessions(), WAIT
+        )
         yield proc, output
     finally:
         if proc.returncode is None:
@@ -92,8 +108,11 @@ def answers_to(fake: FakeDiscord, thread: Channel, text: str) -> list[str]:
     """The bot's finished answers in ``thread`` that quote ``text`` (the demo model quotes what
     it answers; a reply loses its Stop button when its run ends)."""
     bot = fake.world.bot.id
-    return [m.content for m in fake.world.in_channel(thread.id)
-            if m.author.id == bot and f"> {text}" in m.content and not m.components]
+    return [
+        m.content
+        for m in fake.world.in_channel(thread.id)
+        if m.author.id == bot and f"> {text}" in m.content and not m.components
+    ]
 
 
 async def test_a_message_posted_while_threadline_was_down_is_answered_once(tmp_path: Path) -> None:

@@ -12,7 +12,10 @@ from adapters.discord.render import render
     [
         ("#### Deep\n##### Deeper\n###### Deepest", "### Deep\n### Deeper\n### Deepest"),
         ("# One\n## Two\n### Three\n#hashtag", "# One\n## Two\n### Three\n#hashtag"),
-        ("this is __bold__ and __init__.py and snake__case__", "this is **bold** and **init**.py and snake__case__"),
+        (
+            "this is __bold__ and __init__.py and snake__case__",
+            "this is **bold** and **init**.py and snake__case__",
+        ),
         ("`__x__` stays, __y__ does not", "`__x__` stays, **y** does not"),
         ("hi @everyone and @here", "hi @\u200beveryone and @\u200bhere"),
         ("`@everyone` in code", "`@everyone` in code"),

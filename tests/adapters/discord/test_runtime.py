@@ -28,10 +28,17 @@ async def test_slack_and_discord_share_one_core(
     slack = FakeSlack()
     await slack.start()
     settings, platforms = configure(
-        _env_file=None, data_dir=tmp_path / "data", http_port=0, playground=False,
-        **discord_values(fake), **slack.settings(), **SLACK_FAST,
-    )  # fmt: skip
-    runtime = Runtime(settings, platforms=platforms, clock=clock, model=ScriptedModel([], respond=echo))
+        _env_file=None,
+        data_dir=tmp_path / "data",
+        http_port=0,
+        playground=False,
+        **discord_values(fake),
+        **slack.settings(),
+        **SLACK_FAST,
+    )
+    runtime = Runtime(
+        settings, platforms=platforms, clock=clock, model=ScriptedModel([], respond=echo)
+    )
     try:
         await runtime.start()
         assert [type(a).__name__ for a in runtime.adapters] == ["SlackAdapter", "DiscordAdapter"]
@@ -43,8 +50,9 @@ async def test_slack_and_discord_share_one_core(
         thread = fake.world.messages[asked.id].thread_id
         assert thread is not None
         await fake.wait_for(lambda: fake.world.shown(thread) == ["Ada said: from Discord"])
-        await slack.wait_for(lambda: [m.text for m in slack.replies("CGENERAL", root.ts)]
-                             == ["Ada said: from Slack"])
+        await slack.wait_for(
+            lambda: [m.text for m in slack.replies("CGENERAL", root.ts)] == ["Ada said: from Slack"]
+        )
     finally:
         await runtime.stop()
         await slack.stop()

@@ -12,8 +12,11 @@ from tests.fakes.scripted_model import ScriptedModel, text
 
 
 def message_calls(d: Discord, channel_id: int) -> list[Call]:
-    return [c for c in d.fake.requests("/messages", channel_id)
-            if c.route.endswith("/messages") or c.route.endswith("{mid}")]
+    return [
+        c
+        for c in d.fake.requests("/messages", channel_id)
+        if c.route.endswith("/messages") or c.route.endswith("{mid}")
+    ]
 
 
 async def test_a_long_stream_never_hits_the_channel_bucket(discord_world: Discord) -> None:
@@ -99,7 +102,9 @@ async def test_an_edit_refused_as_too_old_is_posted_anew(discord_world: Discord)
     await d.shows(thread, ["Started an hour ago, finished now."])
 
     assert first.deleted
-    assert any(c.status == 400 and c.route.endswith("{mid}") for c in d.fake.requests("PATCH", thread.id))
+    assert any(
+        c.status == 400 and c.route.endswith("{mid}") for c in d.fake.requests("PATCH", thread.id)
+    )
 
 
 async def test_an_archived_thread_is_reopened_and_the_edit_lands(discord_world: Discord) -> None:
@@ -117,8 +122,11 @@ async def test_an_archived_thread_is_reopened_and_the_edit_lands(discord_world: 
     await d.shows(thread, ["Before and after."])
 
     assert not d.fake.world.channels[thread.id].archived
-    assert [c.body for c in d.fake.requests("PATCH /api/v10/channels/{cid}", thread.id)
-            if c.route.endswith("{cid}")] == [{"archived": False}]
+    assert [
+        c.body
+        for c in d.fake.requests("PATCH /api/v10/channels/{cid}", thread.id)
+        if c.route.endswith("{cid}")
+    ] == [{"archived": False}]
     assert len(d.fake.world.in_channel(thread.id)) == 2  # the question and one reply: nothing lost
 
 

@@ -24,7 +24,13 @@ async def test_a_thread_longer_than_the_count_bound_says_it_goes_back_further(
     d.fake.say(thread, d.bob, d.mention("sum it up"))
     await d.shows(thread, ["Bob said: sum it up"])
     assert earlier_of(d) == "\n".join(
-        [HEAD, "(… earlier messages not shown)", "[Bob]: reply 3", "[Bob]: reply 4", "[Bob]: reply 5"]
+        [
+            HEAD,
+            "(… earlier messages not shown)",
+            "[Bob]: reply 3",
+            "[Bob]: reply 4",
+            "[Bob]: reply 5",
+        ]
     )
 
 
@@ -49,7 +55,12 @@ async def test_the_character_bound_counts_what_it_left_out(discord_world: Discor
     d.fake.say(thread, d.bob, d.mention("sum it up"))
     await d.shows(thread, ["Bob said: sum it up"])
     assert earlier_of(d) == "\n".join(
-        [HEAD, "(… 3 earlier messages not shown)", f"[Bob]: reply 3 {tail}", f"[Bob]: reply 4 {tail}"]
+        [
+            HEAD,
+            "(… 3 earlier messages not shown)",
+            f"[Bob]: reply 3 {tail}",
+            f"[Bob]: reply 4 {tail}",
+        ]
     )
 
     await d.start(thread_history_messages=2, thread_history_chars=len(HEAD) + 40)

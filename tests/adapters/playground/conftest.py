@@ -103,24 +103,48 @@ class Playground:
         assert info.status == 200
         return str((await info.json())["user_id"])
 
-    async def say(self, text: str, *, thread_id: str | None = None, event_id: str = "event-0001",
-                  user_id: str = "u1", user_name: str = "Ada") -> dict[str, Any]:
+    async def say(
+        self,
+        text: str,
+        *,
+        thread_id: str | None = None,
+        event_id: str = "event-0001",
+        user_id: str = "u1",
+        user_name: str = "Ada",
+    ) -> dict[str, Any]:
         response = await self.client.post(
             "/api/messages",
-            json={"thread_id": thread_id, "text": text, "event_id": event_id, "user_name": user_name},
+            json={
+                "thread_id": thread_id,
+                "text": text,
+                "event_id": event_id,
+                "user_name": user_name,
+            },
             cookies=await self.cookie(user_id),
         )
         assert response.status == 202, await response.text()
         body: dict[str, Any] = await response.json()
         return body
 
-    async def click(self, thread_id: str, action_id: str, *, user_id: str = "u1",
-                    user_name: str = "Ada", client_id: str = "tab-a",
-                    message_id: str | None = None) -> ClientResponse:
+    async def click(
+        self,
+        thread_id: str,
+        action_id: str,
+        *,
+        user_id: str = "u1",
+        user_name: str = "Ada",
+        client_id: str = "tab-a",
+        message_id: str | None = None,
+    ) -> ClientResponse:
         return await self.client.post(
             "/api/actions",
-            json={"thread_id": thread_id, "action_id": action_id, "user_name": user_name,
-                  "client_id": client_id, "message_id": message_id},
+            json={
+                "thread_id": thread_id,
+                "action_id": action_id,
+                "user_name": user_name,
+                "client_id": client_id,
+                "message_id": message_id,
+            },
             cookies=await self.cookie(user_id),
         )
 
@@ -141,7 +165,9 @@ class Playground:
         """What the core stored for the thread."""
         return await self.core.store.load_session(thread_key(thread_id), self.clock.now())
 
-    async def socket(self, client_id: str = "tab-a", user_id: str = "u1") -> ClientWebSocketResponse:
+    async def socket(
+        self, client_id: str = "tab-a", user_id: str = "u1"
+    ) -> ClientWebSocketResponse:
         return await self.client.ws_connect(
             f"/api/ws?client={client_id}", headers={"Cookie": f"{COOKIE}={self.sessions[user_id]}"}
         )
@@ -195,9 +221,14 @@ async def open_playground(
     core = Core(settings, SqliteStore(settings.database_path), model, tools, clock)
     await core.start()
     adapter = PlaygroundAdapter(
-        core, tmp_path, host=host, token=token, stop_grace=stop_grace, action_wait=0.2,
+        core,
+        tmp_path,
+        host=host,
+        token=token,
+        stop_grace=stop_grace,
+        action_wait=0.2,
         file_max_bytes=settings.file_max_bytes,
-    )  # fmt: skip
+    )
     app = web.Application()
     adapter.install(app)
     try:
@@ -220,8 +251,13 @@ async def playground(tmp_path: Path) -> AsyncIterator[Playground]:
 
 
 PLATFORM_ENV = (
-    "OPENAI_API_KEY", "OPENAI_BASE_URL", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
-    "SLACK_SIGNING_SECRET", "DISCORD_TOKEN", "THREADLINE_CONFIG",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "DISCORD_TOKEN",
+    "THREADLINE_CONFIG",
 )
 
 

@@ -39,10 +39,14 @@ async def test_a_foreign_origin_is_refused_with_a_clear_reason(playground: Playg
     port = client.port
     for origin in ("http://evil.example", "null", f"http://localhost:{port + 1}"):
         posted = await client.post(
-            "/api/messages", json={"text": "hi", "event_id": "evt-origin01"}, headers={"Origin": origin}
+            "/api/messages",
+            json={"text": "hi", "event_id": "evt-origin01"},
+            headers={"Origin": origin},
         )
         assert posted.status == 403
-        assert (await posted.json()) == {"error": "requests from other sites' pages are not allowed"}
+        assert (await posted.json()) == {
+            "error": "requests from other sites' pages are not allowed"
+        }
         socket = await client.get("/api/ws", headers={"Origin": origin})
         assert socket.status == 403
     same = await client.post(
@@ -75,9 +79,12 @@ async def test_the_api_needs_a_session_and_a_forged_one_is_refused(playground: P
         client.session.cookie_jar.clear()
         for request in (
             client.get("/api/threads", cookies={COOKIE: forged}),
-            client.post("/api/messages", json={"text": "hi", "event_id": "evt-forged01"},
-                        cookies={COOKIE: forged}),
-        ):  # fmt: skip
+            client.post(
+                "/api/messages",
+                json={"text": "hi", "event_id": "evt-forged01"},
+                cookies={COOKIE: forged},
+            ),
+        ):
             response = await request
             assert response.status == 401, forged
             assert "no playground session" in (await response.json())["error"]
@@ -148,7 +155,9 @@ async def test_with_a_token_the_page_opens_once_with_it_and_then_by_cookie(tmp_p
                 assert posted.status == 202
         await playground.idle()
         assert [t.title for t in playground.adapter.state.threads()] == ["hi"]
-        assert await playground.core.store.has_session(thread_key(playground.adapter.state.threads()[0].id))
+        assert await playground.core.store.has_session(
+            thread_key(playground.adapter.state.threads()[0].id)
+        )
         old = await playground.cookie("u1")
     async with open_playground(tmp_path, host="0.0.0.0", token=TOKEN + "-rotated") as rotated:
         response = await rotated.client.get("/api/threads", cookies=old)
@@ -156,8 +165,15 @@ async def test_with_a_token_the_page_opens_once_with_it_and_then_by_cookie(tmp_p
 
 
 def test_host_names_that_are_loopback_and_those_that_are_allowed() -> None:
-    assert all(map(is_loopback, ["localhost", "LOCALHOST.", "a.localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]"]))
-    assert not any(map(is_loopback, ["0.0.0.0", "::", "10.0.0.1", "localhost.example", "evil.example"]))
+    assert all(
+        map(
+            is_loopback,
+            ["localhost", "LOCALHOST.", "a.localhost", "127.0.0.1", "127.1.2.3", "::1", "[::1]"],
+        )
+    )
+    assert not any(
+        map(is_loopback, ["0.0.0.0", "::", "10.0.0.1", "localhost.example", "evil.example"])
+    )
     local = Access("127.0.0.1", None, b"k" * 32)
     assert local.host_allowed("127.0.0.1:8765") and local.host_allowed("localhost")
     assert not local.host_allowed("192.168.1.20:8765") and not local.host_allowed(None)

@@ -24,14 +24,23 @@ from tests.fakes.documents import CSV
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENSHOT = Path("/tmp/playground.png")
 ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 WAIT_MS = 20_000
-HOSTILE = b"<html><script>window.opener && (window.opener.__ran = 1); parent.__ran = 1</script></html>"
+HOSTILE = (
+    b"<html><script>window.opener && (window.opener.__ran = 1); parent.__ran = 1</script></html>"
+)
 
 pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="needs Debian's chromium at /usr/bin/chromium"
+    ),
     pytest.mark.timeout(60),
 ]
 
@@ -59,7 +68,9 @@ document.addEventListener("DOMContentLoaded", () => {
 
 
 @pytest.fixture
-async def served(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[str, PlaygroundAdapter]]:
+async def served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[str, PlaygroundAdapter]]:
     async with demo_runtime(tmp_path, monkeypatch) as runtime:
         adapter = next(a for a in runtime.adapters if isinstance(a, PlaygroundAdapter))
         yield runtime.url, adapter
@@ -149,7 +160,9 @@ async def pins_cover_nothing(page: Any) -> None:
 
     await expect(page.locator("#pins")).to_be_visible(timeout=WAIT_MS)
     for where in ("0", "scroller.scrollHeight"):
-        await page.evaluate(f"() => {{ const scroller = document.getElementById('scroller'); scroller.scrollTop = {where}; }}")
+        await page.evaluate(
+            f"() => {{ const scroller = document.getElementById('scroller'); scroller.scrollTop = {where}; }}"
+        )
         assert await page.evaluate(UNCOVERED) == [], where
     first = page.locator(".msg .msg-head").first
     await page.evaluate("() => { document.getElementById('scroller').scrollTop = 0; }")
@@ -180,7 +193,9 @@ async def test_a_whole_conversation(page: Any, served: tuple[str, PlaygroundAdap
 
     # The demo asks to run a command: a real approval card (the plan pinned above the thread,
     # covering no message's name); Approve resumes the run.
-    await expect(page.locator(".msg.bot", has_text="Approval needed")).to_be_visible(timeout=WAIT_MS)
+    await expect(page.locator(".msg.bot", has_text="Approval needed")).to_be_visible(
+        timeout=WAIT_MS
+    )
     await pins_cover_nothing(page)
     await approve(page, 1)
     first_reply = await answered(page, adapter, thread_id)
@@ -212,7 +227,9 @@ async def test_a_whole_conversation(page: Any, served: tuple[str, PlaygroundAdap
     # After a reload the thread is still there, listed and shown as it was.
     await page.reload()
     await expect(page.locator("#connection")).to_have_text("live", timeout=WAIT_MS)
-    await expect(page.locator(f'.thread-link[data-id="{thread_id}"]')).to_be_visible(timeout=WAIT_MS)
+    await expect(page.locator(f'.thread-link[data-id="{thread_id}"]')).to_be_visible(
+        timeout=WAIT_MS
+    )
     await expect(page.locator(".msg.user")).to_have_count(2, timeout=WAIT_MS)
     await expect(page.locator(f'.msg[data-id="{second_reply}"]')).to_be_visible(timeout=WAIT_MS)
     title = adapter.state.thread(thread_id).title
@@ -222,16 +239,25 @@ async def test_a_whole_conversation(page: Any, served: tuple[str, PlaygroundAdap
 MARKDOWN_CASES = [
     ("<script>alert(1)</script>", "<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>"),
     ('"><img src=x onerror=alert(1)>', "<p>&quot;&gt;&lt;img src=x onerror=alert(1)&gt;</p>"),
-    ("**bold**, _it_, *also* and `a <b> *c*`",
-     "<p><strong>bold</strong>, <em>it</em>, <em>also</em> and <code>a &lt;b&gt; *c*</code></p>"),
+    (
+        "**bold**, _it_, *also* and `a <b> *c*`",
+        "<p><strong>bold</strong>, <em>it</em>, <em>also</em> and <code>a &lt;b&gt; *c*</code></p>",
+    ),
     ("keep snake_case_names and 2*3*4", "<p>keep snake_case_names and 2*3*4</p>"),
-    ("```py\n<b>x</b>\n**not bold**\n```", '<pre data-lang="py"><code>&lt;b&gt;x&lt;/b&gt;\n**not bold**</code></pre>'),
+    (
+        "```py\n<b>x</b>\n**not bold**\n```",
+        '<pre data-lang="py"><code>&lt;b&gt;x&lt;/b&gt;\n**not bold**</code></pre>',
+    ),
     ("```\nstill streaming", "<pre><code>still streaming</code></pre>"),
-    ("- one\n- **two**\n\n1. first\n2. second",
-     "<ul><li>one</li><li><strong>two</strong></li></ul><ol><li>first</li><li>second</li></ol>"),
-    ("[docs](https://example.com/a?b=1&c=2) and [bad](javascript:alert(1))",
-     '<p><a href="https://example.com/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer">docs</a>'
-     " and [bad](javascript:alert(1))</p>"),
+    (
+        "- one\n- **two**\n\n1. first\n2. second",
+        "<ul><li>one</li><li><strong>two</strong></li></ul><ol><li>first</li><li>second</li></ol>",
+    ),
+    (
+        "[docs](https://example.com/a?b=1&c=2) and [bad](javascript:alert(1))",
+        '<p><a href="https://example.com/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer">docs</a>'
+        " and [bad](javascript:alert(1))</p>",
+    ),
     ("line one\nline two\n\nnext", "<p>line one<br>line two</p><p>next</p>"),
 ]
 

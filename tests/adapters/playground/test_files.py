@@ -43,9 +43,13 @@ def form(*parts: Part, boundary: str = "b0undary") -> tuple[bytes, str]:
 
 
 async def post_form(
-    p: Playground, *files: tuple[str, bytes], text: str = "", thread_id: str | None = None,
-    event_id: str | None = None, extra: tuple[Part, ...] = (),
-) -> ClientResponse:  # fmt: skip
+    p: Playground,
+    *files: tuple[str, bytes],
+    text: str = "",
+    thread_id: str | None = None,
+    event_id: str | None = None,
+    extra: tuple[Part, ...] = (),
+) -> ClientResponse:
     fields: list[Part] = [
         ("text", None, text.encode()),
         ("event_id", None, (event_id or uuid.uuid4().hex).encode()),
@@ -91,8 +95,11 @@ async def test_a_csv_reaches_the_model_as_a_preview_and_downloads_as_it_came(
     assert first["text"] == "Which is largest?"
     (file,) = first["files"]
     assert (file["name"], file["size"], file["mimetype"], file["kept"]) == (
-        "cities.csv", len(CSV), "text/csv", True,
-    )  # fmt: skip
+        "cities.csv",
+        len(CSV),
+        "text/csv",
+        True,
+    )
     message = asked(p)
     assert message.text.startswith("Which is largest?\n\nShared 1 file")
     assert "- cities.csv (59 bytes, text, 4 lines). Start:" in message.text
@@ -232,9 +239,15 @@ async def test_send_file_posts_a_download_that_never_runs_in_the_page(tmp_path: 
         (sent,) = [m for m in messages if m["bot"] and m["files"]]
         assert sent["text"] == ""
         (file,) = sent["files"]
-        assert (file["name"], file["size"], file["mimetype"]) == ("report.html", len(page), "text/html")
+        assert (file["name"], file["size"], file["mimetype"]) == (
+            "report.html",
+            len(page),
+            "text/html",
+        )
         result = next(
-            m for m in p.model.requests[-1].messages if isinstance(m, ToolResult) and m.name == "send_file"
+            m
+            for m in p.model.requests[-1].messages
+            if isinstance(m, ToolResult) and m.name == "send_file"
         )
         assert result.content == f"Posted report.html ({len(page)} bytes) in the thread."
 
@@ -244,8 +257,11 @@ async def test_send_file_posts_a_download_that_never_runs_in_the_page(tmp_path: 
         assert download.headers["Content-Type"] == "text/html; charset=utf-8"
         assert download.headers["Content-Security-Policy"] == "sandbox; default-src 'none'"
         assert download.headers["X-Content-Type-Options"] == "nosniff"
-        for wrong in (f"{thread_id}/..%2F..%2Fplayground.json", f"{thread_id}/nosuchfile",
-                      f"otherthread/{file['id']}"):  # fmt: skip
+        for wrong in (
+            f"{thread_id}/..%2F..%2Fplayground.json",
+            f"{thread_id}/nosuchfile",
+            f"otherthread/{file['id']}",
+        ):
             assert (await p.client.get(f"/api/files/{wrong}")).status == 404, wrong
 
     async with open_playground(tmp_path) as again:  # a restart keeps the files shown
@@ -271,9 +287,10 @@ async def test_a_body_beyond_the_upload_limit_is_refused_whole(
             yield b"\r\n--b0undary--\r\n"
 
         response = await p.client.post(
-            "/api/messages", data=body(),
+            "/api/messages",
+            data=body(),
             headers={"Content-Type": "multipart/form-data; boundary=b0undary"},
-        )  # fmt: skip
+        )
         assert response.status == 413, await response.text()
         assert "the files are larger than 64.0 MB in all" in (await response.json())["error"]
         assert (await (await p.client.get("/api/threads")).json())["threads"] == []

@@ -26,10 +26,19 @@ def playground_of(runtime: Runtime) -> PlaygroundAdapter:
     return next(a for a in runtime.adapters if isinstance(a, PlaygroundAdapter))
 
 
-async def say(http: aiohttp.ClientSession, url: str, text: str, thread_id: str | None = None,
-              event_id: str | None = None) -> dict[str, Any]:
-    body = {"thread_id": thread_id, "text": text, "event_id": event_id or uuid.uuid4().hex,
-            "user_name": "Ada"}
+async def say(
+    http: aiohttp.ClientSession,
+    url: str,
+    text: str,
+    thread_id: str | None = None,
+    event_id: str | None = None,
+) -> dict[str, Any]:
+    body = {
+        "thread_id": thread_id,
+        "text": text,
+        "event_id": event_id or uuid.uuid4().hex,
+        "user_name": "Ada",
+    }
     async with http.post(f"{url}/api/messages", json=body) as response:
         assert response.status == 202, await response.text()
         answer: dict[str, Any] = await response.json()
@@ -48,7 +57,10 @@ async def test_a_message_gets_a_streamed_reply_from_the_demo_model(runtime: Runt
 
         thread = adapter.state.thread(thread_id)
         bot = [m for m in thread.messages if m.bot]
-        assert thread.messages[0].text == "Make a plan for a team lunch" and thread.messages[0].author_name == "Ada"
+        assert (
+            thread.messages[0].text == "Make a plan for a team lunch"
+            and thread.messages[0].author_name == "Ada"
+        )
         assert bot and all(m.author_name == "Threadline" for m in bot)
         assert any(m.edits > 0 for m in bot), "the reply was not streamed by editing"
         assert adapter.state.status(thread_id) is None
@@ -69,15 +81,21 @@ async def test_a_retried_post_is_answered_once(runtime: Runtime) -> None:
     assert [m.role for m in session.messages].count("user") == 1
 
 
-async def test_a_click_reaches_the_core_and_only_the_clicker_gets_the_note(runtime: Runtime) -> None:
+async def test_a_click_reaches_the_core_and_only_the_clicker_gets_the_note(
+    runtime: Runtime,
+) -> None:
     adapter = playground_of(runtime)
     async with browser(runtime.url) as http:
         clicker = await http.ws_connect(f"{runtime.url}/api/ws?client=tab-a")
         other = await http.ws_connect(f"{runtime.url}/api/ws?client=tab-b")
         thread_id = (await say(http, runtime.url, "Hi"))["thread_id"]
         await asyncio.wait_for(adapter.wait_idle(), 30)
-        click = {"thread_id": thread_id, "action_id": "approve:does-not-exist",
-                 "user_name": "Grace", "client_id": "tab-a"}
+        click = {
+            "thread_id": thread_id,
+            "action_id": "approve:does-not-exist",
+            "user_name": "Grace",
+            "client_id": "tab-a",
+        }
         async with http.post(f"{runtime.url}/api/actions", json=click) as response:
             assert response.status == 200
             note = (await response.json())["note"]

@@ -39,9 +39,13 @@ def is_note_or(marker: str) -> Callable[[dict[str, Any]], bool]:
     return lambda e: e["type"] == "note" or (e["type"] == "status" and e["text"] == marker)
 
 
-async def test_a_message_starts_a_thread_and_reaches_the_core_translated(playground: Playground) -> None:
+async def test_a_message_starts_a_thread_and_reaches_the_core_translated(
+    playground: Playground,
+) -> None:
     ws = await playground.socket()
-    posted = await playground.say("Plan the launch", event_id="evt-00000001", user_id="u-42", user_name="Ada")
+    posted = await playground.say(
+        "Plan the launch", event_id="evt-00000001", user_id="u-42", user_name="Ada"
+    )
     thread_id = posted["thread_id"]
     await playground.idle()
     await next_event(ws, is_bot_message)
@@ -50,7 +54,10 @@ async def test_a_message_starts_a_thread_and_reaches_the_core_translated(playgro
     first, reply = shown["messages"]
     author_id = f"playground:{await playground.user_id('u-42')}"  # from the session, not the page
     assert (first["author_id"], first["author_name"], first["bot"], first["text"]) == (
-        author_id, "Ada", False, "Plan the launch",
+        author_id,
+        "Ada",
+        False,
+        "Plan the launch",
     )
     assert first["id"] == posted["message_id"]
     assert reply["author_name"] == "Threadline" and reply["bot"]
@@ -85,10 +92,14 @@ async def test_an_accepted_message_is_on_disk_before_the_answer(
     await playground.idle()
 
 
-async def test_a_second_message_continues_the_thread_and_a_blank_name_is_you(playground: Playground) -> None:
+async def test_a_second_message_continues_the_thread_and_a_blank_name_is_you(
+    playground: Playground,
+) -> None:
     thread_id = (await playground.say("one", event_id="evt-00000001"))["thread_id"]
     await playground.idle()
-    again = await playground.say("two", thread_id=thread_id, event_id="evt-00000002", user_name="  ")
+    again = await playground.say(
+        "two", thread_id=thread_id, event_id="evt-00000002", user_name="  "
+    )
     assert again["thread_id"] == thread_id
     await playground.idle()
     texts = [m["text"] for m in (await playground.thread(thread_id))["messages"]]
@@ -123,7 +134,14 @@ async def test_the_websocket_carries_every_change(playground: Playground) -> Non
 
     seen = [await next_event(ws) for _ in range(8)]
     assert [e["type"] for e in seen] == [
-        "thread", "message", "thread", "message", "pins", "status", "pins", "deleted",
+        "thread",
+        "message",
+        "thread",
+        "message",
+        "pins",
+        "status",
+        "pins",
+        "deleted",
     ]
     assert seen[1]["message"]["text"] == "first" and seen[1]["message"]["edits"] == 0
     assert seen[3]["message"]["text"] == "second" and seen[3]["message"]["edits"] == 1
@@ -134,7 +152,9 @@ async def test_the_websocket_carries_every_change(playground: Playground) -> Non
     assert [e["seq"] for e in seen] == sorted(e["seq"] for e in seen)
 
 
-async def test_a_click_reaches_the_core_and_the_note_goes_to_the_clicker_only(playground: Playground) -> None:
+async def test_a_click_reaches_the_core_and_the_note_goes_to_the_clicker_only(
+    playground: Playground,
+) -> None:
     clicker, other = await playground.socket("tab-a"), await playground.socket("tab-b")
     thread_id = (await playground.say("hello"))["thread_id"]
     await playground.idle()
@@ -145,7 +165,12 @@ async def test_a_click_reaches_the_core_and_the_note_goes_to_the_clicker_only(pl
     await PlaygroundSurface(playground.adapter.state, thread_id).set_status("marker")
     for ws in (clicker, other):
         event = await next_event(ws, is_note_or("marker"))
-        assert event == {"type": "status", "thread_id": thread_id, "text": "marker", "seq": event["seq"]}
+        assert event == {
+            "type": "status",
+            "thread_id": thread_id,
+            "text": "marker",
+            "seq": event["seq"],
+        }
 
 
 async def test_approve_decides_as_the_clicker_and_the_run_goes_on(playground: Playground) -> None:
@@ -171,15 +196,22 @@ async def test_approve_decides_as_the_clicker_and_the_run_goes_on(playground: Pl
     session = await playground.session(thread_id)
     result = next(m for m in session.messages if isinstance(m, ToolResult))
     assert result.content == "deployed to prod"
-    [decided] = (await playground.core.store.approvals_for(thread_key(thread_id), [result.call_id])).values()
-    assert (decided.decided_by_id, decided.decided_by_name) == (f"playground:{await playground.user_id()}", "Ada")
+    [decided] = (
+        await playground.core.store.approvals_for(thread_key(thread_id), [result.call_id])
+    ).values()
+    assert (decided.decided_by_id, decided.decided_by_name) == (
+        f"playground:{await playground.user_id()}",
+        "Ada",
+    )
 
     await PlaygroundSurface(playground.adapter.state, thread_id).set_status("marker")
     for ws in (clicker, other):
         assert (await next_event(ws, is_note_or("marker")))["type"] == "status"
 
 
-async def test_the_clicked_card_is_updated_even_when_its_id_was_not_stored(playground: Playground) -> None:
+async def test_the_clicked_card_is_updated_even_when_its_id_was_not_stored(
+    playground: Playground,
+) -> None:
     playground.model.steps = deploy_then("Deployed!")
     thread_id = (await playground.say("ship it"))["thread_id"]
     await playground.idle()
@@ -190,11 +222,15 @@ async def test_the_clicked_card_is_updated_even_when_its_id_was_not_stored(playg
     response = await playground.click(thread_id, approve, message_id=card["id"])
     assert (await response.json())["note"] == "Approved."
     await playground.idle()
-    decided = next(m for m in (await playground.thread(thread_id))["messages"] if m["id"] == card["id"])
+    decided = next(
+        m for m in (await playground.thread(thread_id))["messages"] if m["id"] == card["id"]
+    )
     assert "Approved** by Ada" in decided["text"] and decided["buttons"] == []
 
 
-async def test_a_slow_click_sends_its_note_later_to_the_clicker_only(playground: Playground) -> None:
+async def test_a_slow_click_sends_its_note_later_to_the_clicker_only(
+    playground: Playground,
+) -> None:
     clicker, other = await playground.socket("tab-a"), await playground.socket("tab-b")
     playground.model.steps = deploy_then("Deployed!")
     thread_id = (await playground.say("ship it"))["thread_id"]
@@ -232,7 +268,12 @@ async def test_bad_requests_are_refused_with_a_reason(playground: Playground) ->
         (client.post("/api/messages", json=good | {"event_id": "short"}), 400),
         (client.post("/api/messages", json=good | {"user_name": "x" * 41}), 400),
         (client.post("/api/messages", json=good | {"thread_id": "nope"}), 404),
-        (client.post("/api/messages", data=json.dumps(good), headers={"Content-Type": "text/plain"}), 415),
+        (
+            client.post(
+                "/api/messages", data=json.dumps(good), headers={"Content-Type": "text/plain"}
+            ),
+            415,
+        ),
         (client.post("/api/messages", json=good, headers={"Origin": "http://evil.example"}), 403),
         (client.post("/api/actions", json={"thread_id": "nope", "action_id": "a"}), 404),
         (client.get("/api/threads/nope"), 404),
@@ -252,7 +293,11 @@ async def test_the_page_and_its_files_are_served(playground: Playground) -> None
     for name in ("app.js", "markdown.js", "style.css"):
         assert (await playground.client.get(f"/static/{name}")).status == 200
     info = await (await playground.client.get("/api/info")).json()
-    assert info == {"bot_name": "Threadline", "model_label": "scripted model", "user_id": await playground.user_id()}
+    assert info == {
+        "bot_name": "Threadline",
+        "model_label": "scripted model",
+        "user_id": await playground.user_id(),
+    }
     assert (await playground.client.get("/static/index.html")).status == 404
     assert (await playground.client.get("/static/..%2Fserver.py")).status == 404
 
@@ -265,7 +310,9 @@ async def test_stop_lets_a_running_answer_finish_and_saves_it(tmp_path: Path) ->
         thread_id = (await playground.say("wait for it", event_id="evt-stopping"))["thread_id"]
         await next_event(ws, lambda e: e["type"] == "status" and e["text"] == "thinking…")
         stopping = asyncio.create_task(adapter.stop())
-        refused = await client.post("/api/messages", json={"text": "too late", "event_id": "evt-too-late"})
+        refused = await client.post(
+            "/api/messages", json={"text": "too late", "event_id": "evt-too-late"}
+        )
         assert refused.status == 503
         gate.set()
         await drive(playground.clock, stopping, limit=IDLE_LIMIT)

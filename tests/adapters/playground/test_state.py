@@ -30,8 +30,12 @@ async def test_changes_are_held_and_announced_in_order(tmp_path: Path) -> None:
     thread = state.create_thread("  Plan   the\nlaunch  ")
     assert thread.title == "Plan the launch"
     first = user_message(state, thread.id, "Plan the launch")
-    reply = state.post(thread.id, author_id="bot", author_name="Threadline", text="On it", bot=True).id
-    state.edit(thread.id, reply, "On it — here is the plan", [ButtonData(action_id="a:1", label="OK")])
+    reply = state.post(
+        thread.id, author_id="bot", author_name="Threadline", text="On it", bot=True
+    ).id
+    state.edit(
+        thread.id, reply, "On it — here is the plan", [ButtonData(action_id="a:1", label="OK")]
+    )
     state.pin(thread.id, reply)
     state.pin(thread.id, reply)  # pinning twice changes nothing
     state.set_status(thread.id, "thinking…")
@@ -44,7 +48,16 @@ async def test_changes_are_held_and_announced_in_order(tmp_path: Path) -> None:
     assert shown.pins == []
     assert state.status(thread.id) == "thinking…"
     assert [e["type"] for e in events] == [
-        "thread", "message", "thread", "message", "thread", "message", "pins", "status", "pins", "deleted",
+        "thread",
+        "message",
+        "thread",
+        "message",
+        "thread",
+        "message",
+        "pins",
+        "status",
+        "pins",
+        "deleted",
     ]
     assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
     assert state.by_event("e1") == (thread.id, first)
@@ -54,7 +67,9 @@ async def test_changes_are_held_and_announced_in_order(tmp_path: Path) -> None:
 async def test_deleting_a_pinned_message_unpins_it(tmp_path: Path) -> None:
     state = PlaygroundState(tmp_path / "playground.json")
     thread = state.create_thread("t")
-    panel = state.post(thread.id, author_id="bot", author_name="Threadline", text="**Plan**", bot=True).id
+    panel = state.post(
+        thread.id, author_id="bot", author_name="Threadline", text="**Plan**", bot=True
+    ).id
     state.pin(thread.id, panel)
     state.delete(thread.id, panel)
     assert state.thread(thread.id).pins == []
@@ -72,7 +87,9 @@ async def test_a_new_state_on_the_same_file_sees_everything_but_the_status(tmp_p
     user_message(state, thread.id, "Persist me", event_id="evt-1")
     reply = state.post(thread.id, author_id="bot", author_name="Threadline", text="a", bot=True).id
     for n in range(20):
-        state.edit(thread.id, reply, "a" * (n + 2), [ButtonData(action_id="x", label="X", style="danger")])
+        state.edit(
+            thread.id, reply, "a" * (n + 2), [ButtonData(action_id="x", label="X", style="danger")]
+        )
     state.pin(thread.id, reply)
     state.set_status(thread.id, "thinking…")
     await state.close()
@@ -89,7 +106,9 @@ async def test_a_new_state_on_the_same_file_sees_everything_but_the_status(tmp_p
     await again.close()
 
 
-async def test_streaming_edits_are_saved_once_per_delay_and_the_rest_on_close(tmp_path: Path) -> None:
+async def test_streaming_edits_are_saved_once_per_delay_and_the_rest_on_close(
+    tmp_path: Path,
+) -> None:
     clock = ManualClock()
     path = tmp_path / "playground.json"
     state = PlaygroundState(path, clock=clock, save_delay=0.5)

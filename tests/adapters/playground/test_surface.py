@@ -28,7 +28,11 @@ async def surface(state: PlaygroundState) -> PlaygroundSurface:
 def test_it_declares_the_playground_limits(surface: PlaygroundSurface) -> None:
     assert surface.thread_key.startswith("playground:")
     assert surface.limits == LIMITS
-    assert (LIMITS.max_chars, LIMITS.min_edit_interval, LIMITS.edits_per_minute) == (4000, 0.25, None)
+    assert (LIMITS.max_chars, LIMITS.min_edit_interval, LIMITS.edits_per_minute) == (
+        4000,
+        0.25,
+        None,
+    )
     assert (LIMITS.budget_key, LIMITS.can_pin) == ("playground", True)
 
 
@@ -94,7 +98,9 @@ async def test_it_refuses_what_the_platform_refuses(surface: PlaygroundSurface) 
         await surface.delete(exactly)
 
 
-async def test_a_thread_that_does_not_exist_fails_as_a_platform_error(state: PlaygroundState) -> None:
+async def test_a_thread_that_does_not_exist_fails_as_a_platform_error(
+    state: PlaygroundState,
+) -> None:
     surface = PlaygroundSurface(state, "missing")
     with pytest.raises(SurfaceError):
         await surface.post("hello")

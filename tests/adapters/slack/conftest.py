@@ -28,8 +28,14 @@ from tests.fakes.scripted_model import ScriptedModel, Step, text
 from tests.fakes.slack import FakeSlack, Message
 
 PLATFORM_ENV = (
-    "OPENAI_API_KEY", "OPENAI_BASE_URL", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN",
-    "SLACK_SIGNING_SECRET", "SLACK_API_URL", "DISCORD_TOKEN", "THREADLINE_CONFIG",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_API_URL",
+    "DISCORD_TOKEN",
+    "THREADLINE_CONFIG",
 )
 FAST = {"slack_min_edit_interval": 0.05, "slack_edits_per_minute": 6000.0}
 """Edit pacing for tests that are not about the budget."""
@@ -108,7 +114,9 @@ class World:
 
     async def answered(self, root: Message, count: int = 1, within: float = 5.0) -> list[Message]:
         """Wait until the bot has answered ``count`` times in the thread; its messages."""
-        await self.fake.wait_for(lambda: len(self.fake.replies(root.channel, root.ts)) >= count, within)
+        await self.fake.wait_for(
+            lambda: len(self.fake.replies(root.channel, root.ts)) >= count, within
+        )
         await self.idle()
         return self.fake.replies(root.channel, root.ts)
 

@@ -15,8 +15,11 @@ from tests.fakes.slack import MENTION, FakeSlack, Message
 from tests.fakes.slack.server import ALL_SCOPES
 
 NOT_ACTIVE = "This button is no longer active."
-BUTTONS = [Button("demo:yes:abc123", "Approve", "primary"), Button("demo:no:abc123", "Deny", "danger"),
-           Button("demo:later:abc123", "Later")]
+BUTTONS = [
+    Button("demo:yes:abc123", "Approve", "primary"),
+    Button("demo:no:abc123", "Deny", "danger"),
+    Button("demo:later:abc123", "Later"),
+]
 """Action ids the core does not know: it answers every click with ``NOT_ACTIVE``."""
 
 
@@ -38,7 +41,8 @@ async def test_a_click_reaches_the_core_and_only_the_clicker_sees_the_note(
         await world.answered(root)
         message = await card(world, root)
         assert [(b["text"]["text"], b.get("style"), b["value"]) for b in message.buttons] == [
-            ("Approve", "primary", "demo:yes:abc123"), ("Deny", "danger", "demo:no:abc123"),
+            ("Approve", "primary", "demo:yes:abc123"),
+            ("Deny", "danger", "demo:no:abc123"),
             ("Later", None, "demo:later:abc123"),
         ]
         assert message.thread_ts == root.ts
@@ -52,7 +56,9 @@ async def test_a_click_reaches_the_core_and_only_the_clicker_sees_the_note(
         assert (note.channel, note.thread_ts) == ("CGENERAL", root.ts)
 
 
-async def test_buttons_still_work_after_a_restart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_buttons_still_work_after_a_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with slack_world(tmp_path, monkeypatch) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} before the restart")
         await world.answered(root)
@@ -69,17 +75,33 @@ async def test_buttons_still_work_after_a_restart(tmp_path: Path, monkeypatch: p
 async def test_the_todo_panel_is_pinned_while_open_and_unpinned_when_done(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    open_items = {"todos": [{"content": "Read the logs", "status": "in_progress"},
-                            {"content": "Write the fix", "status": "pending"}]}
-    done = {"todos": [{"content": "Read the logs", "status": "completed"},
-                      {"content": "Write the fix", "status": "completed"}]}
-    model = ScriptedModel([
-        step(call("todo_write", open_items)), text("Working on it."),
-        step(call("todo_write", done)), text("All done."),
-    ])
+    open_items = {
+        "todos": [
+            {"content": "Read the logs", "status": "in_progress"},
+            {"content": "Write the fix", "status": "pending"},
+        ]
+    }
+    done = {
+        "todos": [
+            {"content": "Read the logs", "status": "completed"},
+            {"content": "Write the fix", "status": "completed"},
+        ]
+    }
+    model = ScriptedModel(
+        [
+            step(call("todo_write", open_items)),
+            text("Working on it."),
+            step(call("todo_write", done)),
+            text("All done."),
+        ]
+    )
     async with slack_world(tmp_path, monkeypatch, model=model) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} fix the build")
-        await world.fake.wait_for(lambda: any(m.shown == "Working on it." for m in world.fake.replies("CGENERAL", root.ts)))
+        await world.fake.wait_for(
+            lambda: any(
+                m.shown == "Working on it." for m in world.fake.replies("CGENERAL", root.ts)
+            )
+        )
         await world.idle()
         panel = next(m for m in world.fake.replies("CGENERAL", root.ts) if "Plan" in m.shown)
         assert world.fake.pins("CGENERAL") == [panel.ts]
@@ -87,7 +109,9 @@ async def test_the_todo_panel_is_pinned_while_open_and_unpinned_when_done(
 
         await world.restart()
         await world.fake.say("UADA", "CGENERAL", "finish it", thread_ts=root.ts)
-        await world.fake.wait_for(lambda: any(m.shown == "All done." for m in world.fake.replies("CGENERAL", root.ts)))
+        await world.fake.wait_for(
+            lambda: any(m.shown == "All done." for m in world.fake.replies("CGENERAL", root.ts))
+        )
         await world.idle()
         panels = [m for m in world.fake.replies("CGENERAL", root.ts) if "Plan" in m.shown]
         assert [p.ts for p in panels] == [panel.ts]  # edited in place, never posted twice
@@ -95,12 +119,24 @@ async def test_the_todo_panel_is_pinned_while_open_and_unpinned_when_done(
         assert world.fake.pins("CGENERAL") == []
 
 
-async def test_mass_mentions_from_the_model_notify_nobody(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    answer = "Hey <!channel>, <!here> <!everyone> <!subteam^S0TEAM|@devs>: @channel @here @everyone!"
+async def test_mass_mentions_from_the_model_notify_nobody(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = (
+        "Hey <!channel>, <!here> <!everyone> <!subteam^S0TEAM|@devs>: @channel @here @everyone!"
+    )
     async with slack_world(tmp_path, monkeypatch, model=ScriptedModel([text(answer)])) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} tell everyone")
         reply = (await world.answered(root))[0]
-        for raw in ("<!channel>", "<!here>", "<!everyone>", "<!subteam", "@channel", "@here", "@everyone"):
+        for raw in (
+            "<!channel>",
+            "<!here>",
+            "<!everyone>",
+            "<!subteam",
+            "@channel",
+            "@here",
+            "@everyone",
+        ):
             assert raw not in reply.shown and raw not in reply.text
         assert reply.shown.replace("\u200b", "") == answer
 
@@ -118,10 +154,12 @@ async def test_tables_and_code_survive(tmp_path: Path, monkeypatch: pytest.Monke
 async def test_an_approval_card_is_decided_by_a_click_after_a_restart_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = ScriptedModel([
-        step(call("run_command", {"command": "echo approved-and-ran"})),
-        text("The command printed its line."),
-    ])
+    model = ScriptedModel(
+        [
+            step(call("run_command", {"command": "echo approved-and-ran"})),
+            text("The command printed its line."),
+        ]
+    )
     async with slack_world(tmp_path, monkeypatch, model=model, workspace_tools=True) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} run the echo")
 
@@ -140,7 +178,10 @@ async def test_an_approval_card_is_decided_by_a_click_after_a_restart_and_the_ru
         await world.restart()  # the process goes away between the card and the click
         assert (await world.fake.click("UADA", cards()[0], "Approve")).acked_in_time
         await world.fake.wait_for(
-            lambda: any(m.shown == "The command printed its line." for m in world.fake.replies("CGENERAL", root.ts))
+            lambda: any(
+                m.shown == "The command printed its line."
+                for m in world.fake.replies("CGENERAL", root.ts)
+            )
         )
         await world.idle()
         results = [m for r in world.model.requests for m in r.messages if m.role == "tool"]
@@ -151,11 +192,17 @@ async def test_an_approval_card_is_decided_by_a_click_after_a_restart_and_the_ru
 def _ops_approve(model: ScriptedModel) -> dict[str, object]:
     """Settings: ``run_command`` is decided by the Slack user group SOPS alone."""
     approvers = {"roles": ["slack:group:SOPS"], "requester": False}
-    return {"model": model, "workspace_tools": True, "tools": {"run_command": {"approvers": approvers}}}
+    return {
+        "model": model,
+        "workspace_tools": True,
+        "tools": {"run_command": {"approvers": approvers}},
+    }
 
 
 def _echo_then(answer: str) -> ScriptedModel:
-    return ScriptedModel([step(call("run_command", {"command": "echo by-the-group"})), text(answer)])
+    return ScriptedModel(
+        [step(call("run_command", {"command": "echo by-the-group"})), text(answer)]
+    )
 
 
 async def test_a_member_of_a_user_group_named_as_approvers_decides(
@@ -163,9 +210,13 @@ async def test_a_member_of_a_user_group_named_as_approvers_decides(
 ) -> None:
     fake = FakeSlack()
     fake.workspace.usergroups["SOPS"] = {"UGRACE"}
-    async with slack_world(tmp_path, monkeypatch, fake=fake, **_ops_approve(_echo_then("Done."))) as world:
+    async with slack_world(
+        tmp_path, monkeypatch, fake=fake, **_ops_approve(_echo_then("Done."))
+    ) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} run the echo")
-        await world.fake.wait_for(lambda: any(m.buttons for m in world.fake.replies("CGENERAL", root.ts)))
+        await world.fake.wait_for(
+            lambda: any(m.buttons for m in world.fake.replies("CGENERAL", root.ts))
+        )
         await world.idle()
         card_message = next(m for m in world.fake.replies("CGENERAL", root.ts) if m.buttons)
         await world.fake.click("UADA", card_message, "Approve")  # asked, but not in the group
@@ -184,9 +235,13 @@ async def test_without_the_usergroups_scope_nobody_decides_by_group(
 ) -> None:
     fake = FakeSlack(scopes=ALL_SCOPES - {"usergroups:read"})
     fake.workspace.usergroups["SOPS"] = {"UGRACE"}
-    async with slack_world(tmp_path, monkeypatch, fake=fake, **_ops_approve(_echo_then("Done."))) as world:
+    async with slack_world(
+        tmp_path, monkeypatch, fake=fake, **_ops_approve(_echo_then("Done."))
+    ) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} run the echo")
-        await world.fake.wait_for(lambda: any(m.buttons for m in world.fake.replies("CGENERAL", root.ts)))
+        await world.fake.wait_for(
+            lambda: any(m.buttons for m in world.fake.replies("CGENERAL", root.ts))
+        )
         await world.idle()
         card_message = next(m for m in world.fake.replies("CGENERAL", root.ts) if m.buttons)
         await world.fake.click("UGRACE", card_message, "Approve")

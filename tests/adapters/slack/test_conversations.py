@@ -31,7 +31,9 @@ def speakers(world: World) -> list[list[tuple[str | None, str]]]:
 async def test_a_mention_is_answered_in_a_thread_by_one_streamed_message(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = HeldModel(ScriptedModel([text("Hello ", "Ada, ", "here is ", "the answer.")]), hold_after=1)
+    model = HeldModel(
+        ScriptedModel([text("Hello ", "Ada, ", "here is ", "the answer.")]), hold_after=1
+    )
     async with slack_world(tmp_path, monkeypatch, model=model) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} what is up?")
         await world.fake.wait_for(lambda: bool(world.fake.replies("CGENERAL", root.ts)))
@@ -49,7 +51,9 @@ async def test_a_mention_is_answered_in_a_thread_by_one_streamed_message(
         assert speakers(world) == [[("Ada", "what is up?")]]
 
 
-async def test_the_thread_continues_without_a_mention_and_the_model_knows_who_speaks(world: World) -> None:
+async def test_the_thread_continues_without_a_mention_and_the_model_knows_who_speaks(
+    world: World,
+) -> None:
     root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} shall we plan the release?")
     await world.answered(root)
     await world.fake.say("UGRACE", "CGENERAL", "I can take the notes, <@UADA>", thread_ts=root.ts)
@@ -152,7 +156,9 @@ async def test_events_are_acknowledged_at_once_while_the_core_is_busy(
         await world.fake.wait_for(lambda: bool(world.fake.replies("CGENERAL", root.ts)))
         for i in range(5):  # the thread's run is held: these wait in the core, not in the ack
             await world.fake.say("UGRACE", "CGENERAL", f"and {i}?", thread_ts=root.ts)
-        assert all(d.acked_in_time for d in world.fake.deliveries)  # Slack's deadline; a held ack would miss it
+        assert all(
+            d.acked_in_time for d in world.fake.deliveries
+        )  # Slack's deadline; a held ack would miss it
         model.release()
         await world.fake.wait_for(
             lambda: world.fake.replies("CGENERAL", root.ts)[-1].shown == "Grace said: and 4?"
@@ -171,7 +177,9 @@ async def test_a_message_is_stored_before_slack_is_acknowledged_even_when_slack_
     key = thread_key(world.adapter.identity.team_id, "CGENERAL", root.ts)  # type: ignore[union-attr]
     store = world.adapter.core.store  # type: ignore[attr-defined]
     arrived = [m.text for k, m in await store.arrivals() if k == key]
-    kept = [m.text for m in (await store.load_session(key, 0.0)).messages if isinstance(m, UserMessage)]
+    kept = [
+        m.text for m in (await store.load_session(key, 0.0)).messages if isinstance(m, UserMessage)
+    ]
     assert arrived + kept == ["remember me"]  # a crash right after the ack loses nothing
     await world.answered(root)
 
@@ -181,8 +189,14 @@ async def test_malformed_events_are_acknowledged_and_change_nothing(world: World
         {"type": "message"},
         {"type": "message", "channel": 5, "ts": [], "user": None, "text": MENTION},
         {"type": "app_mention", "channel": "CGENERAL", "ts": "1.1", "user": "UADA", "text": 42},
-        {"type": "message", "channel": "CGENERAL", "ts": "1.2", "user": "UADA", "text": MENTION,
-         "files": "not a list"},
+        {
+            "type": "message",
+            "channel": "CGENERAL",
+            "ts": "1.2",
+            "user": "UADA",
+            "text": MENTION,
+            "files": "not a list",
+        },
         {"type": "reaction_added", "user": "UADA", "reaction": "tada"},
     ]
     for event in bad_events:
@@ -197,12 +211,16 @@ async def test_malformed_events_are_acknowledged_and_change_nothing(world: World
 async def test_the_socket_mode_link_comes_back_after_a_drop_or_a_refresh(world: World) -> None:
     assert world.fake.count("apps.connections.open") == 1  # through SLACK_API_URL, to the fake
     await world.fake.socket.drop()
-    await world.fake.wait_for(lambda: world.fake.socket.opened == 2 and bool(world.fake.socket.connections))
+    await world.fake.wait_for(
+        lambda: world.fake.socket.opened == 2 and bool(world.fake.socket.connections)
+    )
     root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} after the drop")
     assert [m.shown for m in await world.answered(root)] == ["Ada said: after the drop"]
 
     await world.fake.socket.ask_to_reconnect()
-    await world.fake.wait_for(lambda: world.fake.socket.opened == 3 and len(world.fake.socket.connections) == 1)
+    await world.fake.wait_for(
+        lambda: world.fake.socket.opened == 3 and len(world.fake.socket.connections) == 1
+    )
     again = await world.fake.say("UADA", "CGENERAL", f"{MENTION} after the refresh")
     assert [m.shown for m in await world.answered(again)] == ["Ada said: after the refresh"]
     assert world.fake.count("apps.connections.open") == 3

@@ -36,11 +36,24 @@ async def test_a_sub_agent_asks_with_a_card_and_answers_below_it(
     tools = {"write_file": {"approval": "ask"}}
     async with slack_world(tmp_path, monkeypatch, model=model, tools=tools) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} leave a note")
-        await world.fake.wait_for(lambda: any(m.buttons and "write_file" in m.shown for m in world.fake.replies(root.channel, root.ts)))
-        card = next(m for m in world.fake.replies(root.channel, root.ts) if m.buttons and "write_file" in m.shown)
+        await world.fake.wait_for(
+            lambda: any(
+                m.buttons and "write_file" in m.shown
+                for m in world.fake.replies(root.channel, root.ts)
+            )
+        )
+        card = next(
+            m
+            for m in world.fake.replies(root.channel, root.ts)
+            if m.buttons and "write_file" in m.shown
+        )
         assert "Approval needed" in card.shown and not list((tmp_path / "data").rglob("notes.txt"))
         assert (await world.fake.click("UADA", card, "Approve")).acked_in_time
-        await world.fake.wait_for(lambda: "Done: notes.txt says hello." in world.fake.replies(root.channel, root.ts)[-1].shown)
+        await world.fake.wait_for(
+            lambda: (
+                "Done: notes.txt says hello." in world.fake.replies(root.channel, root.ts)[-1].shown
+            )
+        )
         await world.idle()
         replies = world.fake.replies(root.channel, root.ts)
     [notes] = (tmp_path / "data").rglob("notes.txt")

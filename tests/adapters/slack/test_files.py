@@ -128,17 +128,20 @@ async def test_a_file_the_token_may_not_download_and_an_image_without_vision(
 async def test_send_file_uploads_a_workspace_file_into_the_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = ScriptedModel([
-        step(call("write_file", {"path": "out/report.md", "content": "# Totals\n42\n"})),
-        step(call("send_file", {"path": "out/report.md"})),
-        step(call("send_file", {"path": "../../etc/passwd"})),
-        text("Here it is."),
-    ])  # fmt: skip
+    model = ScriptedModel(
+        [
+            step(call("write_file", {"path": "out/report.md", "content": "# Totals\n42\n"})),
+            step(call("send_file", {"path": "out/report.md"})),
+            step(call("send_file", {"path": "../../etc/passwd"})),
+            text("Here it is."),
+        ]
+    )
     async with slack_world(tmp_path, monkeypatch, model=model) as world:
         fake = world.fake
         root = await fake.say("UADA", "CGENERAL", f"{MENTION} write me a report")
         await fake.wait_for(
-            lambda: any(m.shown.endswith("Here it is.") for m in fake.thread("CGENERAL", root.ts)), WAIT
+            lambda: any(m.shown.endswith("Here it is.") for m in fake.thread("CGENERAL", root.ts)),
+            WAIT,
         )
         await world.idle()
         (shared,) = fake.files.shared

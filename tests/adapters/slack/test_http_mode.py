@@ -42,8 +42,14 @@ async def test_forged_and_stale_signatures_are_refused_unread_and_unlogged(
     world: World, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    event = {"type": "app_mention", "user": "UADA", "text": f"{MENTION} {SECRET_WORDS}",
-             "ts": "1700000000.000100", "channel": "CGENERAL", "event_ts": "1700000000.000100"}
+    event = {
+        "type": "app_mention",
+        "user": "UADA",
+        "text": f"{MENTION} {SECRET_WORDS}",
+        "ts": "1700000000.000100",
+        "channel": "CGENERAL",
+        "event_ts": "1700000000.000100",
+    }
     for how in ({"forge": True}, {"stale": True}):
         delivery = await world.fake.deliver_event(event, **how)
         assert delivery.status == 401
@@ -73,21 +79,33 @@ async def test_url_verification_and_unreadable_signed_bodies(world: World) -> No
     assert world.fake.http_target is not None
     async with aiohttp.ClientSession() as http:
         for body, expected in [
-            (json.dumps({"type": "url_verification", "challenge": "abc123", "token": "x"}).encode(), "abc123"),
+            (
+                json.dumps(
+                    {"type": "url_verification", "challenge": "abc123", "token": "x"}
+                ).encode(),
+                "abc123",
+            ),
             (b"{not json", ""),
         ]:
             timestamp = str(int(time.time()))
-            headers = {"Content-Type": "application/json", "X-Slack-Request-Timestamp": timestamp,
-                       "X-Slack-Signature": sign(SIGNING_SECRET, timestamp, body)}
+            headers = {
+                "Content-Type": "application/json",
+                "X-Slack-Request-Timestamp": timestamp,
+                "X-Slack-Signature": sign(SIGNING_SECRET, timestamp, body),
+            }
             async with http.post(world.fake.http_target, data=body, headers=headers) as response:
                 assert response.status == 200
                 assert expected in await response.text()
 
 
-async def test_a_redelivery_with_retry_headers_is_acknowledged_and_answered_once(world: World) -> None:
+async def test_a_redelivery_with_retry_headers_is_acknowledged_and_answered_once(
+    world: World,
+) -> None:
     root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} once")
     await world.answered(root)
-    for delivery in [d for d in world.fake.deliveries if d.payload.get("event", {}).get("ts") == root.ts]:
+    for delivery in [
+        d for d in world.fake.deliveries if d.payload.get("event", {}).get("ts") == root.ts
+    ]:
         for _ in range(3):
             again = await world.fake.redeliver(delivery)
             assert again.status == 200 and again.acked_in_time
@@ -107,17 +125,25 @@ async def test_events_are_acknowledged_fast_while_the_core_is_busy(
         await world.fake.say("UGRACE", "CGENERAL", "more", thread_ts=root.ts)
         # Slack's deadline; an ack that waited for the held model would come only after release().
         # Each delivery answered first: the new reply under the steered "more" is itself delivered.
-        await world.fake.wait_for(lambda: all(d.status is not None for d in world.fake.deliveries), 3.0)
+        await world.fake.wait_for(
+            lambda: all(d.status is not None for d in world.fake.deliveries), 3.0
+        )
         assert all(d.status == 200 and (d.acked_in or 9) < 3.0 for d in world.fake.deliveries)
         model.release()
         await world.answered(other)
-        await world.fake.wait_for(lambda: world.fake.replies("CGENERAL", root.ts)[-1].shown == "Grace said: more")
+        await world.fake.wait_for(
+            lambda: world.fake.replies("CGENERAL", root.ts)[-1].shown == "Grace said: more"
+        )
 
 
 async def test_a_bot_message_event_from_another_bot_over_http_is_ignored(world: World) -> None:
-    message = world.fake.workspace.post("CGENERAL", None, f"{MENTION} hi", bot_id="BOTHER", subtype="bot_message")
+    message = world.fake.workspace.post(
+        "CGENERAL", None, f"{MENTION} hi", bot_id="BOTHER", subtype="bot_message"
+    )
     channel = world.fake.workspace.channels["CGENERAL"]
-    assert (await world.fake.deliver_event(slack_payloads.message_event(message, channel))).status == 200
+    assert (
+        await world.fake.deliver_event(slack_payloads.message_event(message, channel))
+    ).status == 200
     await world.idle()
     assert world.model.requests == []
 

@@ -50,9 +50,10 @@ def _series(family: str) -> set[str]:
 
 async def scrape(world: World, **headers: str) -> tuple[int, str]:
     assert world.runtime is not None
-    async with aiohttp.ClientSession() as http, http.get(
-        f"{world.runtime.url}/metrics", headers=headers
-    ) as response:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{world.runtime.url}/metrics", headers=headers) as response,
+    ):
         return response.status, await response.text()
 
 
@@ -71,10 +72,12 @@ def value(found: Samples, name: str, **labels: str) -> float:
 async def test_a_conversation_with_an_approval_is_counted_under_bounded_labels(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    model = ScriptedModel([
-        step(call("write_file", {"path": "notes.md", "content": "hello"})),
-        text("Written."),
-    ])  # fmt: skip
+    model = ScriptedModel(
+        [
+            step(call("write_file", {"path": "notes.md", "content": "hello"})),
+            text("Written."),
+        ]
+    )
     settings = {"workspace_tools": True, "tools": {"write_file": {"approval": "always"}}}
     async with slack_world(tmp_path, monkeypatch, model=model, **settings) as world:
         status, before_text = await scrape(world)
@@ -84,7 +87,11 @@ async def test_a_conversation_with_an_approval_is_counted_under_bounded_labels(
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} write the notes")
 
         def cards() -> list[Message]:
-            return [m for m in world.fake.replies("CGENERAL", root.ts) if m.buttons and "notes.md" in m.shown]
+            return [
+                m
+                for m in world.fake.replies("CGENERAL", root.ts)
+                if m.buttons and "notes.md" in m.shown
+            ]
 
         await world.fake.wait_for(lambda: bool(cards()), 30)
         await world.idle()
@@ -112,9 +119,22 @@ async def test_a_conversation_with_an_approval_is_counted_under_bounded_labels(
     assert grew("threadline_tool_calls_total", tool="write_file", outcome="ok") == 1
     slack = {"platform": "slack"}
     assert grew("threadline_platform_rate_limited_total", **slack, method="chat.postMessage") == 1
-    assert grew("threadline_platform_requests_total", **slack, method="chat.postMessage", outcome="rate_limited") == 1
-    assert grew("threadline_platform_requests_total", **slack, method="chat.postMessage", outcome="ok") >= 2
-    assert grew("threadline_platform_requests_total", **slack, method="chat.update", outcome="ok") >= 1  # the card
+    assert (
+        grew(
+            "threadline_platform_requests_total",
+            **slack,
+            method="chat.postMessage",
+            outcome="rate_limited",
+        )
+        == 1
+    )
+    assert (
+        grew("threadline_platform_requests_total", **slack, method="chat.postMessage", outcome="ok")
+        >= 2
+    )
+    assert (
+        grew("threadline_platform_requests_total", **slack, method="chat.update", outcome="ok") >= 1
+    )  # the card
     assert value(after, "threadline_edit_budget_per_minute", **slack) == 6000.0
     assert value(after, "threadline_turns_waiting") == 0
 

@@ -31,15 +31,23 @@ async def threadline(
     }
     env |= {name.upper(): value for name, value in fake.settings().items()}
     env |= {
-        "THREADLINE_DATA_DIR": str(tmp_path / "data"), "THREADLINE_HTTP_PORT": str(free_port()),
-        "THREADLINE_DEMO_CHUNK_DELAY_S": delay, "THREADLINE_WORKSPACE_TOOLS": "false",
+        "THREADLINE_DATA_DIR": str(tmp_path / "data"),
+        "THREADLINE_HTTP_PORT": str(free_port()),
+        "THREADLINE_DEMO_CHUNK_DELAY_S": delay,
+        "THREADLINE_WORKSPACE_TOOLS": "false",
         "THREADLINE_SLACK_STREAMING": "auto",
-    }  # fmt: skip
+    }
     opened = fake.socket.opened
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "adapters.cli", "run",
-        cwd=tmp_path, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        "run",
+        cwd=tmp_path,
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     try:
         await fake.wait_for(
             lambda: fake.socket.opened > opened and bool(fake.socket.connections), WAIT

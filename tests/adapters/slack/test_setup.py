@@ -61,10 +61,15 @@ async def doctor(tmp_path: Path, **values: Any) -> list[tuple[bool | None, str]]
         ({"slack_bot_token": BOT_TOKEN, "slack_app_token": BOT_TOKEN}, "SLACK_APP_TOKEN"),
         ({"slack_bot_token": "", "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
         ({"slack_bot_token": "xoxp-1-user-token", "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
-        ({"slack_bot_token": "1111-2222-no-prefix", "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
+        (
+            {"slack_bot_token": "1111-2222-no-prefix", "slack_app_token": APP_TOKEN},
+            "SLACK_BOT_TOKEN",
+        ),
     ],
 )
-def test_invalid_combinations_name_the_setting(tmp_path: Path, values: dict[str, Any], culprit: str) -> None:
+def test_invalid_combinations_name_the_setting(
+    tmp_path: Path, values: dict[str, Any], culprit: str
+) -> None:
     with pytest.raises(ConfigError) as error:
         core, platforms = settings(tmp_path, **values)
         SlackAdapter(None, core, platforms.slack)  # type: ignore[arg-type]
@@ -75,8 +80,14 @@ def test_invalid_combinations_name_the_setting(tmp_path: Path, values: dict[str,
 @pytest.mark.parametrize(
     ("values", "culprit"),
     [
-        ({"slack_bot_token": "xoxb-not-the-right-one", "slack_app_token": APP_TOKEN}, "SLACK_BOT_TOKEN"),
-        ({"slack_bot_token": BOT_TOKEN, "slack_app_token": "xapp-1-not-the-right-one"}, "SLACK_APP_TOKEN"),
+        (
+            {"slack_bot_token": "xoxb-not-the-right-one", "slack_app_token": APP_TOKEN},
+            "SLACK_BOT_TOKEN",
+        ),
+        (
+            {"slack_bot_token": BOT_TOKEN, "slack_app_token": "xapp-1-not-the-right-one"},
+            "SLACK_APP_TOKEN",
+        ),
     ],
 )
 async def test_a_refused_token_stops_the_start_in_plain_words(
@@ -101,8 +112,11 @@ async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
 
 @pytest.mark.parametrize(
     ("mode", "words"),
-    [("auto", "when a stream can start at once"), ("native", "whenever Slack allows"),
-     ("edit", "by editing one message")],
+    [
+        ("auto", "when a stream can start at once"),
+        ("native", "whenever Slack allows"),
+        ("edit", "by editing one message"),
+    ],
 )
 async def test_doctor_says_how_answers_stream(
     tmp_path: Path, fake: FakeSlack, mode: str, words: str
@@ -114,10 +128,19 @@ async def test_doctor_says_how_answers_stream(
 
 @pytest.mark.parametrize(
     ("values", "ok", "words"),
-    [({}, True, "48 chat.update a minute for the workspace (THREADLINE_SLACK_EDITS_PER_MINUTE), for this one process"),
-     ({"database_url": "postgresql://threadline@db.example/threadline"}, True,
-      "shared by every worker on THREADLINE_DATABASE_URL"),
-     ({"slack_edits_per_minute": 80.0}, None, "Slack allows about 50: expect 429s")],
+    [
+        (
+            {},
+            True,
+            "48 chat.update a minute for the workspace (THREADLINE_SLACK_EDITS_PER_MINUTE), for this one process",
+        ),
+        (
+            {"database_url": "postgresql://threadline@db.example/threadline"},
+            True,
+            "shared by every worker on THREADLINE_DATABASE_URL",
+        ),
+        ({"slack_edits_per_minute": 80.0}, None, "Slack allows about 50: expect 429s"),
+    ],
 )
 async def test_doctor_says_how_fast_replies_are_edited_and_who_shares_it(
     tmp_path: Path, fake: FakeSlack, values: dict[str, Any], ok: bool | None, words: str
@@ -135,7 +158,11 @@ def test_an_unknown_streaming_mode_is_refused_by_name(tmp_path: Path) -> None:
 
 async def test_doctor_with_a_wrong_bot_token(tmp_path: Path, fake: FakeSlack) -> None:
     lines = await doctor(tmp_path, **{**fake.settings(), "slack_bot_token": "xoxb-wrong"})
-    assert lines[-1][0] is False and "SLACK_BOT_TOKEN" in lines[-1][1] and "invalid_auth" in lines[-1][1]
+    assert (
+        lines[-1][0] is False
+        and "SLACK_BOT_TOKEN" in lines[-1][1]
+        and "invalid_auth" in lines[-1][1]
+    )
 
 
 async def test_doctor_lists_missing_scopes_and_a_wrong_app_token(tmp_path: Path) -> None:
@@ -164,8 +191,14 @@ async def test_doctor_asks_for_usergroups_read_only_when_groups_decide(tmp_path:
     assert any(ok is False and f"missing scopes: {GROUP_SCOPE}" in t for ok, t in grouped)
 
 
-async def test_doctor_in_http_mode_and_when_slack_is_unreachable(tmp_path: Path, fake: FakeSlack) -> None:
-    http = {"slack_bot_token": BOT_TOKEN, "slack_signing_secret": SIGNING_SECRET, "slack_api_url": fake.api_url}
+async def test_doctor_in_http_mode_and_when_slack_is_unreachable(
+    tmp_path: Path, fake: FakeSlack
+) -> None:
+    http = {
+        "slack_bot_token": BOT_TOKEN,
+        "slack_signing_secret": SIGNING_SECRET,
+        "slack_api_url": fake.api_url,
+    }
     lines = await doctor(tmp_path, **http)
     assert lines[-1][0] is None and "/slack/events" in lines[-1][1]
     await fake.stop()
@@ -223,6 +256,7 @@ async def test_healthz_and_readyz_say_whether_slack_is_connected(
         async def down() -> bool:
             async with http.get(f"{url}/readyz") as resp:
                 return resp.status == 503
+
         for _ in range(500):  # a condition, polled: the client notices the drop by itself
             if await down():
                 break

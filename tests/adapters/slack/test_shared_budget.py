@@ -79,11 +79,16 @@ async def two_workers(
         stack.push_async_callback(fake.stop)
         for n, model in enumerate(models):
             settings, platforms = configure(
-                data_dir=tmp_path / f"worker{n}", http_port=0, playground=False,
-                database_url=url, worker_id=f"worker{n}", **fake.settings(),
-                slack_edits_per_minute=48.0 * SCALE, slack_min_edit_interval=1.0 / SCALE,
+                data_dir=tmp_path / f"worker{n}",
+                http_port=0,
+                playground=False,
+                database_url=url,
+                worker_id=f"worker{n}",
+                **fake.settings(),
+                slack_edits_per_minute=48.0 * SCALE,
+                slack_min_edit_interval=1.0 / SCALE,
                 slack_streaming="edit",
-            )  # fmt: skip
+            )
             runtime = Runtime(settings, platforms=platforms, model=model)
             await runtime.start()
             stack.push_async_callback(runtime.stop)
@@ -117,7 +122,9 @@ async def test_two_workers_streaming_in_many_threads_keep_within_the_workspace_l
         updates = [c.at for c in fake.api.calls if c.method == "chat.update"]
     assert all(model.requests for model in models)  # both workers answered threads
     assert fake.limits.rejected["chat.update"] == 0
-    assert fake.limits.rejected["chat.delete"] == 0  # drafts of finals posted anew: paced together too
+    assert (
+        fake.limits.rejected["chat.delete"] == 0
+    )  # drafts of finals posted anew: paced together too
     assert len(updates) > len(roots)  # replies were streamed, not posted whole
     window = 60.0 / SCALE
     busiest = max(sum(1 for t in updates if start <= t < start + window) for start in updates)
@@ -139,9 +146,10 @@ async def test_a_429_on_one_worker_pauses_the_other(
         await fake.wait_for(lambda: answered(fake, roots, words), WAIT_S)
     limited = next(c.at for c in fake.api.calls if c.outcome == "ratelimited")
     during = [
-        c for c in fake.api.calls
+        c
+        for c in fake.api.calls
         if c.method == "chat.update" and limited + 0.05 < c.at < limited + pause
-    ]  # fmt: skip
+    ]
     assert during == []  # neither worker edited while the workspace was paused
     assert fake.limits.rejected["chat.update"] == 1
     assert fake.limits.violations["chat.update"] == 0

@@ -18,9 +18,14 @@ def fences_balanced(shown: str) -> bool:
 
 def long_answer(paragraphs: int, code_lines: int) -> list[str]:
     """Prose, then a long fenced code block, then prose: pieces of a streamed answer."""
-    pieces = [f"Paragraph {i}: " + "words that fill the reply " * 12 + "\n\n" for i in range(paragraphs)]
+    pieces = [
+        f"Paragraph {i}: " + "words that fill the reply " * 12 + "\n\n" for i in range(paragraphs)
+    ]
     pieces.append("```python\n")
-    pieces += [f"value_{i} = compute({i})  # a line of code that is long enough\n" for i in range(code_lines)]
+    pieces += [
+        f"value_{i} = compute({i})  # a line of code that is long enough\n"
+        for i in range(code_lines)
+    ]
     pieces.append("```\n\nThat is all.")
     return pieces
 
@@ -44,7 +49,9 @@ async def test_a_429_storm_on_edits_still_lands_the_exact_final_text(
         assert world.fake.limits.violations["chat.update"] == 0  # every Retry-After was honoured
 
 
-async def test_a_429_on_posting_is_waited_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_429_on_posting_is_waited_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async with slack_world(tmp_path, monkeypatch) as world:
         world.fake.limits.storm("chat.postMessage", 2, retry_after=0.2)
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} post it")
@@ -95,7 +102,9 @@ async def test_msg_too_long_makes_the_presenter_split_tighter(
     # a workspace that answers msg_too_long near 4,000; each refused post counts against the
     # per-channel posting limit, so its window is scaled down to keep the test short
     fake = FakeSlack(markdown_limit=4_000, time_scale=10)
-    async with slack_world(tmp_path, monkeypatch, model=ScriptedModel([text(*pieces)]), fake=fake) as world:
+    async with slack_world(
+        tmp_path, monkeypatch, model=ScriptedModel([text(*pieces)]), fake=fake
+    ) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} long one")
         await world.answered(root, 2)
         replies = world.fake.replies("CGENERAL", root.ts)

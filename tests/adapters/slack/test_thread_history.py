@@ -36,14 +36,16 @@ async def test_the_earlier_messages_of_a_thread_are_read_once(
 
         asked = first_user_message(world.model.requests)
         assert asked.text == "what should we do?"
-        assert user_content(asked) == "\n".join([
-            HEAD,
-            "[Ada]: The deploy failed again @Grace",
-            "[Grace]: Same error as yesterday: disk full",
-            "[bot (an app)]: Alert: /var is 100% full",
-            "",
-            "[Ada]: what should we do?",
-        ])  # fmt: skip
+        assert user_content(asked) == "\n".join(
+            [
+                HEAD,
+                "[Ada]: The deploy failed again @Grace",
+                "[Grace]: Same error as yesterday: disk full",
+                "[bot (an app)]: Alert: /var is 100% full",
+                "",
+                "[Ada]: what should we do?",
+            ]
+        )
         assert fake.count("conversations.replies") == 1
 
         await fake.say("UGRACE", "CGENERAL", "and after that?", thread_ts=root.ts)
@@ -64,9 +66,15 @@ async def test_a_long_thread_gives_its_first_and_most_recent_messages(
         await fake.say("UADA", "CGENERAL", f"{MENTION} sum it up", thread_ts=root.ts)
         await world.answered(root, 1, WAIT)
         earlier = first_user_message(world.model.requests).earlier
-        assert earlier == "\n".join([
-            HEAD, "[Ada]: topic", "(… 4 earlier messages not shown)", "[Grace]: reply 4", "[Grace]: reply 5",
-        ])  # fmt: skip
+        assert earlier == "\n".join(
+            [
+                HEAD,
+                "[Ada]: topic",
+                "(… 4 earlier messages not shown)",
+                "[Grace]: reply 4",
+                "[Grace]: reply 5",
+            ]
+        )
 
 
 async def test_a_page_that_stops_short_of_the_mention_says_more_were_not_read(
@@ -82,10 +90,16 @@ async def test_a_page_that_stops_short_of_the_mention_says_more_were_not_read(
         await fake.say("UADA", "CGENERAL", f"{MENTION} sum it up", thread_ts=root.ts)
         await world.answered(root, 1, WAIT)
         earlier = first_user_message(world.model.requests).earlier
-        assert earlier == "\n".join([
-            HEAD, "[Ada]: topic", "(… 12 earlier messages not shown)", "[Grace]: reply 12",
-            "[Grace]: reply 13", "(… earlier messages not shown)",
-        ])  # fmt: skip
+        assert earlier == "\n".join(
+            [
+                HEAD,
+                "[Ada]: topic",
+                "(… 12 earlier messages not shown)",
+                "[Grace]: reply 12",
+                "[Grace]: reply 13",
+                "(… earlier messages not shown)",
+            ]
+        )
 
 
 async def test_the_character_bound_says_how_many_older_messages_it_left_out(
@@ -100,9 +114,14 @@ async def test_the_character_bound_says_how_many_older_messages_it_left_out(
         await world.answered(root, 1, WAIT)
         earlier = first_user_message(world.model.requests).earlier
         tail = "x" * 20
-        assert earlier == "\n".join([
-            HEAD, "(… 5 earlier messages not shown)", f"[Grace]: reply 4 {tail}", f"[Grace]: reply 5 {tail}",
-        ])  # fmt: skip
+        assert earlier == "\n".join(
+            [
+                HEAD,
+                "(… 5 earlier messages not shown)",
+                f"[Grace]: reply 4 {tail}",
+                f"[Grace]: reply 5 {tail}",
+            ]
+        )
 
 
 async def test_a_mention_that_starts_a_thread_reads_nothing(

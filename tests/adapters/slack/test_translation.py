@@ -21,12 +21,20 @@ BOT = "UBOT"
 
 
 def event(**fields: Any) -> dict[str, Any]:
-    base = {"type": "message", "channel": "C1", "ts": "10.1", "user": "U1", "text": "hi",
-            "channel_type": "channel"}
+    base = {
+        "type": "message",
+        "channel": "C1",
+        "ts": "10.1",
+        "user": "U1",
+        "text": "hi",
+        "channel_type": "channel",
+    }
     return {**base, **fields}
 
 
-@pytest.mark.parametrize("raw", ["<!channel>", "<!here>", "<!everyone>", "<!subteam^S1|@ops>", "<!date^1|x>"])
+@pytest.mark.parametrize(
+    "raw", ["<!channel>", "<!here>", "<!everyone>", "<!subteam^S1|@ops>", "<!date^1|x>"]
+)
 def test_special_mentions_are_broken(raw: str) -> None:
     out = render(f"hi {raw} there")
     assert raw not in out and out.replace(ZWSP, "") == f"hi {raw} there"
@@ -53,21 +61,28 @@ def test_a_line_with_pipes_that_is_not_a_table_is_left_alone() -> None:
 
 
 def test_the_payload_carries_markdown_buttons_and_an_escaped_fallback() -> None:
-    payload = message_payload("**Deploy** <now> & then?", [Button("approve:1", "Approve", "primary"),
-                                                           Button("deny:1", "x" * 90)])
+    payload = message_payload(
+        "**Deploy** <now> & then?",
+        [Button("approve:1", "Approve", "primary"), Button("deny:1", "x" * 90)],
+    )
     markdown, actions = payload["blocks"]
     assert markdown == {"type": "markdown", "text": "**Deploy** <now> & then?"}
     assert payload["text"] == "**Deploy** &lt;now&gt; &amp; then?"
     first, second = actions["elements"]
-    assert (first["action_id"], first["value"], first["style"]) == ("approve:1", "approve:1", "primary")
+    assert (first["action_id"], first["value"], first["style"]) == (
+        "approve:1",
+        "approve:1",
+        "primary",
+    )
     assert len(second["text"]["text"]) == 75 and "style" not in second
     assert clicked_action(second) == "deny:1"
 
 
 def test_long_or_repeated_action_ids_still_come_back_whole() -> None:
     long_id = "approve:" + "z" * 400
-    elements = message_payload("x", [Button(long_id, "A"), Button("same", "B"), Button("same", "C")])[
-        "blocks"][1]["elements"]
+    elements = message_payload(
+        "x", [Button(long_id, "A"), Button("same", "B"), Button("same", "C")]
+    )["blocks"][1]["elements"]
     ids = [e["action_id"] for e in elements]
     assert len(set(ids)) == 3 and all(len(i) <= 255 for i in ids)
     assert [clicked_action(e) for e in elements] == [long_id, "same", "same"]
@@ -84,7 +99,11 @@ def test_fallback_is_one_short_line() -> None:
 def test_a_mention_in_a_channel_starts_a_thread_under_it() -> None:
     message = parse_message(event(text=f"<@{BOT}>: summarise this"), BOT)
     assert message is not None
-    assert (message.root_ts, message.text, message.needs_session) == ("10.1", "summarise this", False)
+    assert (message.root_ts, message.text, message.needs_session) == (
+        "10.1",
+        "summarise this",
+        False,
+    )
     assert message.thread_key("T1") == "slack:T1:C1:10.1"
     assert message.event_id("T1") == "slack:T1:C1:10.1"
     assert split_key(message.thread_key("T1")) == ("T1", "C1", "10.1")
@@ -93,8 +112,17 @@ def test_a_mention_in_a_channel_starts_a_thread_under_it() -> None:
 def test_the_message_and_app_mention_of_one_message_share_their_id() -> None:
     text = f"hey <@{BOT}|threadline> look"
     a = parse_message(event(text=text, thread_ts="9.0"), BOT)
-    b = parse_message({"type": "app_mention", "channel": "C1", "ts": "10.1", "user": "U1", "text": text,
-                       "thread_ts": "9.0"}, BOT)
+    b = parse_message(
+        {
+            "type": "app_mention",
+            "channel": "C1",
+            "ts": "10.1",
+            "user": "U1",
+            "text": text,
+            "thread_ts": "9.0",
+        },
+        BOT,
+    )
     assert a is not None and b is not None
     assert a.event_id("T") == b.event_id("T") and a.thread_key("T") == thread_key("T", "C1", "9.0")
     assert a.text == "hey look"
@@ -133,20 +161,31 @@ def test_what_is_ignored(fields: dict[str, Any]) -> None:
 
 
 def test_files_come_along_and_a_file_alone_is_a_message() -> None:
-    files = [{"id": "F1", "name": "log.txt", "url_private": "https://files/x", "size": 12}, {"bad": 1}]
+    files = [
+        {"id": "F1", "name": "log.txt", "url_private": "https://files/x", "size": 12},
+        {"bad": 1},
+    ]
     message = parse_message(event(text=f"<@{BOT}>", subtype="file_share", files=files), BOT)
     assert message is not None and message.text == ""
     assert [(f.name, f.url, f.size) for f in message.files] == [("log.txt", "https://files/x", 12)]
 
 
 def test_a_click_payload() -> None:
-    body = {"type": "block_actions", "user": {"id": "U2"}, "channel": {"id": "C1"},
-            "container": {"message_ts": "11.0", "thread_ts": "10.1"},
-            "message": {"ts": "11.0", "thread_ts": "10.1"},
-            "actions": [{"action_id": "threadline-0-abc", "value": "approve:1"}]}
+    body = {
+        "type": "block_actions",
+        "user": {"id": "U2"},
+        "channel": {"id": "C1"},
+        "container": {"message_ts": "11.0", "thread_ts": "10.1"},
+        "message": {"ts": "11.0", "thread_ts": "10.1"},
+        "actions": [{"action_id": "threadline-0-abc", "value": "approve:1"}],
+    }
     click = parse_click(body)
     assert click is not None and (click.user, click.channel, click.root_ts, click.action_id) == (
-        "U2", "C1", "10.1", "approve:1")
+        "U2",
+        "C1",
+        "10.1",
+        "approve:1",
+    )
     assert click.message_ts == "11.0"  # the clicked message itself
     assert parse_click({**body, "actions": []}) is None
     assert parse_click({**body, "type": "view_submission"}) is None
@@ -154,8 +193,10 @@ def test_a_click_payload() -> None:
 
 
 def test_slack_markup_becomes_plain_text() -> None:
-    text = ("<@U2> and <@U3|grace> in <#C1|general>, <!here>, <!subteam^S1|@ops>: "
-            "see <https://x.io/a?b=1&amp;c=2|the doc> or <https://y.io> &lt;3 &amp; mail <mailto:a@b.c|a@b.c>")
+    text = (
+        "<@U2> and <@U3|grace> in <#C1|general>, <!here>, <!subteam^S1|@ops>: "
+        "see <https://x.io/a?b=1&amp;c=2|the doc> or <https://y.io> &lt;3 &amp; mail <mailto:a@b.c|a@b.c>"
+    )
     assert plain_text(text, {"U2": "Ada"}) == (
         "@Ada and @grace in #general, @here, @ops: see the doc (https://x.io/a?b=1&c=2) or "
         "https://y.io <3 & mail a@b.c"

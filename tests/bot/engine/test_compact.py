@@ -55,9 +55,17 @@ def history(turns: int, size: int = 400) -> list[Message]:
     return out
 
 
-async def run(store: SqliteStore, model: ScriptedModel, messages: list[Message], **config: Any) -> tuple[RunResult, list[EngineEvent], Any]:
+async def run(
+    store: SqliteStore, model: ScriptedModel, messages: list[Message], **config: Any
+) -> tuple[RunResult, list[EngineEvent], Any]:
     clock = config.pop("clock", None) or ManualClock(start=1_000_000.0)
-    engine = Engine(model, ToolRegistry(builtin_tools()), store, clock, EngineConfig(system_prompt="be brief", **config))
+    engine = Engine(
+        model,
+        ToolRegistry(builtin_tools()),
+        store,
+        clock,
+        EngineConfig(system_prompt="be brief", **config),
+    )
     session = await store.load_session(KEY, clock.now())
     if messages:
         await store.append_messages(session, messages)
@@ -109,7 +117,9 @@ async def test_a_short_thread_is_not_compacted(store: SqliteStore) -> None:
 
 
 async def test_context_overflow_compacts_and_retries_once(store: SqliteStore) -> None:
-    model = ScriptedModel([ContextOverflow("too long", status=400), text("summary"), text("made it")])
+    model = ScriptedModel(
+        [ContextOverflow("too long", status=400), text("summary"), text("made it")]
+    )
     result, _, session = await run(store, model, [*history(8), UserMessage(text="go")])
     assert result.ok and isinstance(session.messages[0], Summary)
     assert session.messages[-1] == AssistantMessage(text="made it")
@@ -132,7 +142,9 @@ async def test_a_failing_summary_leaves_the_transcript_intact(store: SqliteStore
 
 async def test_the_run_token_limit_ends_the_run_with_a_clear_message(store: SqliteStore) -> None:
     todo = {"todos": [{"content": "a"}]}
-    model = ScriptedModel([step(call("todo_write", todo)), step(call("todo_write", todo)), text("x")])
+    model = ScriptedModel(
+        [step(call("todo_write", todo)), step(call("todo_write", todo)), text("x")]
+    )
     result, events, _ = await run(store, model, [UserMessage(text="go")], run_max_tokens=15)
     assert not result.ok and len(model.requests) == 1
     assert isinstance(events[-1], Failed) and "token limit (15 tokens)" in events[-1].message
@@ -140,11 +152,17 @@ async def test_the_run_token_limit_ends_the_run_with_a_clear_message(store: Sqli
 
 async def test_the_daily_limit_holds_until_the_next_utc_day(store: SqliteStore) -> None:
     clock = ManualClock(start=1_700_000_000.0)
-    model = ScriptedModel([text("one", usage=Usage(prompt_tokens=50, completion_tokens=10)), text("two")])
+    model = ScriptedModel(
+        [text("one", usage=Usage(prompt_tokens=50, completion_tokens=10)), text("two")]
+    )
     result, _, _ = await run(store, model, [UserMessage(text="a")], clock=clock, day_max_tokens=40)
     assert result.ok
-    result, events, _ = await run(store, model, [UserMessage(text="b")], clock=clock, day_max_tokens=40)
+    result, events, _ = await run(
+        store, model, [UserMessage(text="b")], clock=clock, day_max_tokens=40
+    )
     assert not result.ok and "tokens for today" in events[-1].message  # type: ignore[union-attr]
     await clock.advance(86_400)
-    result, _, session = await run(store, model, [UserMessage(text="c")], clock=clock, day_max_tokens=40)
+    result, _, session = await run(
+        store, model, [UserMessage(text="c")], clock=clock, day_max_tokens=40
+    )
     assert result.ok and session.day_tokens > 0

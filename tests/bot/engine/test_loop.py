@@ -47,14 +47,22 @@ async def explode(ctx: ToolContext, reason: str) -> str:
 
 class Harness:
     def __init__(
-        self, store: SqliteStore, model: ScriptedModel, tools: tuple[Tool, ...] = (), **config: object
+        self,
+        store: SqliteStore,
+        model: ScriptedModel,
+        tools: tuple[Tool, ...] = (),
+        **config: object,
     ) -> None:
         self.store = store
         self.model = model
         self.clock = ManualClock()
         registry = ToolRegistry([*builtin_tools(), explode, *tools])
         self.engine = Engine(
-            model, registry, store, self.clock, EngineConfig(system_prompt="be brief", **config)  # type: ignore[arg-type]
+            model,
+            registry,
+            store,
+            self.clock,
+            EngineConfig(system_prompt="be brief", **config),  # type: ignore[arg-type]
         )
         self.events: list[EngineEvent] = []
 
@@ -64,7 +72,9 @@ class Harness:
     async def ask(self, words: str) -> Session:
         session = await self.store.load_session(KEY, self.clock.now())
         await self.store.append_messages(session, [UserMessage(text=words, author_name="Alice")])
-        result = await self.engine.run(session, self.sink, ToolContext(KEY, session, ALICE, self.clock))
+        result = await self.engine.run(
+            session, self.sink, ToolContext(KEY, session, ALICE, self.clock)
+        )
         assert result.turns >= 1
         return session
 
@@ -95,7 +105,10 @@ async def test_text_answer_is_streamed_and_stored(store: SqliteStore) -> None:
 
 
 async def test_todo_write_updates_the_list_and_the_model_sees_it(store: SqliteStore) -> None:
-    todos = [{"content": "look", "status": "in_progress"}, {"content": "answer", "status": "pending"}]
+    todos = [
+        {"content": "look", "status": "in_progress"},
+        {"content": "answer", "status": "pending"},
+    ]
     h = harness(store, [step(call("todo_write", {"todos": todos})), text("done")])
     await h.ask("plan it")
     changed = [e for e in h.events if isinstance(e, TodosChanged)]
@@ -264,7 +277,10 @@ async def test_calls_without_side_effects_are_stored_with_their_results(
     store: SqliteStore, tmp_path: Path
 ) -> None:
     held = Held()
-    steps = [step(call("look", {"what": "a"}, index=0), call("look", {"what": "b"}, index=1)), text("seen")]
+    steps = [
+        step(call("look", {"what": "a"}, index=0), call("look", {"what": "b"}, index=1)),
+        text("seen"),
+    ]
     h = Harness(store, ScriptedModel(steps), held.tools())
     run = asyncio.create_task(h.ask("look around"))
     async with asyncio.timeout(5):
@@ -273,15 +289,21 @@ async def test_calls_without_side_effects_are_stored_with_their_results(
     held.release.set()
     await asyncio.wait_for(run, 5)
     assert await _on_disk(tmp_path) == [
-        UserMessage, AssistantMessage, ToolResult, ToolResult, AssistantMessage
-    ]  # fmt: skip
+        UserMessage,
+        AssistantMessage,
+        ToolResult,
+        ToolResult,
+        AssistantMessage,
+    ]
 
 
 async def test_a_call_with_side_effects_is_on_disk_before_it_runs(
     store: SqliteStore, tmp_path: Path
 ) -> None:
     held = Held()
-    h = Harness(store, ScriptedModel([step(call("launch", {"what": "rocket"})), text("gone")]), held.tools())
+    h = Harness(
+        store, ScriptedModel([step(call("launch", {"what": "rocket"})), text("gone")]), held.tools()
+    )
     run = asyncio.create_task(h.ask("launch it"))
     async with asyncio.timeout(5):
         assert await held.started.get() == "rocket"
@@ -295,8 +317,12 @@ async def test_stopping_inside_a_batch_keeps_the_call_and_answers_every_open_one
     store: SqliteStore, tmp_path: Path
 ) -> None:
     held = Held()
-    steps = [step(call("todo_write", {"todos": [{"content": "look", "status": "in_progress"}]}, index=0),
-                  call("look", {"what": "b"}, index=1))]  # fmt: skip
+    steps = [
+        step(
+            call("todo_write", {"todos": [{"content": "look", "status": "in_progress"}]}, index=0),
+            call("look", {"what": "b"}, index=1),
+        )
+    ]
     h = Harness(store, ScriptedModel(steps), held.tools())
     run = asyncio.create_task(h.ask("look around"))
     async with asyncio.timeout(5):
@@ -305,7 +331,12 @@ async def test_stopping_inside_a_batch_keeps_the_call_and_answers_every_open_one
     with pytest.raises(asyncio.CancelledError):
         await run
     saved = await h.stored()
-    assert [type(m) for m in saved.messages] == [UserMessage, AssistantMessage, ToolResult, ToolResult]
+    assert [type(m) for m in saved.messages] == [
+        UserMessage,
+        AssistantMessage,
+        ToolResult,
+        ToolResult,
+    ]
     first, second = saved.messages[2:]
     assert isinstance(first, ToolResult) and not first.is_error
     assert isinstance(second, ToolResult) and second.content == STOPPED_RESULT
@@ -329,9 +360,13 @@ async def test_an_empty_answer_is_asked_again_once_then_explained(store: SqliteS
     assert len(h.model.requests) == 2
 
 
-async def test_a_turn_limit_with_no_words_at_the_end_still_says_something(store: SqliteStore) -> None:
+async def test_a_turn_limit_with_no_words_at_the_end_still_says_something(
+    store: SqliteStore,
+) -> None:
     loop_step = step(call("todo_write", {"todos": []}))
-    model = ScriptedModel([], respond=lambda r: loop_step, max_calls=10)  # tools even when offered none
+    model = ScriptedModel(
+        [], respond=lambda r: loop_step, max_calls=10
+    )  # tools even when offered none
     h = Harness(store, model, max_turns=2)
     await h.ask("loop forever")
     assert len(model.requests) == 3
@@ -380,10 +415,16 @@ async def test_a_result_is_stored_before_the_tool_is_reported_finished(store: Sq
         async def sink(self, event: EngineEvent) -> None:
             if isinstance(event, ToolFinished):
                 stored = await self.store.load_session(KEY, 0.0)
-                seen.append(any(isinstance(m, ToolResult) and m.call_id == event.call_id
-                                for m in stored.messages))
+                seen.append(
+                    any(
+                        isinstance(m, ToolResult) and m.call_id == event.call_id
+                        for m in stored.messages
+                    )
+                )
             await super().sink(event)
 
-    h = Watching(store, ScriptedModel([step(call("launch", {"target": "x"})), text("done")]), tools=(launch,))
+    h = Watching(
+        store, ScriptedModel([step(call("launch", {"target": "x"})), text("done")]), tools=(launch,)
+    )
     await h.ask("go")
     assert seen == [True]

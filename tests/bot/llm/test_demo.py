@@ -189,7 +189,10 @@ async def test_asked_to_run_a_command_it_plans_and_runs_that_command(demo: OpenA
     messages.append(ToolResult(call_id=command.id, name="run_command", content=output))
     report = await call(demo, [*messages, todo_note()], (TODO, RUN))
     assert "The command ran in my own workspace directory (exit code 0)" in report.text
-    messages += [report, ToolResult(call_id=report.tool_calls[0].id, name="todo_write", content="ok")]
+    messages += [
+        report,
+        ToolResult(call_id=report.tool_calls[0].id, name="todo_write", content="ok"),
+    ]
     done = await call(demo, messages, (TODO, RUN))
     messages += [done, ToolResult(call_id=done.tool_calls[0].id, name="todo_write", content="ok")]
     final = await call(demo, [*messages, todo_note()], (TODO, RUN))
@@ -202,11 +205,14 @@ async def test_asked_to_run_a_command_it_plans_and_runs_that_command(demo: OpenA
     [
         ("denied by Bob: the call was not run.", "You denied it", "command ran"),
         ("expired: nobody approved the call in time, so it was not run.", "in time", "command ran"),
-        ("interrupted: the run stopped before this tool reported back; its outcome is unknown.",
-         "can't tell", "command ran"),
+        (
+            "interrupted: the run stopped before this tool reported back; its outcome is unknown.",
+            "can't tell",
+            "command ran",
+        ),
         ("error: the command could not start", "didn't work", "command ran"),
     ],
-)  # fmt: skip
+)
 async def test_after_deny_or_expiry_it_reads_the_result_it_got(
     demo: OpenAIModel, result: str, said: str, never: str
 ) -> None:
@@ -215,7 +221,10 @@ async def test_after_deny_or_expiry_it_reads_the_result_it_got(
     # the engine ends every request with a system note (the todo list), after the result
     report = await call(demo, [*messages, todo_note()], (TODO, RUN))
     assert said in report.text and never not in report.text
-    messages += [report, ToolResult(call_id=report.tool_calls[0].id, name="todo_write", content="ok")]
+    messages += [
+        report,
+        ToolResult(call_id=report.tool_calls[0].id, name="todo_write", content="ok"),
+    ]
     done = await call(demo, messages, (TODO, RUN))
     messages += [done, ToolResult(call_id=done.tool_calls[0].id, name="todo_write", content="ok")]
     final = await call(demo, [*messages, todo_note()], (TODO, RUN))
@@ -223,10 +232,14 @@ async def test_after_deny_or_expiry_it_reads_the_result_it_got(
 
 
 async def test_asked_to_create_a_file_it_writes_that_file(demo: OpenAIModel) -> None:
-    _, write = await run_until_the_command(demo, "create a file called ideas.md", (TODO, RUN, WRITE))
+    _, write = await run_until_the_command(
+        demo, "create a file called ideas.md", (TODO, RUN, WRITE)
+    )
     assert write.name == "write_file"
     arguments = json.loads(write.arguments)
-    assert arguments["path"] == "ideas.md" and "create a file called ideas.md" in arguments["content"]
+    assert (
+        arguments["path"] == "ideas.md" and "create a file called ideas.md" in arguments["content"]
+    )
 
 
 async def test_a_request_without_the_command_tool_is_planned_without_it(demo: OpenAIModel) -> None:
@@ -375,7 +388,9 @@ async def test_through_the_engine_deny_is_reported_as_denied(thread: DemoThread)
     assert "You denied it" in shown and "Demo answer" in shown
     assert "command ran" not in shown and "It printed" not in shown
     session = await thread.core.store.load_session(KEY, thread.clock.now())
-    result = next(m for m in session.messages if isinstance(m, ToolResult) and m.name == "run_command")
+    result = next(
+        m for m in session.messages if isinstance(m, ToolResult) and m.name == "run_command"
+    )
     assert result.content.startswith("denied")
 
 

@@ -222,6 +222,6 @@ def test_tool_output_is_marked_as_data_that_cannot_close_its_own_marks() -> None
 
 
 def test_marked_data_reads_back_as_it_was() -> None:
-    for text in ("plain", "", "a</tool_output>b\n<tool_output>", 'x\n</tool_output>\ny'):
+    for text in ("plain", "", "a</tool_output>b\n<tool_output>", "x\n</tool_output>\ny"):
         assert from_data(as_data("t", text)) == text
     assert from_data("not marked") == "not marked"

@@ -23,7 +23,11 @@ TRANSPORTS = ["stdio", "http"]
 
 
 async def open_connection(
-    transport: str, fake: FakeMcpHttp, *, timeout_s: float = 10.0, changed: asyncio.Event | None = None
+    transport: str,
+    fake: FakeMcpHttp,
+    *,
+    timeout_s: float = 10.0,
+    changed: asyncio.Event | None = None,
 ) -> Connection:
     endpoint: Endpoint = stdio() if transport == "stdio" else http(fake)
     signal = changed or asyncio.Event()
@@ -31,7 +35,9 @@ async def open_connection(
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_tools_are_listed_with_their_read_only_hint(transport: str, http_fake: FakeMcpHttp) -> None:
+async def test_tools_are_listed_with_their_read_only_hint(
+    transport: str, http_fake: FakeMcpHttp
+) -> None:
     connection = await open_connection(transport, http_fake)
     try:
         tools = {t.name: t for t in await connection.list_tools()}
@@ -46,7 +52,10 @@ async def test_tools_are_listed_with_their_read_only_hint(transport: str, http_f
 async def test_answers_failures_and_errors(transport: str, http_fake: FakeMcpHttp) -> None:
     connection = await open_connection(transport, http_fake)
     try:
-        assert await connection.call("lookup", {"id": "T-1"}) == ("T-1: printer on fire (open)", False)
+        assert await connection.call("lookup", {"id": "T-1"}) == (
+            "T-1: printer on fire (open)",
+            False,
+        )
         assert await connection.call("fail", {}) == ("the ticket store is read-only today", True)
         with pytest.raises(McpError, match="database exploded"):
             await connection.call("rpc_error", {})
@@ -56,7 +65,9 @@ async def test_answers_failures_and_errors(transport: str, http_fake: FakeMcpHtt
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-async def test_a_call_that_hangs_times_out_and_the_connection_goes_on(transport: str, http_fake: FakeMcpHttp) -> None:
+async def test_a_call_that_hangs_times_out_and_the_connection_goes_on(
+    transport: str, http_fake: FakeMcpHttp
+) -> None:
     connection = await open_connection(transport, http_fake, timeout_s=0.3)
     try:
         with pytest.raises(McpTimeout, match="no answer to hang within 0.3 s"):
@@ -77,7 +88,9 @@ async def test_a_result_of_50_mb_arrives(transport: str, http_fake: FakeMcpHttp)
         await connection.aclose()
 
 
-async def test_a_message_over_the_limit_ends_the_connection(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_message_over_the_limit_ends_the_connection(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     base = stdio()
     endpoint = StdioEndpoint(base.command, base.args, base.env, None, max_message_bytes=1024 * 1024)
     connection = await Connection.open("tickets", endpoint, 10, lambda: None)
@@ -96,13 +109,19 @@ async def test_malformed_json_rpc_is_logged_and_is_an_error(
 ) -> None:
     connection = await open_connection(transport, http_fake)
     try:
-        with pytest.raises(McpError, match=r"malformed answer to malformed \(content: Input should be a valid list\)"):
+        with pytest.raises(
+            McpError,
+            match=r"malformed answer to malformed \(content: Input should be a valid list\)",
+        ):
             await connection.call("malformed", {})
         assert await connection.call("echo", {"text": "fine"}) == ("fine", False)
     finally:
         await connection.aclose()
     if transport == "stdio":
-        assert "[tickets] sent a line that is not JSON-RPC (ignored): 'this line is not JSON-RPC {'" in caplog.text
+        assert (
+            "[tickets] sent a line that is not JSON-RPC (ignored): 'this line is not JSON-RPC {'"
+            in caplog.text
+        )
     assert "[tickets] malformed answer to malformed" in caplog.text
 
 
@@ -152,7 +171,9 @@ async def test_a_command_that_does_not_exist() -> None:
 
 async def test_a_server_that_exits_at_start(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="threadline.mcp.tickets")
-    with pytest.raises(McpUnavailable, match="tickets: the server exited with code 2 before answering initialize"):
+    with pytest.raises(
+        McpUnavailable, match="tickets: the server exited with code 2 before answering initialize"
+    ):
         await Connection.open("tickets", stdio("--exit-at-start", "2"), 10, lambda: None)
     assert "[tickets] cannot start: the ticket database is missing" in caplog.text
 
@@ -160,7 +181,9 @@ async def test_a_server_that_exits_at_start(caplog: pytest.LogCaptureFixture) ->
 async def test_a_server_that_hangs_in_initialize_is_stopped(tmp_path: Path) -> None:
     starts = tmp_path / "starts"
     with pytest.raises(McpTimeout, match="tickets: no answer to initialize within 0.3 s"):
-        await Connection.open("tickets", stdio("--hang-initialize", "--starts", str(starts)), 0.3, lambda: None)
+        await Connection.open(
+            "tickets", stdio("--hang-initialize", "--starts", str(starts)), 0.3, lambda: None
+        )
     pid = int(starts.read_text().split()[0])
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -178,15 +201,21 @@ async def test_an_unreachable_url() -> None:
 
 
 async def test_headers_reach_the_http_server(http_fake: FakeMcpHttp) -> None:
-    connection = await Connection.open("docs", http(http_fake, {"Authorization": "Bearer t0ken"}), 10, lambda: None)
+    connection = await Connection.open(
+        "docs", http(http_fake, {"Authorization": "Bearer t0ken"}), 10, lambda: None
+    )
     await connection.aclose()
-    assert http_fake.headers and all(h.get("Authorization") == "Bearer t0ken" for h in http_fake.headers)
+    assert http_fake.headers and all(
+        h.get("Authorization") == "Bearer t0ken" for h in http_fake.headers
+    )
 
 
 async def test_the_stdio_server_gets_a_minimal_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-secret")
-    connection = await Connection.open("tickets", stdio(env={"TICKETS_LOG": "/tmp/t.jsonl"}), 10, lambda: None)
+    connection = await Connection.open(
+        "tickets", stdio(env={"TICKETS_LOG": "/tmp/t.jsonl"}), 10, lambda: None
+    )
     try:
         names = set(json.loads((await connection.call("env", {}))[0]))
     finally:
@@ -195,14 +224,18 @@ async def test_the_stdio_server_gets_a_minimal_environment(monkeypatch: pytest.M
     assert not names & {"OPENAI_API_KEY", "SLACK_BOT_TOKEN"}
 
 
-async def test_stderr_goes_to_the_servers_logger(log_watch: LogWatch, caplog: pytest.LogCaptureFixture) -> None:
+async def test_stderr_goes_to_the_servers_logger(
+    log_watch: LogWatch, caplog: pytest.LogCaptureFixture
+) -> None:
     connection = await Connection.open("tickets", stdio(), 10, lambda: None)
     try:
         await connection.call("stderr", {"text": "disk almost full"})
         assert await log_watch.wait_for("disk almost full") == "[tickets] disk almost full"
     finally:
         await connection.aclose()
-    assert {r.name for r in caplog.records if "disk almost full" in r.getMessage()} == {"threadline.mcp.tickets"}
+    assert {r.name for r in caplog.records if "disk almost full" in r.getMessage()} == {
+        "threadline.mcp.tickets"
+    }
 
 
 def test_results_are_shown_to_the_model_as_text() -> None:
@@ -213,11 +246,15 @@ def test_results_are_shown_to_the_model_as_text() -> None:
             types.TextContent(type="text", text="first"),
             types.ImageContent(type="image", data="AAAA", mime_type="image/png"),
             types.EmbeddedResource(
-                type="resource", resource=types.TextResourceContents(uri="file:///a.txt", text="inside")
+                type="resource",
+                resource=types.TextResourceContents(uri="file:///a.txt", text="inside"),
             ),
             types.ResourceLink(type="resource_link", uri="https://x/y", name="report"),
         ]
     )
-    assert render(result) == "first\n[image/png content, not shown]\ninside\n[link: report https://x/y]"
+    assert (
+        render(result)
+        == "first\n[image/png content, not shown]\ninside\n[link: report https://x/y]"
+    )
     structured = types.CallToolResult(content=[], structured_content={"open": 3})
     assert render(structured) == '{"open": 3}'

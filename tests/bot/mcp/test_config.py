@@ -48,12 +48,22 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-servers")
 
 
-def test_both_shapes_are_read_with_variables_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_both_shapes_are_read_with_variables_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = settings_from(tmp_path, monkeypatch, TOML)
-    tickets = endpoint("tickets", settings.mcp_servers["tickets"], {"PATH": "/bin", "TICKETS_KEY": "k", "OPENAI_API_KEY": "sk"})
+    tickets = endpoint(
+        "tickets",
+        settings.mcp_servers["tickets"],
+        {"PATH": "/bin", "TICKETS_KEY": "k", "OPENAI_API_KEY": "sk"},
+    )
     docs = endpoint("docs", settings.mcp_servers["docs"], {"DOCS_TOKEN": "t"})
     assert isinstance(tickets, StdioEndpoint) and isinstance(docs, HttpEndpoint)
-    assert tickets.env == {"PATH": "/bin", "TICKETS_LOG": "/var/log/tickets.jsonl", "TICKETS_KEY": "k"}
+    assert tickets.env == {
+        "PATH": "/bin",
+        "TICKETS_LOG": "/var/log/tickets.jsonl",
+        "TICKETS_KEY": "k",
+    }
     assert tickets.args == ["tickets_server.py"] and settings.mcp_servers["tickets"].timeout_s == 5
     assert docs.headers == {"Authorization": "Bearer t"}
     assert settings.mcp_servers["docs"].max_output_chars == 500
@@ -63,28 +73,52 @@ def test_both_shapes_are_read_with_variables_from_the_environment(tmp_path: Path
     assert channel is not None and channel.mcp_servers == ["docs"]
 
 
-def test_values_read_from_the_environment_never_reach_the_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_values_read_from_the_environment_never_reach_the_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = settings_from(tmp_path, monkeypatch, TOML)
     redact = RedactSecrets(secret_values(settings))
-    assert redact.redact("sent Bearer docs-t0ken-value and tickets-k3y-value") == "sent Bearer [redacted] and [redacted]"
+    assert (
+        redact.redact("sent Bearer docs-t0ken-value and tickets-k3y-value")
+        == "sent Bearer [redacted] and [redacted]"
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[mcp_servers.docs]\nurl = "https://x/mcp"\nheaders = { A = "${NO_SUCH_TOKEN}" }\n',
-         "[mcp_servers.docs]: the environment variable NO_SUCH_TOKEN is not set"),
-        ('[mcp_servers."two words"]\ncommand = "x"\n', "[mcp_servers.two words]: a server name is 1-60 letters"),
+        (
+            '[mcp_servers.docs]\nurl = "https://x/mcp"\nheaders = { A = "${NO_SUCH_TOKEN}" }\n',
+            "[mcp_servers.docs]: the environment variable NO_SUCH_TOKEN is not set",
+        ),
+        (
+            '[mcp_servers."two words"]\ncommand = "x"\n',
+            "[mcp_servers.two words]: a server name is 1-60 letters",
+        ),
         ('[mcp_servers.a__b]\ncommand = "x"\n', "no '__'"),
-        ('[mcp_servers.both]\ncommand = "x"\nurl = "https://x/mcp"\n', "[mcp_servers.both]: give either command"),
+        (
+            '[mcp_servers.both]\ncommand = "x"\nurl = "https://x/mcp"\n',
+            "[mcp_servers.both]: give either command",
+        ),
         ("[mcp_servers.neither]\ntimeout_s = 3\n", "[mcp_servers.neither]: give either command"),
-        ('[mcp_servers.h]\ncommand = "x"\nheaders = { A = "b" }\n', "[mcp_servers.h]: headers go with url"),
-        ('[mcp_servers.u]\nurl = "ftp://x"\n', "[mcp_servers.u]: url must start with http:// or https://"),
+        (
+            '[mcp_servers.h]\ncommand = "x"\nheaders = { A = "b" }\n',
+            "[mcp_servers.h]: headers go with url",
+        ),
+        (
+            '[mcp_servers.u]\nurl = "ftp://x"\n',
+            "[mcp_servers.u]: url must start with http:// or https://",
+        ),
         ('[mcp_servers.t]\ncommand = "x"\ntimeout_s = 0\n', "greater than 0"),
-        ('[channels."slack:T1"]\nmcp_servers = ["ghost"]\n', "[channels.\"slack:T1\"] mcp_servers: no server named 'ghost'"),
+        (
+            '[channels."slack:T1"]\nmcp_servers = ["ghost"]\n',
+            "[channels.\"slack:T1\"] mcp_servers: no server named 'ghost'",
+        ),
     ],
-)  # fmt: skip
-def test_mistakes_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, message: str) -> None:
+)
+def test_mistakes_are_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, message: str
+) -> None:
     with pytest.raises(ConfigError) as caught:
         settings_from(tmp_path, monkeypatch, text)
     assert message in str(caught.value)

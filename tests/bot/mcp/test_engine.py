@@ -28,10 +28,17 @@ ALICE = Author(id="slack:U1", display_name="Alice")
 
 
 class World:
-    def __init__(self, tmp_path: Path, gating: dict[str, Any] | None = None, **settings: Any) -> None:
+    def __init__(
+        self, tmp_path: Path, gating: dict[str, Any] | None = None, **settings: Any
+    ) -> None:
         self.effects = tmp_path / "effects"
         command = stdio_command("--effects", str(self.effects))
-        server = {"command": command[0], "args": command[1:], "timeout_s": 10, "gating": gating or {}}
+        server = {
+            "command": command[0],
+            "args": command[1:],
+            "timeout_s": 10,
+            "gating": gating or {},
+        }
         servers = {"tickets": server}
         self.clock = ManualClock(start=1_000_000.0)
         self.model = ScriptedModel([])
@@ -40,19 +47,35 @@ class World:
         registry = ToolRegistry(builtin_tools())
         self.mcp = McpServers(self.settings, self.clock)
         self.mcp.install(registry)
-        self.core = Core(self.settings, SqliteStore(self.settings.database_path), self.model, registry, self.clock)
-        self.core.register_surfaces("slack:", lambda key: self.surface, lambda key: key.rsplit(":", 1)[0])
+        self.core = Core(
+            self.settings,
+            SqliteStore(self.settings.database_path),
+            self.model,
+            registry,
+            self.clock,
+        )
+        self.core.register_surfaces(
+            "slack:", lambda key: self.surface, lambda key: key.rsplit(":", 1)[0]
+        )
         self._n = 0
 
     async def say(self, words: str, *steps: Step) -> None:
         self.model.steps = list(steps)
         self._n += 1
-        await drive(self.clock, self.core.handle(Inbound(KEY, ALICE, words, f"ev{self._n}"), self.surface))
+        await drive(
+            self.clock, self.core.handle(Inbound(KEY, ALICE, words, f"ev{self._n}"), self.surface)
+        )
 
     async def click(self, label: str) -> str | None:
-        card = next(m for m in self.surface.live() if m.buttons and "Approve" in [b.label for b in m.buttons])
+        card = next(
+            m
+            for m in self.surface.live()
+            if m.buttons and "Approve" in [b.label for b in m.buttons]
+        )
         button = next(b for b in card.buttons if b.label == label)
-        note = await drive(self.clock, self.core.on_action(button.action_id, ALICE, self.surface, card.id))
+        note = await drive(
+            self.clock, self.core.on_action(button.action_id, ALICE, self.surface, card.id)
+        )
         await drive(self.clock, self.core.wait_idle())
         return note
 
@@ -86,17 +109,23 @@ async def make_world(tmp_path: Path) -> AsyncIterator[Any]:
 
 async def test_a_read_only_tool_runs_and_its_result_reaches_the_model(make_world: Any) -> None:
     world = await make_world()
-    await world.say("what about T-7?", step(call("tickets__lookup", {"id": "T-7"})), text("T-7 is on fire."))
+    await world.say(
+        "what about T-7?", step(call("tickets__lookup", {"id": "T-7"})), text("T-7 is on fire.")
+    )
     offered = {spec.name for spec in world.model.requests[0].tools}
     assert {"tickets__lookup", "tickets__close_ticket", "todo_write"} <= offered
     sent = world.model.requests[1].messages
-    assert any(isinstance(m, ToolResult) and m.content == "T-7: printer on fire (open)" for m in sent)
+    assert any(
+        isinstance(m, ToolResult) and m.content == "T-7: printer on fire (open)" for m in sent
+    )
     assert world.surface.texts()[-1] == "T-7 is on fire." and world.cards() == []
 
 
 async def test_a_tool_that_is_not_read_only_asks_first(make_world: Any) -> None:
     world = await make_world()
-    await world.say("close T-9", step(call("tickets__close_ticket", {"id": "T-9"})), text("Closed."))
+    await world.say(
+        "close T-9", step(call("tickets__close_ticket", {"id": "T-9"})), text("Closed.")
+    )
     [card] = world.cards()
     assert "tickets__close_ticket" in card and '"id": "T-9"' in card
     assert world.done() == ""  # nothing happened before the click
@@ -107,7 +136,10 @@ async def test_a_tool_that_is_not_read_only_asks_first(make_world: Any) -> None:
 
 
 async def test_tools_settings_override_the_read_only_hint_both_ways(make_world: Any) -> None:
-    tools = {"tickets__close_ticket": {"approval": "never"}, "tickets__lookup": {"approval": "always"}}
+    tools = {
+        "tickets__close_ticket": {"approval": "never"},
+        "tickets__lookup": {"approval": "always"},
+    }
     world = await make_world(tools=tools)
     await world.say("close T-3", step(call("tickets__close_ticket", {"id": "T-3"})), text("Done."))
     assert world.done() == "closed T-3\n" and world.cards() == []
@@ -116,9 +148,13 @@ async def test_tools_settings_override_the_read_only_hint_both_ways(make_world: 
     assert "tickets__lookup" in card
 
 
-async def test_a_channel_narrowed_away_from_the_server_is_not_offered_its_tools(make_world: Any) -> None:
+async def test_a_channel_narrowed_away_from_the_server_is_not_offered_its_tools(
+    make_world: Any,
+) -> None:
     world = await make_world(channels={"slack:T1:C1": {"mcp_servers": []}})
-    await world.say("close T-5", step(call("tickets__close_ticket", {"id": "T-5"})), text("I can't."))
+    await world.say(
+        "close T-5", step(call("tickets__close_ticket", {"id": "T-5"})), text("I can't.")
+    )
     assert not any(s.name.startswith("tickets__") for s in world.model.requests[0].tools)
     [result] = await world.results()
     assert result.is_error and "not offered in this thread" in result.content
@@ -136,15 +172,24 @@ async def test_a_failure_or_a_dead_server_is_a_result_the_model_reads(make_world
     )
     fail, crash, lookup = await world.results()
     assert fail.is_error and fail.content == "error: the ticket store is read-only today"
-    assert crash.is_error and "exited with code 3; it is started again on the next call" in crash.content
+    assert (
+        crash.is_error
+        and "exited with code 3; it is started again on the next call" in crash.content
+    )
     assert not lookup.is_error and lookup.content == "T-8: printer on fire (open)"  # started again
     assert world.surface.texts()[-1] == "Recovered."
 
 
-async def test_declared_gating_offers_a_servers_tools_as_the_threads_state_says(make_world: Any) -> None:
+async def test_declared_gating_offers_a_servers_tools_as_the_threads_state_says(
+    make_world: Any,
+) -> None:
     gating = {
         "lookup": {"enables": ["looked"], "remembers": {"seen": "id"}},
-        "close_ticket": {"requires": ["looked"], "choices": {"id": "seen"}, "forgets": {"seen": "id"}},
+        "close_ticket": {
+            "requires": ["looked"],
+            "choices": {"id": "seen"},
+            "forgets": {"seen": "id"},
+        },
         "not_a_tool": {"requires": ["x"]},  # logged, ignored
     }
     world = await make_world(gating=gating, tools={"tickets__close_ticket": {"approval": "never"}})
@@ -158,7 +203,10 @@ async def test_declared_gating_offers_a_servers_tools_as_the_threads_state_says(
     )
     first, _, third, _, last = world.model.requests
     assert "tickets__close_ticket" not in {s.name for s in first.tools}
-    assert {s.name for s in first.tools} >= {"tickets__lookup", "tickets__echo"}  # undeclared: as before
+    assert {s.name for s in first.tools} >= {
+        "tickets__lookup",
+        "tickets__echo",
+    }  # undeclared: as before
     closed = next(s for s in third.tools if s.name == "tickets__close_ticket")
     assert closed.parameters["properties"]["id"]["enum"] == ["T-1"]
     early, looked, wrong, done = await world.results()

@@ -66,7 +66,9 @@ def test_a_ref_explosion_keeps_the_tool_from_being_offered() -> None:
     for level in range(1, 8):
         below = {"$ref": f"#/$defs/L{level - 1}"}
         defs[f"L{level}"] = {"type": "object", "properties": {str(i): below for i in range(8)}}
-    fixed = fix_schema({"type": "object", "properties": {"x": {"$ref": "#/$defs/L7"}}, "$defs": defs})
+    fixed = fix_schema(
+        {"type": "object", "properties": {"x": {"$ref": "#/$defs/L7"}}, "$defs": defs}
+    )
     assert fixed.schema is None
     assert fixed.notes == [f"its input schema passes {MAX_NODES} nodes once its $refs are inlined"]
 
@@ -102,7 +104,11 @@ def test_descriptions_are_capped_and_never_empty() -> None:
 def test_a_listing_is_read_tool_by_tool() -> None:
     tools, problems = remote_tools(
         [
-            {"name": "ok", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+            {
+                "name": "ok",
+                "inputSchema": {"type": "object"},
+                "annotations": {"readOnlyHint": True},
+            },
             {"name": "titled", "annotations": {"title": "A title"}},
             {"description": "no name"},
             "not an object",

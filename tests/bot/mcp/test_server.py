@@ -27,7 +27,9 @@ from tests.fakes.mcp_server import stdio_command
 
 
 def server(*options: str, **settings: Any) -> McpServer:
-    return McpServer("tickets", McpServerSettings(command="python", **settings), stdio(*options), ManualClock())
+    return McpServer(
+        "tickets", McpServerSettings(command="python", **settings), stdio(*options), ManualClock()
+    )
 
 
 def starts(path: Path) -> int:
@@ -46,15 +48,22 @@ def test_the_delay_doubles_after_the_second_failure_in_a_row() -> None:
     assert retry_delay(50) == 300
 
 
-async def test_a_server_that_died_is_started_again_on_the_next_call(tickets: McpServer, tmp_path: Path) -> None:
+async def test_a_server_that_died_is_started_again_on_the_next_call(
+    tickets: McpServer, tmp_path: Path
+) -> None:
     assert await tickets.start()
-    with pytest.raises(McpUnavailable, match="tickets: the server exited with code 3; it is started again on the next call"):
+    with pytest.raises(
+        McpUnavailable,
+        match="tickets: the server exited with code 3; it is started again on the next call",
+    ):
         await tickets.call("crash", {})
     assert await tickets.call("lookup", {"id": "T-2"}) == ("T-2: printer on fire (open)", False)
     assert starts(tmp_path / "starts") == 2
 
 
-async def test_a_server_that_keeps_dying_is_retried_after_a_growing_delay(tickets: McpServer, tmp_path: Path) -> None:
+async def test_a_server_that_keeps_dying_is_retried_after_a_growing_delay(
+    tickets: McpServer, tmp_path: Path
+) -> None:
     clock = tickets._clock
     assert isinstance(clock, ManualClock)
     await tickets.start()
@@ -77,7 +86,10 @@ async def test_a_broken_http_connection_is_opened_again_on_the_next_call() -> No
         docs = McpServer("docs", McpServerSettings(url=fake.url), http(fake), ManualClock())
         try:
             assert await docs.start()
-            with pytest.raises(McpUnavailable, match="docs: the connection closed; it is started again on the next call"):
+            with pytest.raises(
+                McpUnavailable,
+                match="docs: the connection closed; it is started again on the next call",
+            ):
                 await docs.call("crash", {})
             assert await docs.call("echo", {"text": "back"}) == ("back", False)
         finally:
@@ -108,13 +120,17 @@ async def test_a_server_that_fails_at_start_is_logged_and_tried_again_at_the_nex
     tmp_path: Path, log_watch: LogWatch
 ) -> None:
     command = stdio_command("--fail-first", str(tmp_path / "failed-once"))
-    settings = Settings(data_dir=tmp_path, mcp_servers={"tickets": {"command": command[0], "args": command[1:]}})
+    settings = Settings(
+        data_dir=tmp_path, mcp_servers={"tickets": {"command": command[0], "args": command[1:]}}
+    )
     servers = McpServers(settings, ManualClock())
     registry = ToolRegistry()
     servers.install(registry)
     try:
         await servers.start()
-        await log_watch.wait_for("tickets: the server exited with code 2 before answering initialize")
+        await log_watch.wait_for(
+            "tickets: the server exited with code 2 before answering initialize"
+        )
         assert registry.specs("playground:1") == ()  # each model call asks: that starts it again
         await log_watch.wait_for("[tickets] started: 12 tools")
     finally:
@@ -129,7 +145,10 @@ async def test_tools_are_offered_with_approvals_from_read_only_hints(tmp_path: P
         assert lookup is not None and close is not None
         assert (lookup.approval, lookup.side_effects) == ("never", False)
         assert (close.approval, close.side_effects) == ("ask", True)
-        assert await lookup.invoke(context(), lookup.parse('{"id": "T-5"}')) == "T-5: printer on fire (open)"
+        assert (
+            await lookup.invoke(context(), lookup.parse('{"id": "T-5"}'))
+            == "T-5: printer on fire (open)"
+        )
         failing = registry.get("tickets__fail")
         assert failing is not None
         with pytest.raises(ToolError, match="read-only today"):
@@ -138,7 +157,9 @@ async def test_tools_are_offered_with_approvals_from_read_only_hints(tmp_path: P
         await servers.aclose()
 
 
-async def test_bad_names_and_schemas_are_fixed_up_or_not_offered(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_bad_names_and_schemas_are_fixed_up_or_not_offered(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.INFO, logger="bot.mcp.toolkit")
     registry, servers = await installed(tmp_path, "--catalog", "weird")
     try:
@@ -150,12 +171,21 @@ async def test_bad_names_and_schemas_are_fixed_up_or_not_offered(tmp_path: Path,
     finally:
         await servers.aclose()
     assert all(NAME_PATTERN.match(n) for n in names)
-    assert {"tickets__get_ticket_", "tickets__look_up", "tickets__look_up_2", "tickets__search", "tickets__tree"} <= names
+    assert {
+        "tickets__get_ticket_",
+        "tickets__look_up",
+        "tickets__look_up_2",
+        "tickets__search",
+        "tickets__tree",
+    } <= names
     assert "tickets__scalar" not in names
     assert "$ref" not in json.dumps([dict(s.parameters) for s in specs])
     assert all(s.parameters["type"] == "object" for s in specs)
     assert answer == "get ticket! done"  # called by its own name on the server
-    assert "[tickets] tool 'scalar' is not offered: its input schema is of type 'string', not an object" in caplog.text
+    assert (
+        "[tickets] tool 'scalar' is not offered: its input schema is of type 'string', not an object"
+        in caplog.text
+    )
     assert "[tickets] tool 'get ticket!' is offered as tickets__get_ticket_" in caplog.text
 
 
@@ -163,10 +193,16 @@ async def test_a_channel_narrowed_to_other_servers_is_not_offered_them(tmp_path:
     narrowed = {"slack:T1:C1": {"mcp_servers": ["docs"]}, "slack:T1:C2": {"mcp_servers": []}}
     registry, servers = await installed(tmp_path, channels=narrowed, docs=True)
     try:
-        offered = {k: {s.name.split("__")[0] for s in registry.specs(k)} for k in ("slack:T1:C1:1.1", "slack:T1:C2:1.1", "slack:T1:C3:1.1")}
+        offered = {
+            k: {s.name.split("__")[0] for s in registry.specs(k)}
+            for k in ("slack:T1:C1:1.1", "slack:T1:C2:1.1", "slack:T1:C3:1.1")
+        }
         stand_in = registry.get("tickets__lookup", "slack:T1:C1:1.1")
         assert stand_in is not None
-        with pytest.raises(ToolError, match="tickets__lookup is not offered in this thread: its channel does not use the MCP server tickets"):
+        with pytest.raises(
+            ToolError,
+            match="tickets__lookup is not offered in this thread: its channel does not use the MCP server tickets",
+        ):
             await stand_in.invoke(context(), stand_in.parse('{"id": "T-1"}'))
     finally:
         await servers.aclose()
@@ -180,7 +216,10 @@ async def test_a_tool_the_server_does_not_have_says_so(tmp_path: Path) -> None:
     try:
         gone = registry.get("tickets__no_such_tool", "playground:1")
         assert gone is not None
-        with pytest.raises(ToolError, match="has no tool tickets__no_such_tool now; its tools: tickets__change_tools"):
+        with pytest.raises(
+            ToolError,
+            match="has no tool tickets__no_such_tool now; its tools: tickets__change_tools",
+        ):
             await gone.invoke(context(), gone.parse("{}"))
     finally:
         await servers.aclose()
@@ -191,7 +230,10 @@ async def test_a_tool_of_a_server_that_did_not_start_says_why(tmp_path: Path) ->
     try:
         missing = registry.get("tickets__lookup", "playground:1")
         assert missing is not None
-        with pytest.raises(ToolError, match="tickets__lookup is not available now: tickets: the server exited with code 2"):
+        with pytest.raises(
+            ToolError,
+            match="tickets__lookup is not available now: tickets: the server exited with code 2",
+        ):
             await missing.invoke(context(), missing.parse('{"id": "T-1"}'))
     finally:
         await servers.aclose()

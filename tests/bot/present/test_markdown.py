@@ -14,7 +14,9 @@ def test_tables_become_aligned_code_and_code_is_left_alone() -> None:
 
 def test_the_line_transform_skips_fenced_code_and_tables() -> None:
     text = "hello\n~~~\nhello\n~~~\n| hello |\n|---|\n| hello |\nhello"
-    assert map_prose(text, str.upper) == "HELLO\n~~~\nhello\n~~~\n```\nhello\n-----\nhello\n```\nHELLO"
+    assert (
+        map_prose(text, str.upper) == "HELLO\n~~~\nhello\n~~~\n```\nhello\n-----\nhello\n```\nHELLO"
+    )
 
 
 def test_an_unclosed_fence_keeps_the_rest_as_code() -> None:

@@ -16,9 +16,13 @@ from bot.present.surface import StreamLimits, StreamTask
 from tests.fakes.surface import DEFAULT_LIMITS, RecordingSurface, drive, settle
 
 LIMITS = StreamLimits(
-    budget_key="test:stream", starts_per_minute=20, appends_per_minute=120,
-    stops_per_minute=20, max_chars=200, max_age=60.0,
-)  # fmt: skip
+    budget_key="test:stream",
+    starts_per_minute=20,
+    appends_per_minute=120,
+    stops_per_minute=20,
+    max_chars=200,
+    max_age=60.0,
+)
 
 
 @dataclass

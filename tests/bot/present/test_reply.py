@@ -213,7 +213,9 @@ async def test_a_footer_shown_alone_is_taken_over_by_the_text_or_goes() -> None:
     await run_until(thread.clock, lambda: True)
     assert thread.surface.calls == []
     thread.stream.set_footer("▸ `delegate_task` · working: step 1", alone=True)
-    await run_until(thread.clock, lambda: thread.surface.texts() == ["▸ `delegate_task` · working: step 1"])
+    await run_until(
+        thread.clock, lambda: thread.surface.texts() == ["▸ `delegate_task` · working: step 1"]
+    )
     thread.stream.set_footer("▸ `delegate_task` · working: step 2, grep", alone=True)
     await run_until(thread.clock, lambda: "step 2, grep" in thread.surface.texts()[0])
     thread.stream.set_footer(None)

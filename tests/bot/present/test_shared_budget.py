@@ -130,7 +130,9 @@ async def test_a_429_on_one_worker_pauses_the_other(workers: Workers) -> None:
     assert time.monotonic() - hit >= 1.0 - 0.05  # the other worker's next edit waited it out
 
 
-async def test_a_429_the_pace_did_not_foresee_slows_the_pace_of_every_worker(workers: Workers) -> None:
+async def test_a_429_the_pace_did_not_foresee_slows_the_pace_of_every_worker(
+    workers: Workers,
+) -> None:
     clock = SystemClock()
     first = await workers.worker("w1", clock)
     await workers.worker("w2", clock)
@@ -140,7 +142,11 @@ async def test_a_429_the_pace_did_not_foresee_slows_the_pace_of_every_worker(wor
 
     async def stretch() -> float:
         await asyncio.gather(*first.shared._tasks)  # type: ignore[union-attr]  # the 429s told
-        return float(await store.pool.fetchval("SELECT stretch FROM edit_budgets WHERE key = $1", LIMITS.budget_key))
+        return float(
+            await store.pool.fetchval(
+                "SELECT stretch FROM edit_budgets WHERE key = $1", LIMITS.budget_key
+            )
+        )
 
     one.note_rate_limited(0.0)  # the pace said there was room: it allows less than we thought
     assert await stretch() == pytest.approx(1.25)

@@ -30,7 +30,10 @@ def offered(request: ModelRequest) -> dict[str, dict[str, object]]:
 
 async def test_cancel_is_offered_only_with_the_threads_own_schedule_ids(world: World) -> None:
     other = "slack:T1:C1:200.2"
-    world.model.steps = [step(call("schedule_prompt", {"prompt": "ping", "when": "in 1 hour"})), text("ok")]
+    world.model.steps = [
+        step(call("schedule_prompt", {"prompt": "ping", "when": "in 1 hour"})),
+        text("ok"),
+    ]
     await world.say("ping me in an hour", key=other)
     world.model.steps = [
         step(call("schedule_prompt", {"prompt": "Check the build", "when": "0 9 * * 1-5"})),
@@ -52,14 +55,22 @@ async def test_cancel_is_offered_only_with_the_threads_own_schedule_ids(world: W
     assert refused.startswith("error: this thread has no schedule 's1'")
     assert cancelled == "Cancelled s2 (0 9 * * 1-5): it will not run."
     assert await world.schedules() == [] and len(await world.schedules(other)) == 1
-    assert [j.id for j in await world.core.store.due_jobs(1e12) if j.kind == "scheduled_prompt"] == ["prompt:s1"]
+    assert [
+        j.id for j in await world.core.store.due_jobs(1e12) if j.kind == "scheduled_prompt"
+    ] == ["prompt:s1"]
 
 
 async def test_a_call_to_cancel_where_there_is_nothing_to_cancel_is_told_so(world: World) -> None:
-    world.model.steps = [step(call("cancel_schedule", {"schedule_id": "s1"})), text("Nothing there.")]
+    world.model.steps = [
+        step(call("cancel_schedule", {"schedule_id": "s1"})),
+        text("Nothing there."),
+    ]
     await world.say("cancel my schedule")
     [result] = await world.results()
-    assert result.is_error and result.content == "error: there is no schedule in this thread to cancel."
+    assert (
+        result.is_error
+        and result.content == "error: there is no schedule in this thread to cancel."
+    )
 
 
 @pytest.mark.parametrize(
@@ -74,7 +85,10 @@ async def test_a_call_to_cancel_where_there_is_nothing_to_cancel_is_told_so(worl
 async def test_a_bad_when_is_an_error_the_model_sees_and_nothing_is_stored(
     world: World, when: str, words: str
 ) -> None:
-    world.model.steps = [step(call("schedule_prompt", {"prompt": "x", "when": when})), text("Sorry.")]
+    world.model.steps = [
+        step(call("schedule_prompt", {"prompt": "x", "when": when})),
+        text("Sorry."),
+    ]
     await world.say("do it")
     [result] = await world.results()
     assert result.is_error and words in result.content, result.content
@@ -90,15 +104,27 @@ async def test_an_empty_or_huge_prompt_is_refused_by_the_arguments(world: World)
     ]
     await world.say("do it")
     empty, huge, blank = await world.results()
-    assert "invalid arguments for schedule_prompt: prompt: String should have at least 1 character" in empty.content
+    assert (
+        "invalid arguments for schedule_prompt: prompt: String should have at least 1 character"
+        in empty.content
+    )
     assert "at most 4000 characters" in huge.content
     assert blank.content == "error: the prompt is empty: say what should be done when it runs."
     assert await world.schedules() == []
 
 
-async def test_a_flood_of_a_thousand_requests_in_one_answer_stops_at_the_limit(world: World) -> None:
-    calls = [call("schedule_prompt", {"prompt": f"task {i}", "when": f"in {i + 1} minutes"},
-                  index=i, provider_id=f"c{i}") for i in range(1000)]  # fmt: skip
+async def test_a_flood_of_a_thousand_requests_in_one_answer_stops_at_the_limit(
+    world: World,
+) -> None:
+    calls = [
+        call(
+            "schedule_prompt",
+            {"prompt": f"task {i}", "when": f"in {i + 1} minutes"},
+            index=i,
+            provider_id=f"c{i}",
+        )
+        for i in range(1000)
+    ]
     world.model.steps = [step(*calls), text("I tried.")]
     await world.say("schedule a thousand things")
     results = await world.results()
@@ -108,10 +134,14 @@ async def test_a_flood_of_a_thousand_requests_in_one_answer_stops_at_the_limit(w
     assert len(refused) == 990
     assert all("this thread already has 10 schedules" in r.content for r in refused)
     assert len(await world.schedules()) == 10
-    assert sum(j.kind == "scheduled_prompt" for j in await world.core.store.due_jobs(1e12, 5000)) == 10
+    assert (
+        sum(j.kind == "scheduled_prompt" for j in await world.core.store.due_jobs(1e12, 5000)) == 10
+    )
 
 
-async def test_concurrent_requests_from_many_threads_stop_at_the_channel_limit(world: World) -> None:
+async def test_concurrent_requests_from_many_threads_stop_at_the_channel_limit(
+    world: World,
+) -> None:
     keys = [f"slack:T1:C1:{i}.0" for i in range(100)]
 
     async def ask(i: int) -> Schedule | str:

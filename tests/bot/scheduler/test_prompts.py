@@ -40,26 +40,37 @@ async def test_a_scheduled_prompt_is_a_new_turn_attributed_to_the_person(world: 
     world.model.steps = scheduling("Check the build", "in 5 minutes")  # type: ignore[assignment]
     await world.say("check the build in 5 minutes, please")
     [result] = await world.results()
-    assert result.content == "Scheduled s1: next run Sat 2026-03-28 12:05 CET (Europe/Paris) (once)."
+    assert (
+        result.content == "Scheduled s1: next run Sat 2026-03-28 12:05 CET (Europe/Paris) (once)."
+    )
 
     world.model.steps = [text("The build is green.")]
     [schedule] = await world.schedules()
     assert await world.until(schedule.next_at - 0.5) == 0 and len(world.model.requests) == 2
     assert await world.until(schedule.next_at) == 1
     shown = world.thread().texts()[-1]
-    assert shown.startswith("_⏰ Scheduled by Alice: Check the build_") and "The build is green." in shown
+    assert (
+        shown.startswith("_⏰ Scheduled by Alice: Check the build_")
+        and "The build is green." in shown
+    )
     assert "late" not in shown
     asked = (await world.asked())[-1]
     assert asked == UserMessage(
-        text="Check the build", author_id=ALICE.id, author_name="scheduled by Alice",
+        text="Check the build",
+        author_id=ALICE.id,
+        author_name="scheduled by Alice",
         event_id=f"schedule:s1:{schedule.next_at:.3f}",
-    )  # fmt: skip
+    )
     assert user_content(asked) == "[scheduled by Alice]: Check the build"
-    assert await world.schedules() == [] and await world.core.store.next_due() is not None  # only housekeeping
+    assert (
+        await world.schedules() == [] and await world.core.store.next_due() is not None
+    )  # only housekeeping
     assert await world.later(3600) == 1 and len(world.model.requests) == 3  # it ran once
 
 
-async def test_the_approvals_of_a_scheduled_run_go_to_the_person_who_scheduled_it(world: World) -> None:
+async def test_the_approvals_of_a_scheduled_run_go_to_the_person_who_scheduled_it(
+    world: World,
+) -> None:
     world.model.steps = scheduling("Deploy to staging", "in 1 hour")  # type: ignore[assignment]
     await world.say("deploy to staging in an hour", ALICE)
     world.model.steps = [step(call("deploy", {"target": "staging"})), text("Deployed to staging.")]
@@ -94,7 +105,10 @@ async def test_a_run_claimed_by_a_process_that_stopped_before_its_turn_is_answer
     await drive(world.clock, world.core.wait_idle())
     asked = [m for m in await world.asked() if m.event_id == f"schedule:s1:{schedule.next_at:.3f}"]
     assert [(m.text, m.author_name) for m in asked] == [("Check the build", "scheduled by Alice")]
-    assert world.thread().texts()[-1] == "_⏰ Scheduled by Alice: Check the build_\n\nThe build is green."
+    assert (
+        world.thread().texts()[-1]
+        == "_⏰ Scheduled by Alice: Check the build_\n\nThe build is green."
+    )
     assert await world.later(3600) == 1 and len(world.model.requests) == 3  # once, not again
 
 
@@ -102,8 +116,14 @@ def test_a_left_over_scheduled_message_says_who_scheduled_it_and_whether_it_ran_
     def message(text: str, event_id: str | None) -> UserMessage:
         return UserMessage(text=text, author_name="scheduled by Alice", event_id=event_id)
 
-    assert left_over_notice(message("Check the build", "schedule:s1:60.000")) == "⏰ Scheduled by Alice: Check the build"
-    late = message("Check the build\n\n(This scheduled prompt was due 09:00; it runs late because...)", "schedule:s1:6")
+    assert (
+        left_over_notice(message("Check the build", "schedule:s1:60.000"))
+        == "⏰ Scheduled by Alice: Check the build"
+    )
+    late = message(
+        "Check the build\n\n(This scheduled prompt was due 09:00; it runs late because...)",
+        "schedule:s1:6",
+    )
     assert left_over_notice(late) == (
         "⏰ Scheduled by Alice: Check the build — running late: I was not running when it was due."
     )
@@ -133,7 +153,10 @@ async def test_a_recurring_prompt_runs_once_for_the_runs_it_missed_then_keeps_it
     world.model.steps = scheduling("Post the queue length", "0 * * * *")  # type: ignore[assignment]
     await world.say("every hour, post the queue length")
     [result] = await world.results()
-    assert result.content.startswith("Scheduled s1: next run Sat 2026-03-28 13:00 CET") and "0 * * * *" in result.content
+    assert (
+        result.content.startswith("Scheduled s1: next run Sat 2026-03-28 13:00 CET")
+        and "0 * * * *" in result.content
+    )
 
     world.model.default = text("Queue: 3.")
     await world.restart(down_for=5 * 3600 + 1800)  # 13:00 to 17:00 missed; now 17:30
@@ -147,12 +170,19 @@ async def test_a_recurring_prompt_runs_once_for_the_runs_it_missed_then_keeps_it
     assert "late" not in world.thread().texts()[-1]
 
 
-async def test_two_processes_woken_together_run_a_one_off_once(world: World, tmp_path: Path) -> None:
+async def test_two_processes_woken_together_run_a_one_off_once(
+    world: World, tmp_path: Path
+) -> None:
     world.model.steps = scheduling("Tag the release", "in 1 minute")  # type: ignore[assignment]
     await world.say("tag the release in a minute")
     world.model.default = text("Tagged.")
-    other = Core(world.settings, SqliteStore(world.settings.database_path), world.model,
-                 ToolRegistry(world.tools), world.clock)  # fmt: skip
+    other = Core(
+        world.settings,
+        SqliteStore(world.settings.database_path),
+        world.model,
+        ToolRegistry(world.tools),
+        world.clock,
+    )
     other.register_surfaces("slack:", world.thread, lambda key: key.rsplit(":", 1)[0])
     await other.start()
     try:
@@ -215,7 +245,9 @@ async def test_a_scheduled_run_waits_for_the_run_going_on_in_its_thread(tmp_path
     try:
         inner.steps = scheduling("Summarise the thread", "in 1 minute")  # type: ignore[assignment]
         await world.say("summarise this in a minute")
-        inner.respond = lambda request: text(f"re: {user_content([m for m in request.messages if isinstance(m, UserMessage)][-1])}")
+        inner.respond = lambda request: text(
+            f"re: {user_content([m for m in request.messages if isinstance(m, UserMessage)][-1])}"
+        )
         busy = asyncio.ensure_future(
             world.core.handle(Inbound(KEY, BOB, "a long question", "ev-bob"), world.thread())
         )

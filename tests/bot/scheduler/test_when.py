@@ -39,9 +39,14 @@ def test_relative_times_run_once_that_much_later(text: str, seconds: int) -> Non
 
 def test_an_iso_time_without_a_zone_is_read_in_the_configured_zone() -> None:
     timing = read_when("2026-03-30T09:00", NOW, PARIS)
-    assert datetime.fromtimestamp(timing.first_at, UTC) == datetime(2026, 3, 30, 7, 0, tzinfo=UTC)  # CEST
+    assert datetime.fromtimestamp(timing.first_at, UTC) == datetime(
+        2026, 3, 30, 7, 0, tzinfo=UTC
+    )  # CEST
     assert local_time(timing.first_at, PARIS) == "Mon 2026-03-30 09:00 CEST"
-    assert read_when("2026-03-30T09:00", NOW, UTC).first_at == datetime(2026, 3, 30, 9, tzinfo=UTC).timestamp()
+    assert (
+        read_when("2026-03-30T09:00", NOW, UTC).first_at
+        == datetime(2026, 3, 30, 9, tzinfo=UTC).timestamp()
+    )
 
 
 def test_an_iso_time_with_a_zone_keeps_it() -> None:
@@ -56,15 +61,29 @@ def test_cron_weekdays_count_from_sunday_as_in_crontab_in_the_configured_zone() 
     first = datetime.fromtimestamp(timing.first_at, PARIS)
     assert (first.strftime("%A"), first.hour, first.minute) == ("Monday", 9, 0)
     then = next_run("0 9 * * 1-5", PARIS, timing.first_at)
-    assert then is not None and datetime.fromtimestamp(then, PARIS).strftime("%A %H:%M") == "Tuesday 09:00"
+    assert (
+        then is not None
+        and datetime.fromtimestamp(then, PARIS).strftime("%A %H:%M") == "Tuesday 09:00"
+    )
     friday = next_run("0 9 * * 1-5", PARIS, datetime(2026, 4, 3, 10, tzinfo=PARIS).timestamp())
-    assert friday is not None and datetime.fromtimestamp(friday, PARIS).strftime("%A %d") == "Monday 06"
+    assert (
+        friday is not None
+        and datetime.fromtimestamp(friday, PARIS).strftime("%A %d") == "Monday 06"
+    )
 
 
 @pytest.mark.parametrize(
     "text",
-    ["tomorrow at nine", "soon", "in five minutes", "in 5 fortnights", "2026-13-01T09:00",
-     "in -5 minutes", "every day", '"; DROP TABLE schedules; --'],
+    [
+        "tomorrow at nine",
+        "soon",
+        "in five minutes",
+        "in 5 fortnights",
+        "2026-13-01T09:00",
+        "in -5 minutes",
+        "every day",
+        '"; DROP TABLE schedules; --',
+    ],
 )
 def test_what_cannot_be_read_is_refused_with_the_accepted_forms(text: str) -> None:
     with pytest.raises(Refused) as refused:
@@ -90,7 +109,12 @@ def test_a_time_in_the_past_is_refused_saying_how_long_ago() -> None:
 
 
 def test_a_time_more_than_a_year_ahead_is_refused() -> None:
-    for text in ("in 400 days", "in 99999999999999999999 weeks", "2099-01-01T00:00", "9999-12-31T23:59"):
+    for text in (
+        "in 400 days",
+        "in 99999999999999999999 weeks",
+        "2099-01-01T00:00",
+        "9999-12-31T23:59",
+    ):
         with pytest.raises(Refused, match="more than a year ahead"):
             read_when(text, NOW, PARIS)
 

@@ -35,20 +35,27 @@ def test_a_database_url_selects_postgresql_named_without_its_password(tmp_path: 
     assert isinstance(store, PostgresStore)
     assert store.where == store_label(chosen) == "postgresql://bot@db.internal:5433/threadline"
     problem = store_problem(chosen, StoreError(f"cannot use PostgreSQL at {store.where}: refused"))
-    assert problem == "the store is unusable: cannot use PostgreSQL at postgresql://bot@db.internal:5433/threadline: refused"
+    assert (
+        problem
+        == "the store is unusable: cannot use PostgreSQL at postgresql://bot@db.internal:5433/threadline: refused"
+    )
     assert "s3cret" not in repr(chosen)
 
 
 def test_the_password_alone_is_redacted_from_the_log(tmp_path: Path) -> None:
     chosen = settings(tmp_path, database_url=URL)
     assert "s3cret-pass" in chosen.secrets() and URL in chosen.secrets()
-    record = logging.LogRecord("t", logging.INFO, __file__, 1, "login as bot with %s", ("s3cret-pass",), None)
+    record = logging.LogRecord(
+        "t", logging.INFO, __file__, 1, "login as bot with %s", ("s3cret-pass",), None
+    )
     RedactSecrets(chosen.secrets()).filter(record)
     assert record.getMessage() == "login as bot with [redacted]"
 
 
 @pytest.mark.parametrize("url", ["mysql://u:pw@h/db", "127.0.0.1:5432/db", "sqlite:///x"])
-def test_a_url_that_is_not_postgresql_is_refused_naming_the_setting(tmp_path: Path, url: str) -> None:
+def test_a_url_that_is_not_postgresql_is_refused_naming_the_setting(
+    tmp_path: Path, url: str
+) -> None:
     from bot.config import load
 
     with pytest.raises(ConfigError) as refused:

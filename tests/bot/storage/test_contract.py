@@ -49,7 +49,9 @@ async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> Non
     session.panel = PanelRef(message_id="M9", content_hash="abc", pinned=True)
     session.inbox = [UserMessage(text="later", author_id="U2", author_name="Bob")]
     session.day, session.day_tokens, session.day_cost_usd = "2026-01-02", 15, 0.25
-    session.toolkits = {"skills": {"loaded": [{"name": "deploy", "text": "Ünïcode ✓", "cut": False}]}}
+    session.toolkits = {
+        "skills": {"loaded": [{"name": "deploy", "text": "Ünïcode ✓", "cut": False}]}
+    }
     session.model = "gpt-4o"
     session.updated_at = 5.0
     await store.save_state(session)
@@ -68,7 +70,9 @@ async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> Non
     assert await store.keys_in_state(RunState.RUNNING) == [KEY]
 
 
-async def test_toolkit_state_is_saved_with_the_messages_and_cleared_when_emptied(stores: Stores, store: Store) -> None:
+async def test_toolkit_state_is_saved_with_the_messages_and_cleared_when_emptied(
+    stores: Stores, store: Store
+) -> None:
     session = await store.load_session(KEY, 1.0)
     assert session.toolkits == {}
     session.toolkits["skills"] = {"loaded": [{"name": "a"}]}
@@ -118,7 +122,12 @@ async def test_threads_in_a_state_oldest_first(store: Store) -> None:
 
 
 async def test_the_latest_thread_under_a_prefix(store: Store) -> None:
-    for name, at in (("slack:T:C1:1", 3.0), ("slack:T:C1:2", 5.0), ("slack:T:C10:3", 9.0), ("slack:T:C2:4", 7.0)):
+    for name, at in (
+        ("slack:T:C1:1", 3.0),
+        ("slack:T:C1:2", 5.0),
+        ("slack:T:C10:3", 9.0),
+        ("slack:T:C2:4", 7.0),
+    ):
         session = await store.load_session(ThreadKey(name), at)
         await store.append_messages(session, [UserMessage(text=name)])
     assert await store.latest_under("slack:T:C1:") == "slack:T:C1:2"
@@ -140,11 +149,19 @@ async def test_deliveries_are_deduplicated_and_purged(stores: Stores, store: Sto
 
 def _request(approval_id: str, call_id: str, expires_at: float = 100.0) -> ApprovalRequest:
     return ApprovalRequest(
-        id=approval_id, key=KEY, call_id=call_id, tool="run_command", arguments='{"command": "ls"}',
-        args_hash="h", requester_id="slack:U1", requester_name="Alice",
-        approvers=Approvers(users=frozenset({"slack:U2"})), created_at=1.0, expires_at=expires_at,
+        id=approval_id,
+        key=KEY,
+        call_id=call_id,
+        tool="run_command",
+        arguments='{"command": "ls"}',
+        args_hash="h",
+        requester_id="slack:U1",
+        requester_name="Alice",
+        approvers=Approvers(users=frozenset({"slack:U2"})),
+        created_at=1.0,
+        expires_at=expires_at,
         offer_always=True,
-    )  # fmt: skip
+    )
 
 
 async def test_an_approval_is_decided_exactly_once(stores: Stores, store: Store) -> None:
@@ -171,7 +188,9 @@ async def test_an_approval_is_decided_exactly_once(stores: Stores, store: Store)
     assert await store.approvals_for(ThreadKey("other"), ["c1"]) == {}
 
 
-async def test_what_an_always_allow_covers_is_kept_with_the_request(stores: Stores, store: Store) -> None:
+async def test_what_an_always_allow_covers_is_kept_with_the_request(
+    stores: Stores, store: Store
+) -> None:
     request = _request("a1", "c1")
     request.tool, request.allow_subject = "fetch_url", "docs.python.org"
     await store.create_approval(request)
@@ -197,7 +216,9 @@ async def test_allow_rules_cover_a_scope_a_tool_and_people_until_revoked(store: 
     rule = AllowRule("r1", "slack:T:C", "deploy", frozenset({"slack:U1"}), "slack:U2", "Bob", 1.0)
     assert await store.allow_rule_for("slack:T:C", "deploy", "slack:U1") is None
     await store.add_allow_rule(rule)
-    await store.add_allow_rule(AllowRule("r2", "slack:T:D", "deploy", frozenset({"slack:U9"}), "x", "X", 2.0))
+    await store.add_allow_rule(
+        AllowRule("r2", "slack:T:D", "deploy", frozenset({"slack:U9"}), "x", "X", 2.0)
+    )
     assert await store.allow_rule_for("slack:T:C", "deploy", "slack:U1") == rule
     assert await store.allow_rule_for("slack:T:C", "deploy", "slack:U2") is None  # not covered
     assert await store.allow_rule_for("slack:T:D", "deploy", "slack:U1") is None
@@ -215,11 +236,15 @@ async def test_allow_rules_cover_a_scope_a_tool_and_people_until_revoked(store: 
 async def test_requests_and_decisions_are_audited_once(store: Store) -> None:
     await store.create_approval(_request("a1", "c1"))
     await store.decide_approval("a1", ApprovalStatus.DENIED, "slack:U2", "Bob", 5.0)
-    await store.decide_approval("a1", ApprovalStatus.APPROVED, "slack:U2", "Bob", 6.0)  # changes nothing
+    await store.decide_approval(
+        "a1", ApprovalStatus.APPROVED, "slack:U2", "Bob", 6.0
+    )  # changes nothing
     await store.record_audit(AuditEntry(7.0, "other:k", "allowed by rule", "deploy", "h", "u", "U"))
     trail = await store.audit_trail()
     assert [(e.event, e.actor_name, e.approval_id, e.args_hash) for e in trail] == [
-        ("requested", "Alice", "a1", "h"), ("denied", "Bob", "a1", "h"), ("allowed by rule", "U", "", "h"),
+        ("requested", "Alice", "a1", "h"),
+        ("denied", "Bob", "a1", "h"),
+        ("allowed by rule", "U", "", "h"),
     ]
     assert [e.event for e in await store.audit_trail(since=5.5)] == ["allowed by rule"]
     assert [e.event for e in await store.audit_trail(key_prefix=KEY, limit=1)] == ["requested"]

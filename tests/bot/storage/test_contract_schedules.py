@@ -15,13 +15,24 @@ from tests.bot.storage.conftest import Stores
 
 def draft(key: str = "test:c1:t1", channel: str = "test:c1", **changes: object) -> Schedule:
     base = Schedule(
-        "", key, channel, "check the build", "in 5 minutes", None, "UTC", 1300.0,
-        "test:U1", "Alice", 1000.0,
-    )  # fmt: skip
+        "",
+        key,
+        channel,
+        "check the build",
+        "in 5 minutes",
+        None,
+        "UTC",
+        1300.0,
+        "test:U1",
+        "Alice",
+        1000.0,
+    )
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
 
-async def add(store: Store, item: Schedule, per_thread: int = 10, per_channel: int = 50) -> Schedule:
+async def add(
+    store: Store, item: Schedule, per_thread: int = 10, per_channel: int = 50
+) -> Schedule:
     added = await store.add_schedule(item, per_thread=per_thread, per_channel=per_channel)
     assert isinstance(added, Schedule), added
     return added
@@ -35,7 +46,11 @@ async def test_a_schedule_is_stored_with_an_id_and_its_job_and_survives_a_reopen
     assert first.id and second.id and first.id != second.id
     assert dataclasses.replace(first, id="") == draft()
     [job_one, job_two] = await store.due_jobs(1e9)
-    assert (job_one.kind, job_one.due_at, job_one.payload) == (PROMPT_JOB, 1200.0, {"schedule_id": second.id})
+    assert (job_one.kind, job_one.due_at, job_one.payload) == (
+        PROMPT_JOB,
+        1200.0,
+        {"schedule_id": second.id},
+    )
     assert (job_two.id, job_two.payload) == (f"prompt:{first.id}", {"schedule_id": first.id})
 
     store = await stores.reopen(store)
@@ -51,16 +66,20 @@ async def test_the_limits_per_thread_and_per_channel_hold(store: Store) -> None:
         await add(store, draft(), per_thread=2, per_channel=3)
     assert await store.add_schedule(draft(), per_thread=2, per_channel=3) == "thread"
     await add(store, draft(key="test:c1:t2"), per_thread=2, per_channel=3)
-    assert await store.add_schedule(draft(key="test:c1:t3"), per_thread=2, per_channel=3) == "channel"
+    assert (
+        await store.add_schedule(draft(key="test:c1:t3"), per_thread=2, per_channel=3) == "channel"
+    )
     await add(store, draft(key="test:c2:t1", channel="test:c2"), per_thread=2, per_channel=3)
     assert len(await store.due_jobs(1e9)) == 4  # no job for what was refused
 
 
 async def test_concurrent_requests_never_pass_a_limit(store: Store) -> None:
-    results = await asyncio.gather(*(
-        store.add_schedule(draft(key=f"test:c1:t{i % 7}"), per_thread=3, per_channel=12)
-        for i in range(200)
-    ))  # fmt: skip
+    results = await asyncio.gather(
+        *(
+            store.add_schedule(draft(key=f"test:c1:t{i % 7}"), per_thread=3, per_channel=12)
+            for i in range(200)
+        )
+    )
     assert sum(isinstance(r, Schedule) for r in results) == 12
     for thread in range(7):
         assert len(await store.schedules_of(f"test:c1:t{thread}")) <= 3
@@ -74,20 +93,33 @@ async def test_a_run_is_claimed_once(store: Store) -> None:
 
     every = await add(store, draft(cron="*/10 * * * *", next_at=1800.0))
     assert not await store.claim_schedule(every.id, 1300.0, 2400.0)  # not the time it is due
-    claims = await asyncio.gather(*(store.claim_schedule(every.id, 1800.0, 2400.0) for _ in range(5)))
+    claims = await asyncio.gather(
+        *(store.claim_schedule(every.id, 1800.0, 2400.0) for _ in range(5))
+    )
     assert claims.count(True) == 1
     moved = await store.get_schedule(every.id)
     assert moved is not None and moved.next_at == 2400.0
     assert not await store.claim_schedule("s999999", 2400.0, None)
 
 
-async def test_a_claimed_run_keeps_its_message_as_an_arrival_once(stores: Stores, store: Store) -> None:
+async def test_a_claimed_run_keeps_its_message_as_an_arrival_once(
+    stores: Stores, store: Store
+) -> None:
     key = ThreadKey("test:c1:t1")
     every = await add(store, draft(cron="*/10 * * * *", next_at=1800.0))
-    message = UserMessage(text="check the build", author_id="test:U1", author_name="scheduled by Alice", event_id="schedule:s1:1800.000")
-    claims = await asyncio.gather(*(store.claim_schedule(every.id, 1800.0, 2400.0, (key, message)) for _ in range(5)))
+    message = UserMessage(
+        text="check the build",
+        author_id="test:U1",
+        author_name="scheduled by Alice",
+        event_id="schedule:s1:1800.000",
+    )
+    claims = await asyncio.gather(
+        *(store.claim_schedule(every.id, 1800.0, 2400.0, (key, message)) for _ in range(5))
+    )
     assert claims.count(True) == 1
-    assert not await store.claim_schedule(every.id, 1800.0, 2400.0, (key, message))  # claimed: nothing kept
+    assert not await store.claim_schedule(
+        every.id, 1800.0, 2400.0, (key, message)
+    )  # claimed: nothing kept
     reopened = await stores.reopen(store)  # a restart: the message waits to be answered
     assert await reopened.arrivals() == [(key, message)]
     assert not await reopened.accept(key, message, 1900.0)  # its delivery id is recorded too

@@ -21,7 +21,9 @@ async def two(workers: Stores) -> tuple[Any, Any]:
     return await workers.open(), await workers.open()
 
 
-async def test_a_held_lease_is_refused_to_others_and_each_take_gives_a_greater_token(workers: Stores) -> None:
+async def test_a_held_lease_is_refused_to_others_and_each_take_gives_a_greater_token(
+    workers: Stores,
+) -> None:
     a, b = await two(workers)
     first = await a.take_lease(KEY, "worker-a", 60.0)
     assert first is not None and (first.key, first.owner) == (KEY, "worker-a")
@@ -42,7 +44,9 @@ async def test_the_expiry_is_on_the_databases_clock(workers: Stores) -> None:
     assert await b.take_lease(KEY, "worker-b", 60.0) is None  # still held, whatever b's clock says
 
 
-async def test_after_expiry_another_worker_takes_over_and_the_old_token_writes_nothing(workers: Stores) -> None:
+async def test_after_expiry_another_worker_takes_over_and_the_old_token_writes_nothing(
+    workers: Stores,
+) -> None:
     a, b = await two(workers)
     old = await a.take_lease(KEY, "worker-a", 0.0)  # expired at once: as if worker-a were paused
     assert old is not None
@@ -83,9 +87,13 @@ async def test_a_released_lease_is_free_at_once_and_its_token_is_stale(workers: 
 
 async def test_workers_taking_one_lease_at_once_get_it_exactly_once(workers: Stores) -> None:
     a, b = await two(workers)
-    got = await asyncio.gather(*(
-        store.take_lease(KEY, f"worker-{i}-{n}", 60.0) for i in range(10) for n, store in enumerate((a, b))
-    ))  # fmt: skip
+    got = await asyncio.gather(
+        *(
+            store.take_lease(KEY, f"worker-{i}-{n}", 60.0)
+            for i in range(10)
+            for n, store in enumerate((a, b))
+        )
+    )
     winners = [lease for lease in got if lease is not None]
     assert len(winners) == 1 and await a.lease_of(KEY) == winners[0]
 

@@ -56,7 +56,11 @@ async def test_workers_starting_together_on_an_empty_database_migrate_it_once(
     workers = [PostgresStore(url, pool_size=2) for _ in range(4)]
     await asyncio.gather(*(w.open() for w in workers))
     try:
-        applied = [r.getMessage() for r in caplog.records if "applying PostgreSQL migration" in r.getMessage()]
+        applied = [
+            r.getMessage()
+            for r in caplog.records
+            if "applying PostgreSQL migration" in r.getMessage()
+        ]
         assert len(applied) == len(migrations())  # each once, by one of the four
         rows = await workers[0].pool.fetch("SELECT version FROM schema_migrations ORDER BY version")
         assert [r["version"] for r in rows] == [v for v, _, _ in migrations()]
@@ -68,7 +72,9 @@ async def test_workers_starting_together_on_an_empty_database_migrate_it_once(
         await asyncio.gather(*(w.close() for w in workers))
 
 
-async def test_a_runs_updates_change_no_indexed_column_of_its_session_or_lease(store: PostgresStore) -> None:
+async def test_a_runs_updates_change_no_indexed_column_of_its_session_or_lease(
+    store: PostgresStore,
+) -> None:
     """A run updates its session row several times and its lease row on every renewal: with no
     index on a column those updates change, they stay in their page (HOT) and add no index
     entries. Sessions are indexed by state only while they are not idle."""
@@ -87,12 +93,16 @@ async def test_a_runs_updates_change_no_indexed_column_of_its_session_or_lease(s
 
 
 @pytest.mark.parametrize("query", [IN_STATE, ORPHANS])
-async def test_the_lookups_by_state_use_the_index_in_a_generic_plan(store: PostgresStore, query: str) -> None:
+async def test_the_lookups_by_state_use_the_index_in_a_generic_plan(
+    store: PostgresStore, query: str
+) -> None:
     """A prepared statement's generic plan does not know the state asked for: the query itself
     says it is not idle, or the index (of sessions that are not idle) cannot serve it."""
     args = "'running', 10" if query == IN_STATE else "ARRAY['running', 'resumed'], 10"
     async with store.pool.acquire() as conn, conn.transaction():
-        await conn.execute("SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off")
+        await conn.execute(
+            "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off"
+        )
         types = "text, int" if query == IN_STATE else "text[], int"
         await conn.execute(f"PREPARE by_state ({types}) AS {query}")
         try:
@@ -113,7 +123,9 @@ async def test_a_batch_of_lookups_by_key_reaches_its_rows_through_the_index_on_a
     )
     keys = [f"k{n}" for n in range(1, 10000, 77)][:128]
     for statement, args in [(_RELEASE, [(k, "w", 1) for k in keys]), (_LOAD, [(k,) for k in keys])]:
-        plan = "\n".join(r[0] for r in await store.pool.fetch("EXPLAIN " + statement.sql, *statement.args(args)))
+        plan = "\n".join(
+            r[0] for r in await store.pool.fetch("EXPLAIN " + statement.sql, *statement.args(args))
+        )
         assert "Seq Scan" not in plan and "_pkey" in plan, plan
 
 
@@ -126,7 +138,9 @@ async def test_the_url_sets_a_server_setting_over_the_store_s_own(url: str) -> N
         assert await mine.pool.fetchval("SHOW random_page_cost") == "1.1"
         assert await mine.pool.fetchval("SHOW jit") == "off"
         assert await theirs.pool.fetchval("SHOW random_page_cost") == "3"
-        assert await theirs.pool.fetchval("SHOW search_path") == await mine.pool.fetchval("SHOW search_path")
+        assert await theirs.pool.fetchval("SHOW search_path") == await mine.pool.fetchval(
+            "SHOW search_path"
+        )
     finally:
         await mine.close()
         await theirs.close()
@@ -139,7 +153,9 @@ async def test_reopening_applies_nothing_again(url: str, store: PostgresStore) -
     await again.open()
     try:
         assert await again.schema_version() == newest
-        assert await again.pool.fetchval("SELECT count(*) FROM schema_migrations") == len(migrations())
+        assert await again.pool.fetchval("SELECT count(*) FROM schema_migrations") == len(
+            migrations()
+        )
     finally:
         await again.close()
 
@@ -154,7 +170,12 @@ async def test_a_migration_numbered_below_the_newest_applied_is_applied_when_it_
     again = PostgresStore(url)
     await again.open()
     try:
-        versions = [r["version"] for r in await again.pool.fetch("SELECT version FROM schema_migrations ORDER BY version")]
+        versions = [
+            r["version"]
+            for r in await again.pool.fetch(
+                "SELECT version FROM schema_migrations ORDER BY version"
+            )
+        ]
         assert versions == [v for v, _, _ in migrations()]
         lease = await again.take_lease(KEY, "worker-a", 60.0)
         assert lease is not None
@@ -167,7 +188,9 @@ async def test_a_migration_numbered_below_the_newest_applied_is_applied_when_it_
 
 
 async def test_a_newer_schema_is_refused_with_a_clear_error(url: str, store: PostgresStore) -> None:
-    await store.pool.execute("INSERT INTO schema_migrations (version, name) VALUES (9999, 'future')")
+    await store.pool.execute(
+        "INSERT INTO schema_migrations (version, name) VALUES (9999, 'future')"
+    )
     with pytest.raises(StoreError, match="newer than this Threadline knows"):
         await PostgresStore(url).open()
 
@@ -201,12 +224,18 @@ async def test_a_missing_database_or_login_is_a_clear_error(
     assert "pw-secret-1" not in str(caught.value)
 
 
-async def test_a_login_that_may_not_create_tables_is_a_clear_error(url: str, store: PostgresStore) -> None:
+async def test_a_login_that_may_not_create_tables_is_a_clear_error(
+    url: str, store: PostgresStore
+) -> None:
     role, schema = f"tl_reader_{secrets.token_hex(4)}", url.rsplit("=", 1)[1]
-    await store.pool.execute(f'CREATE ROLE "{role}" LOGIN; GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+    await store.pool.execute(
+        f'CREATE ROLE "{role}" LOGIN; GRANT USAGE ON SCHEMA "{schema}" TO "{role}"'
+    )
     try:
         reader = PostgresStore(url.replace("postgres@", f"{role}:pw-secret-4@"))
-        with pytest.raises(StoreError, match="cannot create or upgrade the tables in .*: permission denied") as caught:
+        with pytest.raises(
+            StoreError, match="cannot create or upgrade the tables in .*: permission denied"
+        ) as caught:
             await reader.open()
         assert "pw-secret-4" not in str(caught.value)
     finally:
@@ -214,7 +243,9 @@ async def test_a_login_that_may_not_create_tables_is_a_clear_error(url: str, sto
 
 
 async def test_a_schema_that_does_not_exist_is_a_clear_error(url: str) -> None:
-    with pytest.raises(StoreError, match="cannot create or upgrade the tables in .*: no schema has been selected"):
+    with pytest.raises(
+        StoreError, match="cannot create or upgrade the tables in .*: no schema has been selected"
+    ):
         await PostgresStore(url.rsplit("=", 1)[0] + "=no_such_schema").open()
 
 
@@ -224,7 +255,9 @@ async def test_an_unreadable_url_is_a_clear_error() -> None:
     assert "pw-secret-2" not in str(caught.value)
 
 
-async def test_a_failed_append_changes_neither_the_transcript_nor_the_session(store: PostgresStore) -> None:
+async def test_a_failed_append_changes_neither_the_transcript_nor_the_session(
+    store: PostgresStore,
+) -> None:
     session = await store.load_session(KEY, 0.0)
     await store.append_messages(session, [UserMessage(text="one")])
     session.messages.pop()  # the next append reuses seq 0: its insert fails
@@ -239,7 +272,7 @@ async def test_a_failed_append_changes_neither_the_transcript_nor_the_session(st
 async def test_a_corrupt_session_row_is_a_store_error(store: PostgresStore) -> None:
     session = await store.load_session(KEY, 0.0)
     await store.append_messages(session, [UserMessage(text="x")])
-    await store.pool.execute("UPDATE messages SET body = '{\"role\": \"nope\"}'")
+    await store.pool.execute('UPDATE messages SET body = \'{"role": "nope"}\'')
     with pytest.raises(StoreError, match="unreadable"):
         await store.load_session(KEY, 0.0)
 
@@ -249,16 +282,28 @@ async def test_two_processes_decide_an_approval_and_take_a_delivery_exactly_once
     await one.open()
     await two.open()
     try:
-        await one.create_approval(ApprovalRequest(
-            id="a1", key=KEY, call_id="c1", tool="run_command", arguments="{}", args_hash="h",
-            requester_id="u", requester_name="U", approvers=Approvers(anyone=True),
-            created_at=1.0, expires_at=100.0,
-        ))  # fmt: skip
-        wins = await asyncio.gather(*(
-            worker.decide_approval("a1", choice, f"u{i}", f"U{i}", 5.0)
-            for i in range(10)
-            for worker, choice in ((one, ApprovalStatus.APPROVED), (two, ApprovalStatus.DENIED))
-        ))  # fmt: skip
+        await one.create_approval(
+            ApprovalRequest(
+                id="a1",
+                key=KEY,
+                call_id="c1",
+                tool="run_command",
+                arguments="{}",
+                args_hash="h",
+                requester_id="u",
+                requester_name="U",
+                approvers=Approvers(anyone=True),
+                created_at=1.0,
+                expires_at=100.0,
+            )
+        )
+        wins = await asyncio.gather(
+            *(
+                worker.decide_approval("a1", choice, f"u{i}", f"U{i}", 5.0)
+                for i in range(10)
+                for worker, choice in ((one, ApprovalStatus.APPROVED), (two, ApprovalStatus.DENIED))
+            )
+        )
         assert sum(wins) == 1
         trail = await two.audit_trail()
         assert [e.event for e in trail].count("requested") == 1
@@ -317,7 +362,11 @@ async def test_a_takeover_waits_for_a_fenced_write_in_flight(url: str) -> None:
         assert isinstance(writer, FencedSessions)
         session = await a.load_session(KEY, 1.0)
         async with writer.transaction(KEY) as db:  # a write in flight
-            await db.execute("INSERT INTO messages (key, seq, body) VALUES ($1, 0, $2)", KEY, '{"role": "user", "text": "in flight"}')
+            await db.execute(
+                "INSERT INTO messages (key, seq, body) VALUES ($1, 0, $2)",
+                KEY,
+                '{"role": "user", "text": "in flight"}',
+            )
             taking = asyncio.ensure_future(b.take_lease(KEY, "worker-b", 60.0))
             await until_waiting_on_a_lock(b, "INSERT INTO leases")
             assert not taking.done()

@@ -87,27 +87,51 @@ async def test_each_statement_of_a_run_answers_a_batch_at_once_and_each_caller_i
 
     taken = await batch(*(a.take_lease(k, "worker-a", 60.0) for k in KEYS[:3]))
     assert [lease and (lease.key, lease.owner) for lease in taken] == [
-        (KEYS[0], "worker-a"), (KEYS[1], "worker-a"), None,
-    ]  # fmt: skip
+        (KEYS[0], "worker-a"),
+        (KEYS[1], "worker-a"),
+        None,
+    ]
     mine = [lease for lease in taken if lease is not None]
     stale = dataclasses.replace(mine[1], token=mine[1].token - 1)
     renewed = await batch(a.renew_lease(mine[0], 90.0), a.renew_lease(stale, 90.0))
-    assert renewed[0] is not None and renewed[0].token == mine[0].token and renewed[0].expires_at > mine[0].expires_at
+    assert (
+        renewed[0] is not None
+        and renewed[0].token == mine[0].token
+        and renewed[0].expires_at > mine[0].expires_at
+    )
     assert renewed[1] is None
     not_mine = Lease(KEYS[2], "worker-a", mine[1].token, 0.0)  # b holds that thread
-    assert await batch(a.release_lease(mine[0]), a.release_lease(mine[1]), a.release_lease(not_mine)) == [True, True, False]
+    assert await batch(
+        a.release_lease(mine[0]), a.release_lease(mine[1]), a.release_lease(not_mine)
+    ) == [True, True, False]
     assert (await b.lease_of(KEYS[2])).owner == "worker-b"  # type: ignore[union-attr]
 
     assert await a.accept(KEYS[0], message(0, "Ev0"), 1.0)
     assert await batch(a.is_arrival("Ev0"), a.is_arrival("Ev-none")) == [True, False]
 
     for n, (key, channel) in enumerate([(KEYS[0], "c1"), (KEYS[0], "c1"), (KEYS[1], "c1")]):
-        draft = Schedule("", key, channel, f"prompt {n}", "in an hour", None, "UTC", 100.0 - n, "U1", "Alice", 1.0)
+        draft = Schedule(
+            "",
+            key,
+            channel,
+            f"prompt {n}",
+            "in an hour",
+            None,
+            "UTC",
+            100.0 - n,
+            "U1",
+            "Alice",
+            1.0,
+        )
         assert isinstance(await a.add_schedule(draft, per_thread=10, per_channel=10), Schedule)
         note = Memory("", channel, key, "thread", f"note {n}", "U1", "Alice", 1.0)
         assert await a.add_memory(note, per_channel=10) is not None
     schedules = await batch(*(a.schedules_of(k) for k in KEYS[:3]))
-    assert [[s.prompt for s in found] for found in schedules] == [["prompt 1", "prompt 0"], ["prompt 2"], []]
+    assert [[s.prompt for s in found] for found in schedules] == [
+        ["prompt 1", "prompt 0"],
+        ["prompt 2"],
+        [],
+    ]
     memories = await batch(a.recent_memories("c1", KEYS[0], 1), a.recent_memories("c1", KEYS[1], 5))
     assert [[m.note for m in found] for found in memories] == [["note 1"], ["note 2"]]
 
@@ -124,12 +148,14 @@ async def test_a_batch_of_fenced_appends_is_one_statement_and_stores_each_thread
     await writers[3].append_messages(sessions[3], [message(9)])  # one holds a message already
     _, trips = a.round_trips
     await asyncio.wait_for(
-        asyncio.gather(*(
-            w.append_messages(s, [message(n, f"Ev{n}"), AssistantMessage(text=f"answer {n}")])
-            for n, (w, s) in enumerate(zip(writers, sessions, strict=True))
-        )),
+        asyncio.gather(
+            *(
+                w.append_messages(s, [message(n, f"Ev{n}"), AssistantMessage(text=f"answer {n}")])
+                for n, (w, s) in enumerate(zip(writers, sessions, strict=True))
+            )
+        ),
         10,
-    )  # fmt: skip
+    )
     assert a.round_trips[1] == trips + 1
     for n, key in enumerate(KEYS[:4]):
         stored = await b.load_session(key, 2.0)
@@ -176,16 +202,23 @@ async def test_two_writes_of_one_thread_in_a_batch_both_land_in_their_order(
     leases = [await a.take_lease(k, "worker-a", 60.0) for k in KEYS[:3]]
     writers = [a.sessions_under(lease) for lease in leases if lease is not None]
     sessions = [await w.load_session(k, 1.0) for w, k in zip(writers, KEYS, strict=False)]
-    first, second = dataclasses.replace(sessions[0], day="first"), dataclasses.replace(sessions[0], day="second")
+    first, second = (
+        dataclasses.replace(sessions[0], day="first"),
+        dataclasses.replace(sessions[0], day="second"),
+    )
     _, trips = a.round_trips
     await asyncio.wait_for(
         asyncio.gather(  # a steered message saved while the run saves: one thread twice in a batch
-            writers[0].save_state(first), writers[1].save_state(sessions[1]),
-            writers[0].save_state(second), writers[2].save_state(sessions[2]),
+            writers[0].save_state(first),
+            writers[1].save_state(sessions[1]),
+            writers[0].save_state(second),
+            writers[2].save_state(sessions[2]),
         ),
         10,
-    )  # fmt: skip
-    assert a.round_trips[1] == trips + 2  # in rounds: each thread's first write at once, then the second
+    )
+    assert (
+        a.round_trips[1] == trips + 2
+    )  # in rounds: each thread's first write at once, then the second
     assert (await a.load_session(KEYS[0], 2.0)).day == "second"  # the later write is the last
     assert [await a.has_session(k) for k in KEYS[:3]] == [True, True, True]
 

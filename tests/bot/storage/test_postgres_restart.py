@@ -30,7 +30,9 @@ async def test_a_write_during_a_restart_waits_for_the_database_and_lands_once(
         assert await store.problem() is None
         await private_postgres.stop()
         problem = await store.problem()
-        assert problem is not None and problem.startswith(f"PostgreSQL at {store.where} does not answer")
+        assert problem is not None and problem.startswith(
+            f"PostgreSQL at {store.where} does not answer"
+        )
 
         session = Session(key=KEY, created_at=time.time(), updated_at=time.time())
         writing = asyncio.ensure_future(store.append_messages(session, [UserMessage(text="kept")]))

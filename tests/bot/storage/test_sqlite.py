@@ -74,7 +74,7 @@ async def test_a_corrupt_session_row_is_a_store_error(store: SqliteStore) -> Non
     session = await store.load_session(KEY, 0.0)
     await store.append_messages(session, [UserMessage(text="x")])
     async with store.transaction() as db:
-        await db.execute("UPDATE messages SET body = '{\"role\": \"nope\"}'")
+        await db.execute('UPDATE messages SET body = \'{"role": "nope"}\'')
     with pytest.raises(StoreError, match="unreadable"):
         await store.load_session(KEY, 0.0)
 
@@ -94,10 +94,17 @@ async def test_the_database_is_readable_by_its_owner_only(tmp_path: Path) -> Non
     try:
         store = SqliteStore(tmp_path / "data" / "t.sqlite3")
         await store.open()
-        await store.append_messages(await store.load_session(KEY, 1.0), [UserMessage(text="secret plans")])
+        await store.append_messages(
+            await store.load_session(KEY, 1.0), [UserMessage(text="secret plans")]
+        )
         wal, shm = (store.path.with_name(store.path.name + suffix) for suffix in ("-wal", "-shm"))
         assert wal.exists() and shm.exists()
-        assert [mode(p) for p in (store.path.parent, store.path, wal, shm)] == [0o700, 0o600, 0o600, 0o600]
+        assert [mode(p) for p in (store.path.parent, store.path, wal, shm)] == [
+            0o700,
+            0o600,
+            0o600,
+            0o600,
+        ]
         await store.close()
 
         older = tmp_path / "older.sqlite3"  # made by an earlier version, open to everyone

@@ -30,7 +30,9 @@ async def test_the_limits_are_in_force(tmp_path: Path) -> None:
     limits = Limits()
     runner = sandbox_runner()
     out = await inside(
-        runner, tmp_path, "cat /proc/self/limits; df -B1 --output=size /tmp /dev/shm | tail -n 2",
+        runner,
+        tmp_path,
+        "cat /proc/self/limits; df -B1 --output=size /tmp /dev/shm | tail -n 2",
         timeout_s=30,
     )
     soft = {
@@ -49,10 +51,14 @@ async def test_the_limits_are_in_force(tmp_path: Path) -> None:
 
 async def test_the_system_is_there_read_only_and_the_bot_is_not(tmp_path: Path) -> None:
     runner = sandbox_runner()
-    out = await inside(runner, tmp_path, (
-        "ls /; ls /etc; touch /usr/x 2>&1; touch /etc/x 2>&1; echo made > /workspace/made; "
-        "cat /proc/1/cmdline | tr '\\0' ' '; echo; ls /proc | grep -c '^[0-9]'"
-    ))  # fmt: skip
+    out = await inside(
+        runner,
+        tmp_path,
+        (
+            "ls /; ls /etc; touch /usr/x 2>&1; touch /etc/x 2>&1; echo made > /workspace/made; "
+            "cat /proc/1/cmdline | tr '\\0' ' '; echo; ls /proc | grep -c '^[0-9]'"
+        ),
+    )
     top = set(out.split("\n", 1)[0].split()) | set(out.split())
     assert {"usr", "etc", "tmp", "proc", "dev", "workspace"} <= top
     for hidden in ("root", "home", "run", "var", "shadow", "gshadow", "sudoers", "threadline.toml"):

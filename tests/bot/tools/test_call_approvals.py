@@ -85,9 +85,13 @@ async def test_always_allow_covers_the_domain_of_the_call_not_the_tool(world: Wo
     assert len(world.cards("visit")) == 3  # the rule covers Alice only
 
 
-async def test_an_approval_set_in_the_configuration_wins_over_the_tools_own_say(tmp_path: Path) -> None:
+async def test_an_approval_set_in_the_configuration_wins_over_the_tools_own_say(
+    tmp_path: Path,
+) -> None:
     ran: list[str] = []
-    world = await World(tmp_path, [visit_tool(ran)], tools={"visit": {"approval": "always"}}).start()
+    world = await World(
+        tmp_path, [visit_tool(ran)], tools={"visit": {"approval": "always"}}
+    ).start()
     try:
         world.model.steps = visits("docs.example")
         await world.say("read the docs")
@@ -112,7 +116,12 @@ async def test_a_tool_without_a_subject_keeps_rules_for_the_whole_tool(tmp_path:
 
     world = await World(tmp_path, [deploy]).start()
     try:
-        world.model.steps = [step(call("deploy", {"target": "a"})), text("a"), step(call("deploy", {"target": "b"})), text("b")]
+        world.model.steps = [
+            step(call("deploy", {"target": "a"})),
+            text("a"),
+            step(call("deploy", {"target": "b"})),
+            text("b"),
+        ]
         await world.say("ship a")
         [card] = world.cards("deploy")
         await world.click(card, "Always allow for Alice here")

@@ -60,7 +60,9 @@ def test_by_default_commands_run_in_the_sandbox(tmp_path: Path) -> None:
     assert ok is True and words.startswith("sandbox: commands run in bubblewrap (")
 
 
-def test_none_runs_on_the_host_and_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_none_runs_on_the_host_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     with caplog.at_level(logging.WARNING):
         runner = choose_runner(settings(tmp_path, sandbox="none"))
     assert isinstance(runner, HostRunner)
@@ -157,11 +159,16 @@ async def connect_from(tools: dict[str, Any], key: str, port: int) -> str:
 async def test_the_network_is_off_unless_the_operator_allows_it(tmp_path: Path) -> None:
     sandbox_runner()
     closed = {t.name: t for t in builtin_tools(settings(tmp_path))}
-    allowed = {t.name: t for t in builtin_tools(settings(
-        tmp_path,
-        tools={"run_command": {"network": True}},
-        channels={"playground:offline": {"tools": {"run_command": {"network": False}}}},
-    ))}  # fmt: skip
+    allowed = {
+        t.name: t
+        for t in builtin_tools(
+            settings(
+                tmp_path,
+                tools={"run_command": {"network": True}},
+                channels={"playground:offline": {"tools": {"run_command": {"network": False}}}},
+            )
+        )
+    }
     async with loopback_listener() as (port, accepted):
         assert "connected\n" not in await connect_from(closed, "playground:a", port)
         assert accepted == []

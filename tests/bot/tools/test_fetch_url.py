@@ -22,7 +22,12 @@ from bot.tools.web import MAX_CHARS, fetch_url_tool
 from tests.fakes.web_server import DATA, FakeWeb, NameMap
 
 SITE = "127.0.0.2"
-NAMES = {"harbour.test": SITE, "evil.test": "127.0.0.1", "meta.test": "169.254.169.254", "both.test": "127.0.0.1"}
+NAMES = {
+    "harbour.test": SITE,
+    "evil.test": "127.0.0.1",
+    "meta.test": "169.254.169.254",
+    "both.test": "127.0.0.1",
+}
 
 
 @pytest.fixture
@@ -52,7 +57,9 @@ async def test_an_html_page_becomes_its_main_text_in_markdown(site: FakeWeb) -> 
     assert "Title: Tide tables of Brest" in shown
     assert "High water at Brest comes twice a day" in shown
     assert f"[the 2026 tables]({at(site, '/tables/2026')})" in shown
-    assert "Cookie settings" not in shown and "Log in" not in shown  # navigation and footer left out
+    assert (
+        "Cookie settings" not in shown and "Log in" not in shown
+    )  # navigation and footer left out
 
 
 async def test_json_pdf_and_text_are_read_and_other_kinds_refused(site: FakeWeb) -> None:
@@ -60,7 +67,9 @@ async def test_json_pdf_and_text_are_read_and_other_kinds_refused(site: FakeWeb)
     pdf = await fetch(at(site, "/report.pdf"))
     assert "Title: Harbour report" in pdf and "Tides were normal in March." in pdf
     assert (await fetch(at(site, "/notes.txt"))).endswith("the tide turns at noon.")
-    with pytest.raises(ToolError, match=r"image/png \(2,056 bytes read\), which fetch_url does not read"):
+    with pytest.raises(
+        ToolError, match=r"image/png \(2,056 bytes read\), which fetch_url does not read"
+    ):
         await fetch(at(site, "/image.png"))
     with pytest.raises(ToolError, match="answered 404 Not Found: no such page"):
         await fetch(at(site, "/missing"))
@@ -80,7 +89,10 @@ async def test_redirects_are_followed_up_to_the_limit(site: FakeWeb) -> None:
         ("http://127.0.0.1:{port}/article", "127.0.0.1 is a loopback address"),
         ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"),
         ("http://evil.test:{port}/article", "evil.test is 127.0.0.1 (a loopback address)"),
-        ("http://meta.test/latest/meta-data/", "meta.test is 169.254.169.254 (a link-local address)"),
+        (
+            "http://meta.test/latest/meta-data/",
+            "meta.test is 169.254.169.254 (a link-local address)",
+        ),
         ("http://[::ffff:127.0.0.1]:{port}/", "is a loopback address inside an IPv6 one"),
         ("http://10.0.0.8/", "10.0.0.8 is a private address"),
     ],
@@ -89,7 +101,9 @@ async def test_non_public_addresses_are_refused_directly_and_through_a_redirect(
     site: FakeWeb, target: str, why: str
 ) -> None:
     url = target.format(port=site.port)
-    with pytest.raises(ToolError, match=f"refused: .*{why.replace('(', '[(]').replace(')', '[)]')}"):
+    with pytest.raises(
+        ToolError, match=f"refused: .*{why.replace('(', '[(]').replace(')', '[)]')}"
+    ):
         await fetch(url)
     with pytest.raises(ToolError, match="refused: "):
         await fetch(at(site, f"/to?url={url}"))
@@ -137,7 +151,10 @@ async def test_unknown_names_and_closed_ports_are_told(site: FakeWeb) -> None:
         await fetch(f"http://harbour.test:{port}/")
 
 
-@pytest.mark.parametrize("url", ["ftp://harbour.test/x", "harbour.test/article", "", "http:///nohost", "javascript:alert(1)"])
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://harbour.test/x", "harbour.test/article", "", "http:///nohost", "javascript:alert(1)"],
+)
 def test_a_url_that_is_not_http_is_invalid_arguments(url: str) -> None:
     with pytest.raises(ToolError, match="invalid arguments for fetch_url: url"):
         reader().parse(json.dumps({"url": url}))
@@ -148,7 +165,14 @@ def test_listed_domains_cover_subdomains_and_international_names_in_ascii() -> N
     assert options.allow_domains == ["xn--bcher-kva.de", "example.com"]
     made = reader(allow_domains=["Bücher.de", "example.com"])
     assert made.approval_for is not None and made.rule_subject is not None
-    for url, mode in (("http://bücher.de/x", "never"), ("https://api.example.com./", "never"),
-                      ("https://example.com.evil.test/", None), ("https://notexample.com/", None)):  # fmt: skip
+    for url, mode in (
+        ("http://bücher.de/x", "never"),
+        ("https://api.example.com./", "never"),
+        ("https://example.com.evil.test/", None),
+        ("https://notexample.com/", None),
+    ):
         assert made.approval_for(made.parse(json.dumps({"url": url}))) == mode, url
-    assert made.rule_subject(made.parse(json.dumps({"url": "https://Bücher.DE/a"}))) == "xn--bcher-kva.de"
+    assert (
+        made.rule_subject(made.parse(json.dumps({"url": "https://Bücher.DE/a"})))
+        == "xn--bcher-kva.de"
+    )

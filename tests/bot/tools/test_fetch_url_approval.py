@@ -26,7 +26,9 @@ async def site() -> AsyncIterator[FakeWeb]:
 
 @pytest.fixture
 async def world(tmp_path: Path, site: FakeWeb) -> AsyncIterator[World]:
-    names = NameMap({"docs.test": SITE, "api.docs.test": SITE, "harbour.test": SITE, "sub.harbour.test": SITE})
+    names = NameMap(
+        {"docs.test": SITE, "api.docs.test": SITE, "harbour.test": SITE, "sub.harbour.test": SITE}
+    )
     options = FetchUrlOptions(allow_domains=["docs.test"], allow_networks=[f"{SITE}/32"])
     w = await World(tmp_path, [fetch_url_tool(options, names)]).start()
     yield w
@@ -36,11 +38,16 @@ async def world(tmp_path: Path, site: FakeWeb) -> AsyncIterator[World]:
 def reads(site: FakeWeb, *hosts: str) -> list[Any]:
     steps: list[Any] = []
     for host in hosts:
-        steps += [step(call("fetch_url", {"url": f"http://{host}:{site.port}/article"})), text(f"read {host}")]
+        steps += [
+            step(call("fetch_url", {"url": f"http://{host}:{site.port}/article"})),
+            text(f"read {host}"),
+        ]
     return steps
 
 
-async def test_a_listed_domain_and_its_subdomains_are_read_without_asking(world: World, site: FakeWeb) -> None:
+async def test_a_listed_domain_and_its_subdomains_are_read_without_asking(
+    world: World, site: FakeWeb
+) -> None:
     world.model.steps = reads(site, "docs.test", "api.docs.test")
     await world.say("read the docs")
     await world.say("and the api docs")
@@ -49,7 +56,9 @@ async def test_a_listed_domain_and_its_subdomains_are_read_without_asking(world:
     assert "High water at Brest" in result
 
 
-async def test_another_domain_asks_and_always_allow_covers_that_domain_only(world: World, site: FakeWeb) -> None:
+async def test_another_domain_asks_and_always_allow_covers_that_domain_only(
+    world: World, site: FakeWeb
+) -> None:
     world.model.steps = reads(site, "harbour.test")
     await world.say("read the harbour page")
     [card] = world.cards("fetch_url")
@@ -66,8 +75,13 @@ async def test_another_domain_asks_and_always_allow_covers_that_domain_only(worl
     assert len(world.cards("fetch_url")) == 2 and site.hits["/article"] == 2  # not covered: asks
 
 
-async def test_an_address_refused_after_approval_is_an_error_the_model_reads(world: World, site: FakeWeb) -> None:
-    world.model.steps = [step(call("fetch_url", {"url": "http://169.254.169.254/latest/"})), text("I could not.")]
+async def test_an_address_refused_after_approval_is_an_error_the_model_reads(
+    world: World, site: FakeWeb
+) -> None:
+    world.model.steps = [
+        step(call("fetch_url", {"url": "http://169.254.169.254/latest/"})),
+        text("I could not."),
+    ]
     await world.say("read the metadata")
     [card] = world.cards("fetch_url")
     await world.click(card, "Approve")

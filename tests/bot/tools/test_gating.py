@@ -87,10 +87,12 @@ async def test_the_tools_offered_follow_the_declared_states_and_survive_a_restar
 ) -> None:
     world.model.steps = [
         step(call("ledger__add", {"account": "rent"})),  # not offered: the ledger is closed
-        step(call("ledger__open", {}, index=0, provider_id="a"),
-             call("ledger__add", {"account": "rent"}, index=1, provider_id="b")),  # sees the change
+        step(
+            call("ledger__open", {}, index=0, provider_id="a"),
+            call("ledger__add", {"account": "rent"}, index=1, provider_id="b"),
+        ),  # sees the change
         text("Opened, rent added."),
-    ]  # fmt: skip
+    ]
     await world.say("open the ledger and add rent")
     first, second, third = world.model.requests
     assert set(offered(first)) == {"ledger__open"}
@@ -260,10 +262,13 @@ async def test_calls_of_one_toolkit_run_one_after_another(tmp_path: Path) -> Non
     w = await World(tmp_path, toolkits=[(kit, ()), (other, ())]).start()
     try:
         w.model.steps = [
-            step(call("solo__first", {}, index=0, provider_id="a"), call("solo__second", {}, index=1, provider_id="b"),
-                 call("other__third", {}, index=2, provider_id="c")),
+            step(
+                call("solo__first", {}, index=0, provider_id="a"),
+                call("solo__second", {}, index=1, provider_id="b"),
+                call("other__third", {}, index=2, provider_id="c"),
+            ),
             text("Done."),
-        ]  # fmt: skip
+        ]
         await w.say("all three")
         assert ("solo__second", frozenset()) in meeting.overlaps  # first had finished
         assert ("other__third", frozenset({"solo__second"})) in meeting.overlaps

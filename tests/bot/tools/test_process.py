@@ -66,7 +66,6 @@ def test_capture_keeps_head_and_tail() -> None:
     assert short.text() == "abcdef"
 
 
-
 async def test_command_output_and_exit_code(ws: Workspace) -> None:
     result = await run(ws, "pwd; echo out; echo err >&2; exit 7")
     assert result.output == f"{ws.root}\nout\nerr\n"

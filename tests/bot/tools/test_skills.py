@@ -21,7 +21,14 @@ from tests.fakes.scripted_model import call, step, text
 RELEASE = "1. Bump the version.\n2. Write the changelog.\n3. Tag and announce."
 
 
-def write_skill(root: Path, folder: str, body: str, *, name: str | None = None, description: str = "How we do it.") -> Path:
+def write_skill(
+    root: Path,
+    folder: str,
+    body: str,
+    *,
+    name: str | None = None,
+    description: str = "How we do it.",
+) -> Path:
     path = root / folder / "SKILL.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"---\nname: {name or folder}\ndescription: {description}\n---\n{body}\n")
@@ -31,8 +38,15 @@ def write_skill(root: Path, folder: str, body: str, *, name: str | None = None, 
 @pytest.fixture
 def skills(tmp_path: Path) -> Path:
     root = tmp_path / "skills"
-    write_skill(root, "release", RELEASE, description="How we cut a release: version, changelog, tag.")
-    write_skill(root, "oncall", "Page the secondary after 15 minutes.", description='"What to do when paged."')
+    write_skill(
+        root, "release", RELEASE, description="How we cut a release: version, changelog, tag."
+    )
+    write_skill(
+        root,
+        "oncall",
+        "Page the secondary after 15 minutes.",
+        description='"What to do when paged."',
+    )
     return root
 
 
@@ -48,14 +62,20 @@ def offered(request: Any) -> dict[str, Any]:
 
 
 async def test_the_model_sees_the_skills_and_loads_one_into_its_system_prompt(world: World) -> None:
-    world.model.steps = [step(call(TOOL, {"name": "release"})), text("Following the release skill."), text("ok")]
+    world.model.steps = [
+        step(call(TOOL, {"name": "release"})),
+        text("Following the release skill."),
+        text("ok"),
+    ]
     await world.say("cut a release")
     first, second = world.model.requests
     spec = offered(first)[TOOL]
     assert spec.parameters["properties"]["name"]["enum"] == ["oncall", "release"]
     assert "- release: How we cut a release: version, changelog, tag." in spec.description
     assert "- oncall: What to do when paged." in spec.description
-    assert world.results(TOOL) == ["Loaded the skill release (65 bytes). Its instructions are now part of the system prompt."]
+    assert world.results(TOOL) == [
+        "Loaded the skill release (65 bytes). Its instructions are now part of the system prompt."
+    ]
     assert f'<skill name="release">\n{RELEASE}\n</skill>' in second.system
     assert offered(second)[TOOL].parameters["properties"]["name"]["enum"] == ["oncall"]
     assert "release:" not in offered(second)[TOOL].description
@@ -66,26 +86,43 @@ async def test_the_model_sees_the_skills_and_loads_one_into_its_system_prompt(wo
     assert "Skills loaded: release" in await world.core.describe(KEY)
 
 
-async def test_loading_twice_changes_nothing_and_a_full_thread_is_told(world: World, skills: Path) -> None:
+async def test_loading_twice_changes_nothing_and_a_full_thread_is_told(
+    world: World, skills: Path
+) -> None:
     assert (await world.core.load_skill(KEY, "oncall", ALICE)).startswith("Loaded the skill oncall")
     session = await world.session()
-    assert await world.core.load_skill(KEY, "oncall", ALICE) == "The skill oncall is already loaded in this thread; nothing changed."
+    assert (
+        await world.core.load_skill(KEY, "oncall", ALICE)
+        == "The skill oncall is already loaded in this thread; nothing changed."
+    )
     assert (await world.session()).toolkits == session.toolkits
-    world.model.steps = [step(call(TOOL, {"name": "release"})), text("ok"), step(call(TOOL, {"name": "oncall"})), text("done")]
+    world.model.steps = [
+        step(call(TOOL, {"name": "release"})),
+        text("ok"),
+        step(call(TOOL, {"name": "oncall"})),
+        text("done"),
+    ]
     await world.say("load release")
     await world.say("load oncall again")
     assert offered(world.model.requests[-2]).get(TOOL) is None  # nothing left to load: not offered
-    assert world.results(TOOL)[-1] == "error: every skill is already loaded in this thread: oncall, release"
+    assert (
+        world.results(TOOL)[-1]
+        == "error: every skill is already loaded in this thread: oncall, release"
+    )
 
     for n in range(MAX_LOADED):
         write_skill(skills, f"extra{n}", "x")
     for n in range(MAX_LOADED - 2):
         await world.core.load_skill(KEY, f"extra{n}", ALICE)
     refused = await world.core.load_skill(KEY, f"extra{MAX_LOADED - 1}", ALICE)
-    assert refused == f"Not loaded: {MAX_LOADED} skills are loaded in this thread, the most it takes."
+    assert (
+        refused == f"Not loaded: {MAX_LOADED} skills are loaded in this thread, the most it takes."
+    )
 
 
-async def test_a_long_skill_is_cut_at_4_kb_and_the_thread_is_told(world: World, skills: Path) -> None:
+async def test_a_long_skill_is_cut_at_4_kb_and_the_thread_is_told(
+    world: World, skills: Path
+) -> None:
     write_skill(skills, "long", "é" * 3000)  # 6,000 bytes
     note = await world.core.load_skill(KEY, "long", ALICE)
     assert note == (
@@ -95,11 +132,18 @@ async def test_a_long_skill_is_cut_at_4_kb_and_the_thread_is_told(world: World, 
     world.model.steps = [text("ok")]
     await world.say("go")
     system = world.model.requests[-1].system
-    assert '<skill name="long" (cut: only the first 4,096 of its 6,000 bytes)>\n' + "é" * 2048 + "\n</skill>" in system
+    assert (
+        '<skill name="long" (cut: only the first 4,096 of its 6,000 bytes)>\n'
+        + "é" * 2048
+        + "\n</skill>"
+        in system
+    )
     assert "Skills loaded: long (cut at 4 KB)" in await world.core.describe(KEY)
 
 
-@pytest.mark.parametrize("name", ["../../etc", "../skills/release", "/etc/passwd", "release/../oncall", ".hidden", ""])
+@pytest.mark.parametrize(
+    "name", ["../../etc", "../skills/release", "/etc/passwd", "release/../oncall", ".hidden", ""]
+)
 async def test_a_name_that_leads_elsewhere_is_refused(world: World, name: str) -> None:
     note = await world.core.load_skill(KEY, name, ALICE)
     assert note.startswith("Not loaded: ") and "is not a skill name" in note
@@ -109,7 +153,9 @@ async def test_a_name_that_leads_elsewhere_is_refused(world: World, name: str) -
 async def test_the_model_naming_a_path_gets_an_error(world: World) -> None:
     world.model.steps = [step(call(TOOL, {"name": "../../etc"})), text("ok")]
     await world.say("load it")
-    assert world.results(TOOL) == ["error: '../../etc' is not a skill name (letters, digits, - and _ only)"]
+    assert world.results(TOOL) == [
+        "error: '../../etc' is not a skill name (letters, digits, - and _ only)"
+    ]
 
 
 def test_skills_without_a_proper_front_matter_or_outside_the_folder_are_left_out(
@@ -127,10 +173,14 @@ def test_skills_without_a_proper_front_matter_or_outside_the_folder_are_left_out
         assert list(Catalog(root).skills()) == ["good"]
     assert "its front matter names it 'other', not 'renamed'" in caplog.text
     assert "skill bare is left out" in caplog.text
-    assert "skill secret is left out: the skill secret leads out of the skills folder" in caplog.text
+    assert (
+        "skill secret is left out: the skill secret leads out of the skills folder" in caplog.text
+    )
 
 
-async def test_a_skill_added_while_running_is_offered_at_the_next_model_call(tmp_path: Path) -> None:
+async def test_a_skill_added_while_running_is_offered_at_the_next_model_call(
+    tmp_path: Path,
+) -> None:
     toolkit = SkillsToolkit(tmp_path / "skills")
     session = Session(key=ThreadKey("test:t"))
     assert toolkit.tools("test:t", {}) == {}

@@ -35,8 +35,14 @@ class Rooms:
         rooms = list(state.get("rooms", ()))
         found = {"rooms__build": self._build()}
         if rooms:
-            schema = {"type": "object", "properties": {"room": {"type": "string", "enum": rooms}}, "required": ["room"]}
-            found["rooms__enter"] = Tool("rooms__enter", "Enter a room.", AnyArguments, self._enter, schema=schema)
+            schema = {
+                "type": "object",
+                "properties": {"room": {"type": "string", "enum": rooms}},
+                "required": ["room"],
+            }
+            found["rooms__enter"] = Tool(
+                "rooms__enter", "Enter a room.", AnyArguments, self._enter, schema=schema
+            )
         return found
 
     def missing(self, key: str | None, name: str, state: State) -> str:
@@ -55,7 +61,11 @@ class Rooms:
             set_state(ctx.session, "rooms", {"rooms": rooms})
             return f"built {arguments['name']}"
 
-        schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        schema = {
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        }
         return Tool("rooms__build", "Build a room.", AnyArguments, build, schema=schema)
 
     @staticmethod
@@ -79,10 +89,12 @@ async def world(tmp_path: Path) -> Any:
 async def test_tools_and_their_values_follow_the_threads_state(world: World) -> None:
     world.model.steps = [
         step(call("rooms__enter", {"room": "hall"})),  # not offered yet: a clear error
-        step(call("rooms__build", {"name": "hall"}, index=0, provider_id="a"),
-             call("rooms__enter", {"room": "hall"}, index=1, provider_id="b")),  # sees the change
+        step(
+            call("rooms__build", {"name": "hall"}, index=0, provider_id="a"),
+            call("rooms__enter", {"room": "hall"}, index=1, provider_id="b"),
+        ),  # sees the change
         text("Built and entered."),
-    ]  # fmt: skip
+    ]
     await world.say("build a hall")
     first, second, third = world.model.requests
     assert set(offered(first)) == {"rooms__build"} and "Rooms built" not in first.system
@@ -95,7 +107,9 @@ async def test_tools_and_their_values_follow_the_threads_state(world: World) -> 
     assert (await world.session()).toolkits == {"rooms": {"rooms": ["hall"]}}
     world.model.steps = [text("Still here.")]
     await world.say("where are we?")
-    assert offered(world.model.requests[-1])["rooms__enter"]["properties"]["room"]["enum"] == ["hall"]
+    assert offered(world.model.requests[-1])["rooms__enter"]["properties"]["room"]["enum"] == [
+        "hall"
+    ]
     assert "Rooms: 1" in await world.core.describe(KEY)
 
 

@@ -40,7 +40,9 @@ def test_it_is_offered_only_when_a_provider_is_configured() -> None:
 
 
 async def test_searxng_results_are_a_numbered_list(fake: FakeSearch) -> None:
-    shown = await search(web_search_tool(WebSearchOptions(searxng_url=fake.base, max_results=1)), "tides brest")
+    shown = await search(
+        web_search_tool(WebSearchOptions(searxng_url=fake.base, max_results=1)), "tides brest"
+    )
     assert shown == (
         "Results for 'tides brest' (searxng):\n1. Tide tables of Brest\n   https://tides.example/brest\n"
         "   High water twice a day."
@@ -51,17 +53,23 @@ async def test_searxng_results_are_a_numbered_list(fake: FakeSearch) -> None:
 
 
 @pytest.mark.parametrize("provider", ["brave", "tavily"])
-async def test_brave_and_tavily_use_the_key_from_the_environment(fake: FakeSearch, provider: str) -> None:
+async def test_brave_and_tavily_use_the_key_from_the_environment(
+    fake: FakeSearch, provider: str
+) -> None:
     options = WebSearchOptions(provider=provider, endpoint=f"{fake.base}/{provider}")  # type: ignore[arg-type]
     variable = f"{provider.upper()}_API_KEY"
     shown = await search(web_search_tool(options, {variable: fake.key}), "brest")
-    assert "2. Brest harbour\n   https://harbour.example/" in shown and fake.queries == [(provider, "brest")]
+    assert "2. Brest harbour\n   https://harbour.example/" in shown and fake.queries == [
+        (provider, "brest")
+    ]
     with pytest.raises(ToolError, match="answered 401 Unauthorized") as refused:
         await search(web_search_tool(options, {variable: "wrong-key-999999"}), "brest")
     assert "wrong-key-999999" not in str(refused.value)
 
 
-def test_a_provider_without_its_key_or_address_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_provider_without_its_key_or_address_is_a_configuration_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("BRAVE_API_KEY", raising=False)
     with pytest.raises(ConfigError, match="BRAVE_API_KEY"):
         load_settings(tools={"web_search": {"provider": "brave"}})

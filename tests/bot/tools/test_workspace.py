@@ -59,8 +59,13 @@ def test_tools_register_with_their_approval_modes(tmp_path: Path) -> None:
     tools: dict[str, Tool] = {t.name: t for t in workspace_tools(tmp_path, HostRunner())}
     registry = ToolRegistry(tools.values())
     assert registry.names == [
-        "edit_file", "grep", "list_files", "read_file", "run_command", "write_file"
-    ]  # fmt: skip
+        "edit_file",
+        "grep",
+        "list_files",
+        "read_file",
+        "run_command",
+        "write_file",
+    ]
     modes = {name: (t.side_effects, t.approval) for name, t in tools.items()}
     assert modes["run_command"] == (True, "ask")
     assert modes["write_file"] == modes["edit_file"] == (True, "never")
@@ -290,7 +295,10 @@ async def test_grep(thread: Thread) -> None:
     (thread.dir / "blob.bin").write_bytes(b"TODO\x00")
     (thread.dir / "etc").symlink_to("/etc")
     out = await thread("grep", pattern="TODO")
-    assert out == "notes.md:2: TODO: more\nsrc/a.py:2: TODO: fix\n[1 binary, unreadable or oversized files skipped]"  # fmt: skip
+    assert (
+        out
+        == "notes.md:2: TODO: more\nsrc/a.py:2: TODO: fix\n[1 binary, unreadable or oversized files skipped]"
+    )
     assert await thread("grep", pattern="(?i)todo", path="notes.md", max_results=1) == (
         "notes.md:1: todo later\n[stopped after 1 matches; narrow the search]"
     )

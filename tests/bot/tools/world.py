@@ -45,8 +45,16 @@ class World:
         registry = ToolRegistry(self.tools)
         for toolkit, own in self.toolkits:
             registry.attach(toolkit, own=own)
-        core = Core(self.settings, SqliteStore(self.settings.database_path), self.model, registry, self.clock)
-        core.register_surfaces("slack:", lambda key: self.surface, lambda key: key.rsplit(":", 1)[0])
+        core = Core(
+            self.settings,
+            SqliteStore(self.settings.database_path),
+            self.model,
+            registry,
+            self.clock,
+        )
+        core.register_surfaces(
+            "slack:", lambda key: self.surface, lambda key: key.rsplit(":", 1)[0]
+        )
         return core
 
     async def start(self) -> World:
@@ -60,16 +68,22 @@ class World:
 
     async def say(self, words: str, author: Author = ALICE) -> None:
         self._n += 1
-        await drive(self.clock, self.core.handle(Inbound(KEY, author, words, f"ev{self._n}"), self.surface))
+        await drive(
+            self.clock, self.core.handle(Inbound(KEY, author, words, f"ev{self._n}"), self.surface)
+        )
 
     def cards(self, tool: str) -> list[FakeMessage]:
         """The approval cards of ``tool``'s calls (decided or not), in order."""
-        return [m for m in self.surface.live() if f"`{tool}`" in m.text and m.text[:1] in "🔐✅❌⌛"]
+        return [
+            m for m in self.surface.live() if f"`{tool}`" in m.text and m.text[:1] in "🔐✅❌⌛"
+        ]
 
     async def click(self, card: FakeMessage, label: str, who: Author = ALICE) -> str | None:
         button = next((b for b in card.buttons if b.label == label), None)
         assert button is not None, [b.label for b in card.buttons]
-        note = await drive(self.clock, self.core.on_action(button.action_id, who, self.surface, card.id))
+        note = await drive(
+            self.clock, self.core.on_action(button.action_id, who, self.surface, card.id)
+        )
         await drive(self.clock, self.core.wait_idle())
         return note
 
@@ -79,4 +93,8 @@ class World:
     def results(self, name: str) -> list[str]:
         """What the model was shown as results of ``name``'s calls, in order (the last request)."""
         last = self.model.requests[-1]
-        return [m.content for m in last.messages if getattr(m, "name", None) == name and m.role == "tool"]
+        return [
+            m.content
+            for m in last.messages
+            if getattr(m, "name", None) == name and m.role == "tool"
+        ]

@@ -5,4 +5,14 @@ from tests.fakes.discord.model import ApiError, Channel, Guild, Message, User
 from tests.fakes.discord.server import FakeDiscord, bot_token
 from tests.fakes.discord.world import World
 
-__all__ = ["bot_token", "ApiError", "Channel", "FakeDiscord", "FastClock", "Guild", "Message", "User", "World"]
+__all__ = [
+    "bot_token",
+    "ApiError",
+    "Channel",
+    "FakeDiscord",
+    "FastClock",
+    "Guild",
+    "Message",
+    "User",
+    "World",
+]

@@ -108,8 +108,9 @@ class Gateway:
             self.world.changed()
         return ws
 
-    async def _on_frame(self, ws: web.WebSocketResponse, connection: Connection, frame: Frame
-                        ) -> Session | None:
+    async def _on_frame(
+        self, ws: web.WebSocketResponse, connection: Connection, frame: Frame
+    ) -> Session | None:
         op, data = frame.get("op"), frame.get("d") or {}
         if op == HEARTBEAT:
             connection.heartbeats += 1
@@ -121,8 +122,9 @@ class Gateway:
             return await self._resume(ws, connection, data)
         return None
 
-    async def _identify(self, ws: web.WebSocketResponse, connection: Connection, data: Frame
-                        ) -> Session | None:
+    async def _identify(
+        self, ws: web.WebSocketResponse, connection: Connection, data: Frame
+    ) -> Session | None:
         if data.get("token") != self.token:
             connection.close_code = 4004
             await ws.close(code=4004, message=b"Authentication failed.")
@@ -137,17 +139,27 @@ class Gateway:
             connection.close_code = 4010
             await ws.close(code=4010, message=b"Invalid shard.")
             return None
-        session = Session(f"session-{next(self._ids)}", intents, shard=tuple(shard) if shard else None)
+        session = Session(
+            f"session-{next(self._ids)}", intents, shard=tuple(shard) if shard else None
+        )
         self.sessions[session.id] = session
         self._attach(session, ws, connection)
         ready = {
-            "v": 10, "user": payloads.user(self.world.bot), "session_id": session.id,
-            "resume_gateway_url": self.resume_url, "guilds": [
+            "v": 10,
+            "user": payloads.user(self.world.bot),
+            "session_id": session.id,
+            "resume_gateway_url": self.resume_url,
+            "guilds": [
                 {"id": str(g), "unavailable": True} for g in self.world.guilds if session.sees(g)
             ],
             "application": {"id": str(self.world.app_id), "flags": self.world.app_flags},
-            "private_channels": [], "relationships": [], "presences": [], "guild_join_requests": [],
-            "geo_ordered_rtc_regions": [], "user_settings": {}, "session_type": "normal",
+            "private_channels": [],
+            "relationships": [],
+            "presences": [],
+            "guild_join_requests": [],
+            "geo_ordered_rtc_regions": [],
+            "user_settings": {},
+            "session_type": "normal",
         }
         if session.shard is not None:
             ready["shard"] = list(session.shard)
@@ -157,8 +169,9 @@ class Gateway:
                 self._enqueue(session, "GUILD_CREATE", payloads.guild_create(guild, self.world))
         return session
 
-    async def _resume(self, ws: web.WebSocketResponse, connection: Connection, data: Frame
-                      ) -> Session | None:
+    async def _resume(
+        self, ws: web.WebSocketResponse, connection: Connection, data: Frame
+    ) -> Session | None:
         session = self.sessions.get(str(data.get("session_id")))
         valid = session is not None and session.alive and data.get("token") == self.token
         if not valid or self.refuse_resume or session is None:
@@ -198,7 +211,9 @@ class Gateway:
         if session.ws is not None and session.queue is not None:
             session.queue.put_nowait(frame)
 
-    def dispatch(self, event: str, data: Frame, *, needs: int = 0, guild_id: int | None = None) -> None:
+    def dispatch(
+        self, event: str, data: Frame, *, needs: int = 0, guild_id: int | None = None
+    ) -> None:
         """Send ``event`` (of ``guild_id``; None: a DM) to every live session whose intents
         include ``needs`` and whose shard has that guild."""
         for session in self.sessions.values():
@@ -215,8 +230,11 @@ class Gateway:
         if event != "MESSAGE_CREATE" or session.intents & MESSAGE_CONTENT:
             return data
         bot = str(self.world.bot.id)
-        readable = ("guild_id" not in data or data["author"]["id"] == bot
-                    or any(u["id"] == bot for u in data["mentions"]))
+        readable = (
+            "guild_id" not in data
+            or data["author"]["id"] == bot
+            or any(u["id"] == bot for u in data["mentions"])
+        )
         if readable:
             return data
         return {**data, "content": "", "embeds": [], "attachments": [], "components": []}
@@ -232,10 +250,14 @@ class Gateway:
             data = payloads.channel(world.channels[ref["thread"]], world)
             if event == "THREAD_CREATE":
                 data["newly_created"] = ref.get("newly_created", False)
-            self.dispatch(event, data, needs=GUILDS, guild_id=world.channels[ref["thread"]].guild_id)
+            self.dispatch(
+                event, data, needs=GUILDS, guild_id=world.channels[ref["thread"]].guild_id
+            )
         elif event == "INTERACTION_CREATE":
             interaction = world.interactions[ref["token"]]
-            self.dispatch(event, payloads.interaction(interaction, world), guild_id=interaction.guild_id)
+            self.dispatch(
+                event, payloads.interaction(interaction, world), guild_id=interaction.guild_id
+            )
 
     # --- what a test does ---------------------------------------------------------------------
     async def drop(self, code: int = 4000) -> None:
@@ -264,6 +286,8 @@ class Gateway:
 def _valid_shard(shard: Any) -> bool:
     """``[id, count]`` with ``0 <= id < count`` (Discord closes 4010 otherwise)."""
     return (
-        isinstance(shard, list) and len(shard) == 2 and all(isinstance(n, int) for n in shard)
+        isinstance(shard, list)
+        and len(shard) == 2
+        and all(isinstance(n, int) for n in shard)
         and 0 <= shard[0] < shard[1]
-    )  # fmt: skip
+    )

@@ -49,8 +49,11 @@ class Refusal:
     major: str
 
     def body(self) -> dict[str, object]:
-        return {"message": "You are being rate limited.", "retry_after": round(self.retry_after, 3),
-                "global": self.is_global}
+        return {
+            "message": "You are being rate limited.",
+            "retry_after": round(self.retry_after, 3),
+            "global": self.is_global,
+        }
 
 
 class RateLimits:
@@ -67,8 +70,9 @@ class RateLimits:
         """The next ``count`` requests in ``bucket`` for ``major`` get a 429 (a shared limit)."""
         self._storms[(bucket.hash, major)] = (count, retry_after)
 
-    def take(self, bucket: Bucket, major: str, *, counts_globally: bool = True
-             ) -> tuple[dict[str, str], Refusal | None]:
+    def take(
+        self, bucket: Bucket, major: str, *, counts_globally: bool = True
+    ) -> tuple[dict[str, str], Refusal | None]:
         """Headers for the answer, and the refusal when the request is over a limit."""
         now = self._clock.monotonic()
         key = (bucket.hash, major)
@@ -85,8 +89,9 @@ class RateLimits:
             self.refusals.append(refusal)
         return self._headers(bucket, window, now, refusal), refusal
 
-    def _refusal(self, bucket: Bucket, major: str, window: _Window, now: float,
-                 counts_globally: bool) -> Refusal | None:
+    def _refusal(
+        self, bucket: Bucket, major: str, window: _Window, now: float, counts_globally: bool
+    ) -> Refusal | None:
         storm = self._storms.get((bucket.hash, major))
         if storm is not None and storm[0] > 0:
             self._storms[(bucket.hash, major)] = (storm[0] - 1, storm[1])
@@ -100,8 +105,9 @@ class RateLimits:
             return Refusal(window.resets_at - now, False, "user", bucket.hash, major)
         return None
 
-    def _headers(self, bucket: Bucket, window: _Window, now: float, refusal: Refusal | None
-                 ) -> dict[str, str]:
+    def _headers(
+        self, bucket: Bucket, window: _Window, now: float, refusal: Refusal | None
+    ) -> dict[str, str]:
         reset_after = max(0.0, window.resets_at - now)
         headers = {
             "X-RateLimit-Limit": str(bucket.limit),

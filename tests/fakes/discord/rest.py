@@ -61,12 +61,17 @@ class _Refused(Exception):
 def reply(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     if status == 204:
         return web.Response(status=204, headers=headers)
-    return web.Response(body=json.dumps(data).encode(), status=status,
-                        headers={**(headers or {}), "Content-Type": "application/json"})
+    return web.Response(
+        body=json.dumps(data).encode(),
+        status=status,
+        headers={**(headers or {}), "Content-Type": "application/json"},
+    )
 
 
 class Rest:
-    def __init__(self, world: World, limits: RateLimits, token: str, gateway_url: Callable[[], str]):
+    def __init__(
+        self, world: World, limits: RateLimits, token: str, gateway_url: Callable[[], str]
+    ):
         self.world = world
         self.limits = limits
         self.token = token
@@ -115,11 +120,15 @@ class Rest:
                 multipart = request.content_type.startswith("multipart/")
                 body = await request.json() if request.can_read_body and not multipart else None
             except ValueError:
-                return reply({"code": 50109, "message": "The request body contains invalid JSON."}, 400)
+                return reply(
+                    {"code": 50109, "message": "The request body contains invalid JSON."}, 400
+                )
             cid = int(request.match_info["cid"]) if "cid" in request.match_info else None
             bot_route = "itoken" not in request.match_info
             if bot_route and request.headers.get("Authorization") != f"Bot {self.token}":
-                response: web.StreamResponse = reply({"message": "401: Unauthorized", "code": 0}, 401)
+                response: web.StreamResponse = reply(
+                    {"message": "401: Unauthorized", "code": 0}, 401
+                )
             else:
                 try:
                     response = await handler(request)
@@ -135,8 +144,9 @@ class Rest:
 
         return wrapped
 
-    def _limit(self, request: web.Request, bucket: Bucket, major: str, *,
-               counts_globally: bool = True) -> dict[str, str]:
+    def _limit(
+        self, request: web.Request, bucket: Bucket, major: str, *, counts_globally: bool = True
+    ) -> dict[str, str]:
         headers, refusal = self.limits.take(bucket, major, counts_globally=counts_globally)
         if refusal is not None:
             raise _Refused(reply(refusal.body(), 429, headers))
@@ -190,8 +200,12 @@ class Rest:
         else:
             body = await request.json()
         message = self.world.create_message(
-            cid, self.world.bot, body.get("content") or "", components=body.get("components"),
-            flags=body.get("flags") or 0, allowed_mentions=body.get("allowed_mentions"),
+            cid,
+            self.world.bot,
+            body.get("content") or "",
+            components=body.get("components"),
+            flags=body.get("flags") or 0,
+            allowed_mentions=body.get("allowed_mentions"),
             attachments=attachments,
         )
         return reply(payloads.message(message, self.world), headers=headers)
@@ -219,8 +233,12 @@ class Rest:
         headers = self._limit(request, MESSAGES, str(cid))
         body = await request.json()
         message = self.world.edit_message(
-            cid, mid, self.world.bot, content=body.get("content"),
-            components=body.get("components"), allowed_mentions=body.get("allowed_mentions"),
+            cid,
+            mid,
+            self.world.bot,
+            content=body.get("content"),
+            components=body.get("components"),
+            allowed_mentions=body.get("allowed_mentions"),
         )
         return reply(payloads.message(message, self.world), headers=headers)
 
@@ -259,8 +277,13 @@ class Rest:
         pins = sorted(self.world.channel(cid).pins, key=lambda p: p[1], reverse=True)
         if before is not None:
             pins = [p for p in pins if payloads.iso(p[1]) < before]
-        items = [{"pinned_at": payloads.iso(at), "message": payloads.message(self.world.messages[mid], self.world)}
-                 for mid, at in pins[:limit]]
+        items = [
+            {
+                "pinned_at": payloads.iso(at),
+                "message": payloads.message(self.world.messages[mid], self.world),
+            }
+            for mid, at in pins[:limit]
+        ]
         return reply({"items": items, "has_more": len(pins) > limit}, headers=headers)
 
     async def pin(self, request: web.Request) -> web.Response:
@@ -280,8 +303,13 @@ class Rest:
         headers = self._limit(request, OTHER, "commands")
         body = await request.json()
         self.world.commands = [
-            {**c, "id": str(self.world.snowflake()), "application_id": str(self.world.app_id),
-             "version": str(self.world.snowflake()), "default_member_permissions": None}
+            {
+                **c,
+                "id": str(self.world.snowflake()),
+                "application_id": str(self.world.app_id),
+                "version": str(self.world.snowflake()),
+                "default_member_permissions": None,
+            }
             for c in body
         ]
         self.world.command_syncs += 1
@@ -295,16 +323,25 @@ class Rest:
         interaction = self.world.interactions.get(request.match_info["itoken"])
         headers = self._limit(request, OTHER, request.match_info["iid"], counts_globally=False)
         age = self.world.clock.monotonic() - (interaction.created_at if interaction else 0.0)
-        if interaction is None or str(interaction.id) != request.match_info["iid"] or age > INTERACTION_DEADLINE:
+        if (
+            interaction is None
+            or str(interaction.id) != request.match_info["iid"]
+            or age > INTERACTION_DEADLINE
+        ):
             raise ApiError(404, 10062, "Unknown interaction")
         if interaction.callbacks:
             raise ApiError(400, 40060, "Interaction has already been acknowledged.")
         body = await request.json()
         interaction.callbacks.append(body)
         flags = (body.get("data") or {}).get("flags") or 0
-        result = {"interaction": {"id": str(interaction.id), "type": interaction.type,
-                                  "response_message_loading": body.get("type") == 5,
-                                  "response_message_ephemeral": bool(flags & EPHEMERAL)}}
+        result = {
+            "interaction": {
+                "id": str(interaction.id),
+                "type": interaction.type,
+                "response_message_loading": body.get("type") == 5,
+                "response_message_ephemeral": bool(flags & EPHEMERAL),
+            }
+        }
         if body.get("type") == 4:
             interaction.followups.append(body.get("data") or {})
         return reply(result, headers=headers)
@@ -332,11 +369,22 @@ class Rest:
 
     def _webhook_message(self, interaction: Any, body: dict[str, Any]) -> dict[str, Any]:
         return {
-            "id": str(self.world.snowflake()), "channel_id": str(interaction.channel_id),
-            "author": payloads.user(self.world.bot), "content": body.get("content") or "",
-            "timestamp": payloads.iso(self.world.clock.now()), "edited_timestamp": None,
-            "tts": False, "mention_everyone": False, "mentions": [], "mention_roles": [],
-            "attachments": [], "embeds": [], "pinned": False, "type": 0,
-            "flags": body.get("flags") or 0, "components": body.get("components") or [],
-            "webhook_id": str(self.world.app_id), "application_id": str(self.world.app_id),
+            "id": str(self.world.snowflake()),
+            "channel_id": str(interaction.channel_id),
+            "author": payloads.user(self.world.bot),
+            "content": body.get("content") or "",
+            "timestamp": payloads.iso(self.world.clock.now()),
+            "edited_timestamp": None,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
+            "flags": body.get("flags") or 0,
+            "components": body.get("components") or [],
+            "webhook_id": str(self.world.app_id),
+            "application_id": str(self.world.app_id),
         }

@@ -34,8 +34,14 @@ def bot_token(bot_id: int) -> str:
 
 
 class FakeDiscord:
-    def __init__(self, clock: Clock, *, token: str | None = None, app_flags: int = 1 << 18,
-                 global_per_second: int = GLOBAL_PER_SECOND) -> None:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        token: str | None = None,
+        app_flags: int = 1 << 18,
+        global_per_second: int = GLOBAL_PER_SECOND,
+    ) -> None:
         self.world = World(clock, app_flags=app_flags)
         self.token = token or bot_token(self.world.bot.id)
         self.limits = RateLimits(clock, global_per_second=global_per_second)
@@ -47,7 +53,9 @@ class FakeDiscord:
         self.port = 0
 
     async def start(self) -> None:
-        app = web.Application(client_max_size=4 * MAX_UPLOAD)  # the 413 of an upload is Discord's own
+        app = web.Application(
+            client_max_size=4 * MAX_UPLOAD
+        )  # the 413 of an upload is Discord's own
         self.rest.routes(app)
         self.cdn.routes(app)
         app.router.add_get("/gateway", self.gateway.handle)
@@ -74,39 +82,61 @@ class FakeDiscord:
         return f"ws://127.0.0.1:{self.port}/gateway"
 
     # --- what people do -----------------------------------------------------------------------
-    def say(self, channel: Channel, author: User, content: str, *, webhook: bool = False,
-            files: dict[str, bytes] | None = None) -> Message:
+    def say(
+        self,
+        channel: Channel,
+        author: User,
+        content: str,
+        *,
+        webhook: bool = False,
+        files: dict[str, bytes] | None = None,
+    ) -> Message:
         """``author`` posts ``content`` (``<@id>`` mentions work) in ``channel``, with ``files``
         (name → bytes) as attachments."""
         webhook_id = self.world.snowflake() if webhook else None
-        attachments = [self.cdn.attachment(channel.id, name, data, "application/octet-stream")
-                       for name, data in (files or {}).items()]
-        return self.world.create_message(channel.id, author, content, webhook_id=webhook_id,
-                                         attachments=attachments)
+        attachments = [
+            self.cdn.attachment(channel.id, name, data, "application/octet-stream")
+            for name, data in (files or {}).items()
+        ]
+        return self.world.create_message(
+            channel.id, author, content, webhook_id=webhook_id, attachments=attachments
+        )
 
     def click(self, message: Message, custom_id: str, user: User) -> Interaction:
         """``user`` clicks the button ``custom_id`` on ``message``."""
         data = {"custom_id": custom_id, "component_type": 2}
         return self._interaction(COMPONENT, message.channel_id, user, data, message.id)
 
-    def slash(self, channel: Channel, user: User, name: str, sub: str, /, **values: str) -> Interaction:
+    def slash(
+        self, channel: Channel, user: User, name: str, sub: str, /, **values: str
+    ) -> Interaction:
         """``user`` runs ``/name sub`` in ``channel``, with string options ``values``."""
         command = next((c for c in self.world.commands if c["name"] == name), None)
         options = [{"name": k, "type": 3, "value": v} for k, v in values.items()]
         data: dict[str, Any] = {
-            "id": command["id"] if command else str(self.world.snowflake()), "name": name,
-            "type": 1, "options": [{"name": sub, "type": 1, "options": options}],
+            "id": command["id"] if command else str(self.world.snowflake()),
+            "name": name,
+            "type": 1,
+            "options": [{"name": sub, "type": 1, "options": options}],
         }
         if channel.guild_id is not None:
             data["guild_id"] = str(channel.guild_id)
         return self._interaction(COMMAND, channel.id, user, data, None)
 
-    def _interaction(self, kind: int, channel_id: int, user: User, data: dict[str, Any],
-                     message_id: int | None) -> Interaction:
+    def _interaction(
+        self, kind: int, channel_id: int, user: User, data: dict[str, Any], message_id: int | None
+    ) -> Interaction:
         channel = self.world.channel(channel_id)
         interaction = Interaction(
-            self.world.snowflake(), secrets.token_urlsafe(24), kind, channel.id, channel.guild_id,
-            user, data, message_id, self.world.clock.monotonic(),
+            self.world.snowflake(),
+            secrets.token_urlsafe(24),
+            kind,
+            channel.id,
+            channel.guild_id,
+            user,
+            data,
+            message_id,
+            self.world.clock.monotonic(),
         )
         self.world.interactions[interaction.token] = interaction
         self.world.emit("INTERACTION_CREATE", {"token": interaction.token})
@@ -118,5 +148,8 @@ class FakeDiscord:
 
     def requests(self, route: str = "", channel_id: int | None = None) -> list[Any]:
         """The bot's requests whose route contains ``route`` (in ``channel_id``, if given)."""
-        return [c for c in self.rest.calls
-                if route in c.route and (channel_id is None or c.channel_id == channel_id)]
+        return [
+            c
+            for c in self.rest.calls
+            if route in c.route and (channel_id is None or c.channel_id == channel_id)
+        ]

@@ -98,8 +98,15 @@ class World:
         guild.roles[role.id] = role
         return role
 
-    def add_user(self, name: str, *, guild: Guild | None = None, nick: str | None = None,
-                 bot: bool = False, roles: tuple[Role, ...] = ()) -> User:
+    def add_user(
+        self,
+        name: str,
+        *,
+        guild: Guild | None = None,
+        nick: str | None = None,
+        bot: bool = False,
+        roles: tuple[Role, ...] = (),
+    ) -> User:
         user = User(self.snowflake(), name.lower(), name, bot=bot)
         if guild is not None:
             guild.members[user.id] = Member(user, nick, [r.id for r in roles])
@@ -122,8 +129,16 @@ class World:
         return channel
 
     def _thread(self, thread_id: int, parent: Channel, name: str, owner: User) -> Channel:
-        thread = Channel(thread_id, PUBLIC_THREAD, name[:100], parent.guild_id, parent.id,
-                         owner.id, created_at=self.clock.now(), members={owner.id})
+        thread = Channel(
+            thread_id,
+            PUBLIC_THREAD,
+            name[:100],
+            parent.guild_id,
+            parent.id,
+            owner.id,
+            created_at=self.clock.now(),
+            members={owner.id},
+        )
         self.channels[thread.id] = thread
         return thread
 
@@ -140,17 +155,35 @@ class World:
         except KeyError:
             raise unknown("Guild", 10004) from None
 
-    def history(self, channel_id: int, *, limit: int = 50, before: int | None = None,
-                after: int | None = None) -> list[Message]:
+    def history(
+        self,
+        channel_id: int,
+        *,
+        limit: int = 50,
+        before: int | None = None,
+        after: int | None = None,
+    ) -> list[Message]:
         """Up to ``limit`` messages, newest first: the newest before ``before``, or the oldest
         after ``after`` (as Discord's ``GET /channels/{id}/messages`` answers)."""
         self.channel(channel_id)
         if before is not None and after is not None:
             raise ApiError(400, 50035, "Invalid Form Body")
         if not 1 <= limit <= 100:
-            raise ApiError(400, 50035, "Invalid Form Body", {"limit": {"_errors": [
-                {"code": "NUMBER_TYPE_MAX", "message": "int value should be between 1 and 100."}
-            ]}})
+            raise ApiError(
+                400,
+                50035,
+                "Invalid Form Body",
+                {
+                    "limit": {
+                        "_errors": [
+                            {
+                                "code": "NUMBER_TYPE_MAX",
+                                "message": "int value should be between 1 and 100.",
+                            }
+                        ]
+                    }
+                },
+            )
         found = self.in_channel(channel_id)
         if after is not None:
             return list(reversed([m for m in found if m.id > after][:limit]))
@@ -160,8 +193,11 @@ class World:
     def active_threads(self, guild_id: int) -> list[Channel]:
         """The guild's threads that are not archived."""
         self.guild(guild_id)
-        return [c for c in self.channels.values()
-                if c.guild_id == guild_id and c.parent_id is not None and not c.archived]
+        return [
+            c
+            for c in self.channels.values()
+            if c.guild_id == guild_id and c.parent_id is not None and not c.archived
+        ]
 
     def message(self, channel_id: int, message_id: int) -> Message:
         message = self.messages.get(message_id)
@@ -169,21 +205,38 @@ class World:
             raise unknown("Message", 10008)
         return message
 
-    def create_message(self, channel_id: int, author: User, content: str, *,
-                       components: list[dict[str, Any]] | None = None, flags: int = 0,
-                       allowed_mentions: dict[str, Any] | None = None,
-                       webhook_id: int | None = None,
-                       attachments: list[dict[str, Any]] | None = None) -> Message:
+    def create_message(
+        self,
+        channel_id: int,
+        author: User,
+        content: str,
+        *,
+        components: list[dict[str, Any]] | None = None,
+        flags: int = 0,
+        allowed_mentions: dict[str, Any] | None = None,
+        webhook_id: int | None = None,
+        attachments: list[dict[str, Any]] | None = None,
+    ) -> Message:
         channel = self.channel(channel_id)
         _check_content(content, components or attachments)
         if channel.archived:
             if channel.locked:
                 raise ApiError(400, 50083, "Thread is archived")
             self.set_archived(channel.id, False)
-        message = Message(self.snowflake(), channel.id, channel.guild_id, author, content,
-                          self.clock.now(), components or [], flags, webhook_id,
-                          history=[content], allowed_mentions=allowed_mentions,
-                          attachments=attachments or [])
+        message = Message(
+            self.snowflake(),
+            channel.id,
+            channel.guild_id,
+            author,
+            content,
+            self.clock.now(),
+            components or [],
+            flags,
+            webhook_id,
+            history=[content],
+            allowed_mentions=allowed_mentions,
+            attachments=attachments or [],
+        )
         self.messages[message.id] = message
         channel.last_message_id = message.id
         if channel.parent_id is not None:
@@ -191,9 +244,16 @@ class World:
         self.emit("MESSAGE_CREATE", {"message": message.id})
         return message
 
-    def edit_message(self, channel_id: int, message_id: int, editor: User, *,
-                     content: str | None = None, components: list[dict[str, Any]] | None = None,
-                     allowed_mentions: dict[str, Any] | None = None) -> Message:
+    def edit_message(
+        self,
+        channel_id: int,
+        message_id: int,
+        editor: User,
+        *,
+        content: str | None = None,
+        components: list[dict[str, Any]] | None = None,
+        allowed_mentions: dict[str, Any] | None = None,
+    ) -> Message:
         channel = self.channel(channel_id)
         message = self.message(channel_id, message_id)
         if message.author.id != editor.id:
@@ -201,7 +261,11 @@ class World:
         if channel.archived:
             raise ApiError(400, 50083, "Thread is archived")
         if self.refuse_old_edits and self.clock.now() - message.created_at > OLD_MESSAGE_S:
-            raise ApiError(400, 30046, "Maximum number of edits to messages older than 1 hour reached. Try again later")
+            raise ApiError(
+                400,
+                30046,
+                "Maximum number of edits to messages older than 1 hour reached. Try again later",
+            )
         if content is not None:
             _check_content(content, components)
             message.content = content
@@ -232,7 +296,9 @@ class World:
         self.emit("THREAD_CREATE", {"thread": thread.id, "newly_created": True})
         return thread
 
-    def set_archived(self, thread_id: int, archived: bool, *, locked: bool | None = None) -> Channel:
+    def set_archived(
+        self, thread_id: int, archived: bool, *, locked: bool | None = None
+    ) -> Channel:
         thread = self.channel(thread_id)
         if thread.type != PUBLIC_THREAD:
             raise ApiError(400, 50024, "Cannot execute action on this channel type")
@@ -280,7 +346,9 @@ class World:
 
     def mentioned_users(self, content: str) -> list[User]:
         ids = {int(i) for i in _USER_MENTION.findall(content)}
-        users = {u.id: u for g in self.guilds.values() for u in (m.user for m in g.members.values())}
+        users = {
+            u.id: u for g in self.guilds.values() for u in (m.user for m in g.members.values())
+        }
         users.update({c.recipient.id: c.recipient for c in self.channels.values() if c.recipient})
         return [users[i] for i in sorted(ids) if i in users]
 
@@ -291,8 +359,20 @@ class World:
 
 def _check_content(content: str, components: list[dict[str, Any]] | None | object) -> None:
     if len(content) > MAX_CONTENT:
-        raise ApiError(400, 50035, "Invalid Form Body", {"content": {"_errors": [
-            {"code": "BASE_TYPE_MAX_LENGTH", "message": f"Must be {MAX_CONTENT} or fewer in length."}
-        ]}})
+        raise ApiError(
+            400,
+            50035,
+            "Invalid Form Body",
+            {
+                "content": {
+                    "_errors": [
+                        {
+                            "code": "BASE_TYPE_MAX_LENGTH",
+                            "message": f"Must be {MAX_CONTENT} or fewer in length.",
+                        }
+                    ]
+                }
+            },
+        )
     if not content and not components:
         raise ApiError(400, 50006, "Cannot send an empty message")

@@ -68,8 +68,9 @@ class Deliverer:
         if self._session is not None:
             await self._session.close()
 
-    async def deliver(self, delivery: Delivery, *, reason: str = "", forge: bool = False,
-                      stale: bool = False) -> Delivery:
+    async def deliver(
+        self, delivery: Delivery, *, reason: str = "", forge: bool = False, stale: bool = False
+    ) -> Delivery:
         delivery.sent_at = time.monotonic()
         if self.mode == "socket":
             ack = await self.socket.send(delivery.kind, delivery.payload, delivery.attempt, reason)
@@ -104,7 +105,9 @@ class Deliverer:
             headers["X-Slack-Retry-Num"] = str(delivery.attempt)
             headers["X-Slack-Retry-Reason"] = reason or "http_timeout"
         timeout = aiohttp.ClientTimeout(total=WAIT)
-        async with self._session.post(self.target, data=body, headers=headers, timeout=timeout) as response:
+        async with self._session.post(
+            self.target, data=body, headers=headers, timeout=timeout
+        ) as response:
             delivery.answer = await response.text()
             delivery.status = response.status
         delivery.acked_at = time.monotonic()

@@ -23,8 +23,13 @@ def event_callback(event: dict[str, Any]) -> dict[str, Any]:
         "event_id": f"Ev{next(_EVENT_IDS):08d}{uuid.uuid4().hex[:4].upper()}",
         "event_time": int(time.time()),
         "authorizations": [
-            {"enterprise_id": None, "team_id": TEAM_ID, "user_id": BOT_USER, "is_bot": True,
-             "is_enterprise_install": False}
+            {
+                "enterprise_id": None,
+                "team_id": TEAM_ID,
+                "user_id": BOT_USER,
+                "is_bot": True,
+                "is_enterprise_install": False,
+            }
         ],
         "is_ext_shared_channel": False,
     }
@@ -32,8 +37,14 @@ def event_callback(event: dict[str, Any]) -> dict[str, Any]:
 
 def message_event(message: Message, channel: Channel) -> dict[str, Any]:
     event = message.as_event()
-    event.update({"channel": channel.id, "channel_type": channel.kind, "event_ts": message.ts,
-                  "team": TEAM_ID})
+    event.update(
+        {
+            "channel": channel.id,
+            "channel_type": channel.kind,
+            "event_ts": message.ts,
+            "team": TEAM_ID,
+        }
+    )
     if message.user is not None and message.bot_id is None:
         event["client_msg_id"] = str(uuid.uuid4())
     return event
@@ -86,7 +97,9 @@ def deleted_event(message: Message, channel: Channel) -> dict[str, Any]:
     }
 
 
-def block_actions(user: User, channel: Channel, message: Message, button: dict[str, Any]) -> dict[str, Any]:
+def block_actions(
+    user: User, channel: Channel, message: Message, button: dict[str, Any]
+) -> dict[str, Any]:
     return {
         "type": "block_actions",
         "user": {"id": user.id, "username": user.name, "name": user.name, "team_id": TEAM_ID},

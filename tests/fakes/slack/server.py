@@ -35,11 +35,22 @@ from tests.fakes.slack.web_api import MARKDOWN_LIMIT, Tokens, WebApi
 BOT_TOKEN = "xoxb-1111-2222-fakebottokenvalue"
 APP_TOKEN = "xapp-1-A0FAKE-3333-fakeapptokenvalue"
 SIGNING_SECRET = "fake-signing-secret-0123456789abcdef"
-ALL_SCOPES = frozenset({
-    "app_mentions:read", "channels:history", "groups:history", "im:history", "mpim:history",
-    "chat:write", "pins:write", "users:read", "usergroups:read", "commands",
-    "files:read", "files:write",
-})
+ALL_SCOPES = frozenset(
+    {
+        "app_mentions:read",
+        "channels:history",
+        "groups:history",
+        "im:history",
+        "mpim:history",
+        "chat:write",
+        "pins:write",
+        "users:read",
+        "usergroups:read",
+        "commands",
+        "files:read",
+        "files:write",
+    }
+)
 MENTION = f"<@{BOT_USER}>"
 
 
@@ -59,8 +70,14 @@ class FakeSlack:
         self.socket = SocketMode(lambda: self.base_url, self._changed)
         self.deliverer = Deliverer(self.socket, SIGNING_SECRET)
         self.deliverer.mode = mode
-        self.api = WebApi(self.workspace, self.limits, Tokens(BOT_TOKEN, APP_TOKEN, set(scopes)),
-                          self._echo, self.socket.new_url, markdown_limit)
+        self.api = WebApi(
+            self.workspace,
+            self.limits,
+            Tokens(BOT_TOKEN, APP_TOKEN, set(scopes)),
+            self._echo,
+            self.socket.new_url,
+            markdown_limit,
+        )
         self.files = SlackFiles(lambda: self.base_url, self.api.may_download, self.api.post_upload)
         self.api.files = self.files
         self.echo_bot_events = echo_bot_events
@@ -83,8 +100,14 @@ class FakeSlack:
         ws.add_channel(Channel("GSECRET", "secret", "group", set(members)))
         ws.add_channel(Channel("DADA", "ada-dm", "im", {BOT_USER, "UADA"}))
 
-    def add_channel(self, channel_id: str, name: str, kind: ChannelKind = "channel", *,
-                    status_allowed: bool = True) -> Channel:
+    def add_channel(
+        self,
+        channel_id: str,
+        name: str,
+        kind: ChannelKind = "channel",
+        *,
+        status_allowed: bool = True,
+    ) -> Channel:
         members = {BOT_USER, "UADA", "UGRACE"}
         return self.workspace.add_channel(Channel(channel_id, name, kind, members, status_allowed))
 
@@ -120,8 +143,11 @@ class FakeSlack:
 
     def settings(self) -> dict[str, Any]:
         """Settings for an app that talks to this fake in its mode."""
-        mode = {"slack_app_token": APP_TOKEN} if self.deliverer.mode == "socket" else {
-            "slack_signing_secret": SIGNING_SECRET}
+        mode = (
+            {"slack_app_token": APP_TOKEN}
+            if self.deliverer.mode == "socket"
+            else {"slack_signing_secret": SIGNING_SECRET}
+        )
         return {"slack_bot_token": BOT_TOKEN, "slack_api_url": self.api_url, **mode}
 
     @property
@@ -133,12 +159,20 @@ class FakeSlack:
         self.deliverer.target = url
 
     # --- people -------------------------------------------------------------------------------
-    async def say(self, user: str, channel: str, text: str, *, thread_ts: str | None = None,
-                  files: list[dict[str, Any]] | None = None) -> Message:
+    async def say(
+        self,
+        user: str,
+        channel: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        files: list[dict[str, Any]] | None = None,
+    ) -> Message:
         """``user`` writes in ``channel``; the app gets ``message`` and, if mentioned, ``app_mention``."""
         where = self.workspace.channels[channel]
-        message = self.workspace.post(channel, user, text, thread_ts=thread_ts,
-                                      subtype="file_share" if files else None)
+        message = self.workspace.post(
+            channel, user, text, thread_ts=thread_ts, subtype="file_share" if files else None
+        )
         event = payloads.message_event(message, where)
         if files:
             event["files"] = files
@@ -147,10 +181,13 @@ class FakeSlack:
             await self.deliver_event(payloads.mention_event(message))
         return message
 
-    async def other_bot_says(self, channel: str, text: str, *, thread_ts: str | None = None) -> Message:
+    async def other_bot_says(
+        self, channel: str, text: str, *, thread_ts: str | None = None
+    ) -> Message:
         where = self.workspace.channels[channel]
-        message = self.workspace.post(channel, None, text, thread_ts=thread_ts,
-                                      bot_id="BOTHER", subtype="bot_message")
+        message = self.workspace.post(
+            channel, None, text, thread_ts=thread_ts, bot_id="BOTHER", subtype="bot_message"
+        )
         await self.deliver_event(payloads.message_event(message, where))
         if MENTION in text:
             await self.deliver_event(payloads.mention_event(message))
@@ -161,12 +198,16 @@ class FakeSlack:
         message.text = text
         message.record()
         self._changed()
-        await self.deliver_event(payloads.changed_event(message, previous, self.workspace.channels[message.channel]))
+        await self.deliver_event(
+            payloads.changed_event(message, previous, self.workspace.channels[message.channel])
+        )
 
     async def delete(self, message: Message) -> None:
         message.deleted = True
         self._changed()
-        await self.deliver_event(payloads.deleted_event(message, self.workspace.channels[message.channel]))
+        await self.deliver_event(
+            payloads.deleted_event(message, self.workspace.channels[message.channel])
+        )
 
     async def click(self, user: str, message: Message, label: str) -> Delivery:
         button = next(b for b in message.buttons if b["text"]["text"] == label)
@@ -179,7 +220,9 @@ class FakeSlack:
         """``user`` types ``/threadline {text}`` in ``channel`` (Slack runs slash commands in
         channels, never in threads); what comes back to its ``response_url`` is on the call."""
         call, url = self.responses.issue(user, channel, text)
-        payload = commands.payload(call, self.workspace.users[user], self.workspace.channels[channel], url)
+        payload = commands.payload(
+            call, self.workspace.users[user], self.workspace.channels[channel], url
+        )
         call.delivery = await self.deliver("slash_commands", payload)
         return call
 

@@ -41,7 +41,9 @@ class SocketMode:
     def new_url(self) -> str:
         ticket = uuid.uuid4().hex
         self._tickets.add(ticket)
-        return f"{self._base_url().replace('http://', 'ws://')}/link/?ticket={ticket}&app_id={APP_ID}"
+        return (
+            f"{self._base_url().replace('http://', 'ws://')}/link/?ticket={ticket}&app_id={APP_ID}"
+        )
 
     async def endpoint(self, request: web.Request) -> web.WebSocketResponse:
         ticket = request.query.get("ticket", "")
@@ -51,12 +53,14 @@ class SocketMode:
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
         self.opened += 1
-        await ws.send_json({
-            "type": "hello",
-            "num_connections": len(self.connections) + 1,
-            "debug_info": {"host": "fake-slack", "approximate_connection_time": 18060},
-            "connection_info": {"app_id": APP_ID},
-        })
+        await ws.send_json(
+            {
+                "type": "hello",
+                "num_connections": len(self.connections) + 1,
+                "debug_info": {"host": "fake-slack", "approximate_connection_time": 18060},
+                "connection_info": {"app_id": APP_ID},
+            }
+        )
         self.connections.append(ws)
         self._on_change()
         waiting, self._waiting = self._waiting, []
@@ -79,22 +83,28 @@ class SocketMode:
             if future is not None and not future.done():
                 future.set_result(time.monotonic())
 
-    async def send(self, kind: str, payload: dict[str, Any], attempt: int, reason: str) -> asyncio.Future[float]:
+    async def send(
+        self, kind: str, payload: dict[str, Any], attempt: int, reason: str
+    ) -> asyncio.Future[float]:
         """Send one envelope (or keep it for the next connection); the future is its ack time."""
         envelope_id = str(uuid.uuid4())
-        frame = json.dumps({
-            "envelope_id": envelope_id,
-            "type": kind,
-            "payload": payload,
-            "accepts_response_payload": kind != "events_api",
-            "retry_attempt": attempt,
-            "retry_reason": reason,
-        })
+        frame = json.dumps(
+            {
+                "envelope_id": envelope_id,
+                "type": kind,
+                "payload": payload,
+                "accepts_response_payload": kind != "events_api",
+                "retry_attempt": attempt,
+                "retry_reason": reason,
+            }
+        )
         future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
         self._acks[envelope_id] = future
         open_ = [ws for ws in self.connections if not ws.closed]
         if open_:
-            await open_[self._connection(payload) % len(open_) if self.spread else -1].send_str(frame)
+            await open_[self._connection(payload) % len(open_) if self.spread else -1].send_str(
+                frame
+            )
         else:
             self._waiting.append(frame)
         return future
@@ -103,15 +113,22 @@ class SocketMode:
         event = payload.get("event") or {}
         channel = payload.get("channel")
         channel = str(
-            event.get("channel") or (channel.get("id") if isinstance(channel, dict) else None)
-            or payload.get("channel_id") or ""
+            event.get("channel")
+            or (channel.get("id") if isinstance(channel, dict) else None)
+            or payload.get("channel_id")
+            or ""
         )
         return self._channels.setdefault(channel, len(self._channels))
 
     async def ask_to_reconnect(self) -> None:
         for ws in list(self.connections):
-            await ws.send_json({"type": "disconnect", "reason": "refresh_requested",
-                                "debug_info": {"host": "fake-slack"}})
+            await ws.send_json(
+                {
+                    "type": "disconnect",
+                    "reason": "refresh_requested",
+                    "debug_info": {"host": "fake-slack"},
+                }
+            )
 
     async def drop(self) -> None:
         """Close every connection (the clients should open new ones)."""

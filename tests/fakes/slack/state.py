@@ -173,7 +173,9 @@ class Workspace:
         message.record()
         self.messages[(channel, message.ts)] = message
         if message.thread_ts and message.bot_id == BOT_ID:
-            self.statuses.setdefault((channel, message.thread_ts), []).append("")  # a reply clears it
+            self.statuses.setdefault((channel, message.thread_ts), []).append(
+                ""
+            )  # a reply clears it
         self.changed()
         return message
 
@@ -184,7 +186,8 @@ class Workspace:
     def thread(self, channel: str, root_ts: str) -> list[Message]:
         """The root and its replies, oldest first (deleted ones left out)."""
         found = [
-            m for (c, _), m in self.messages.items()
+            m
+            for (c, _), m in self.messages.items()
             if c == channel and not m.deleted and (m.ts == root_ts or m.thread_ts == root_ts)
         ]
         return sorted(found, key=lambda m: m.ts)

@@ -119,8 +119,9 @@ class WebApi:
             return self._answer(method, args, {"ok": False, "error": exc.code, **exc.extra}, token)
         return self._answer(method, args, {"ok": True, **body}, token)
 
-    def _answer(self, method: str, args: dict[str, Any], body: dict[str, Any],
-                token: str | None = None) -> web.Response:
+    def _answer(
+        self, method: str, args: dict[str, Any], body: dict[str, Any], token: str | None = None
+    ) -> web.Response:
         self.calls.append(Call(method, args, "ok" if body.get("ok") else str(body.get("error"))))
         headers = {}
         if token == self.tokens.bot:
@@ -137,15 +138,20 @@ class WebApi:
             raise SlackError("not_allowed_token_type")
         needed = SCOPES.get(method)
         if kind == "bot" and needed is not None and needed not in self.tokens.scopes:
-            raise SlackError("missing_scope", needed=needed, provided=",".join(sorted(self.tokens.scopes)))
+            raise SlackError(
+                "missing_scope", needed=needed, provided=",".join(sorted(self.tokens.scopes))
+            )
         return kind
 
-    def _limited(self, method: str, args: dict[str, Any], kind: str) -> dict[str, Any] | web.Response:
+    def _limited(
+        self, method: str, args: dict[str, Any], kind: str
+    ) -> dict[str, Any] | web.Response:
         channel = args.get("channel") or args.get("channel_id")
         refusal = self.limits.check(method, TEAM_ID, channel if isinstance(channel, str) else None)
         if refusal is not None:
             return web.json_response(
-                {"ok": False, "error": "ratelimited"}, status=429,
+                {"ok": False, "error": "ratelimited"},
+                status=429,
                 headers={"Retry-After": refusal.header},
             )
         handler = getattr(self, "m_" + method.replace(".", "_"), None)
@@ -156,9 +162,15 @@ class WebApi:
 
     # --- methods ------------------------------------------------------------------------------
     def m_auth_test(self, args: dict[str, Any]) -> dict[str, Any]:
-        return {"url": "https://fake.slack.invalid/", "team": TEAM_NAME, "user": BOT_NAME,
-                "team_id": TEAM_ID, "user_id": BOT_USER, "bot_id": BOT_ID,
-                "is_enterprise_install": False}
+        return {
+            "url": "https://fake.slack.invalid/",
+            "team": TEAM_NAME,
+            "user": BOT_NAME,
+            "team_id": TEAM_ID,
+            "user_id": BOT_USER,
+            "bot_id": BOT_ID,
+            "is_enterprise_install": False,
+        }
 
     def m_apps_connections_open(self, args: dict[str, Any]) -> dict[str, Any]:
         return {"url": self.socket_url()}
@@ -185,7 +197,8 @@ class WebApi:
         inclusive = str(args.get("inclusive", "")).lower() in ("1", "true")
         low, high = float(args.get("oldest") or 0), float(args.get("latest") or 1e12)
         found = [
-            m for m in self.workspace.thread(channel.id, root)
+            m
+            for m in self.workspace.thread(channel.id, root)
             if ((low <= float(m.ts) <= high) if inclusive else (low < float(m.ts) < high))
         ]
         limit = min(int(args.get("limit") or 1000), self.replies_page_max)
@@ -204,15 +217,20 @@ class WebApi:
         raw = args.get("channel_id")
         channel = self._channel(raw).id if raw else None
         thread_ts = args.get("thread_ts") or None
-        if channel is not None and thread_ts is not None and self.workspace.find(channel, thread_ts) is None:
+        if (
+            channel is not None
+            and thread_ts is not None
+            and self.workspace.find(channel, thread_ts) is None
+        ):
             raise SlackError("thread_not_found")
         return self.files.complete_upload(args, channel)
 
     def post_upload(self, channel: str, thread_ts: str | None, comment: str) -> str:
         """The bot's message that shows an uploaded file in a thread."""
         where = self.workspace.channels[channel]
-        message = self.workspace.post(channel, BOT_USER, comment, bot_id=BOT_ID, thread_ts=thread_ts,
-                                      subtype="file_share")
+        message = self.workspace.post(
+            channel, BOT_USER, comment, bot_id=BOT_ID, thread_ts=thread_ts, subtype="file_share"
+        )
         self.emit(payloads.message_event(message, where))
         return message.ts
 
@@ -225,7 +243,9 @@ class WebApi:
         if thread_ts is not None and self.workspace.find(channel.id, thread_ts) is None:
             raise SlackError("thread_not_found")
         content = self._content(args)
-        message = self.workspace.post(channel.id, BOT_USER, bot_id=BOT_ID, thread_ts=thread_ts, **content)
+        message = self.workspace.post(
+            channel.id, BOT_USER, bot_id=BOT_ID, thread_ts=thread_ts, **content
+        )
         self.emit(payloads.message_event(message, channel))
         return {"channel": channel.id, "ts": message.ts, "message": message.as_event()}
 
@@ -256,14 +276,23 @@ class WebApi:
             raise SlackError("method_not_supported_for_channel_type")
         recipient = args.get("recipient_user_id")
         if channel.kind != "im" and (not recipient or not args.get("recipient_team_id")):
-            raise SlackError("missing_recipient_user_id" if not recipient else "missing_recipient_team_id")
+            raise SlackError(
+                "missing_recipient_user_id" if not recipient else "missing_recipient_team_id"
+            )
         if recipient is not None and recipient not in self.workspace.users:
             raise SlackError("user_not_found")
         if args.get("task_display_mode") not in (None, "timeline", "plan"):
             raise SlackError("invalid_arguments")
         message = self.workspace.post(
-            channel.id, BOT_USER, "", bot_id=BOT_ID, thread_ts=thread_ts, markdown_text="",
-            streaming=True, stream_started=time.monotonic(), recipient=recipient,
+            channel.id,
+            BOT_USER,
+            "",
+            bot_id=BOT_ID,
+            thread_ts=thread_ts,
+            markdown_text="",
+            streaming=True,
+            stream_started=time.monotonic(),
+            recipient=recipient,
         )
         self._stream_content(message, args)
         self.emit(payloads.message_event(message, channel))
@@ -307,7 +336,11 @@ class WebApi:
             if kind == "markdown_text":
                 pieces.append(str(chunk.get("text", "")))
             elif kind == "task_update":
-                if not chunk.get("id") or not chunk.get("title") or chunk.get("status") not in TASK_STATES:
+                if (
+                    not chunk.get("id")
+                    or not chunk.get("title")
+                    or chunk.get("status") not in TASK_STATES
+                ):
                     raise SlackError("invalid_chunks")
                 message.tasks[str(chunk["id"])] = dict(chunk)
             elif kind == "plan_update":
@@ -366,8 +399,14 @@ class WebApi:
 
     def m_pins_list(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))
-        items = [{"type": "message", "channel": channel.id,
-                  "message": self.workspace.messages[(channel.id, ts)].as_event()} for ts in channel.pins]
+        items = [
+            {
+                "type": "message",
+                "channel": channel.id,
+                "message": self.workspace.messages[(channel.id, ts)].as_event(),
+            }
+            for ts in channel.pins
+        ]
         return {"items": items}
 
     def m_reactions_add(self, args: dict[str, Any]) -> dict[str, Any]:

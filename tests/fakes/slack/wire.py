@@ -21,7 +21,11 @@ class SlackError(Exception):
 def check_blocks(blocks: Any, markdown_limit: int) -> None:
     if blocks is None:
         return
-    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS or not all(isinstance(b, dict) for b in blocks):
+    if (
+        not isinstance(blocks, list)
+        or len(blocks) > MAX_BLOCKS
+        or not all(isinstance(b, dict) for b in blocks)
+    ):
         raise SlackError("invalid_blocks")
     markdown = sum(len(b.get("text", "")) for b in blocks if b.get("type") == "markdown")
     if markdown > markdown_limit:
@@ -39,9 +43,13 @@ def _check_buttons(elements: list[dict[str, Any]]) -> None:
         raise SlackError("invalid_blocks")
     for element in elements:
         label = element.get("text", {}).get("text", "")
-        if (element.get("type") != "button" or not 0 < len(label) <= 75
-                or len(element.get("action_id", "")) > 255 or len(element.get("value", "")) > 2000
-                or element.get("style", "primary") not in {"primary", "danger"}):
+        if (
+            element.get("type") != "button"
+            or not 0 < len(label) <= 75
+            or len(element.get("action_id", "")) > 255
+            or len(element.get("value", "")) > 2000
+            or element.get("style", "primary") not in {"primary", "danger"}
+        ):
             raise SlackError("invalid_blocks")
 
 
@@ -61,6 +69,6 @@ async def arguments(request: web.Request) -> dict[str, Any]:
 def token_of(request: web.Request, args: dict[str, Any]) -> str | None:
     header = request.headers.get("Authorization", "")
     if header.startswith("Bearer "):
-        return header[len("Bearer "):].strip()
+        return header[len("Bearer ") :].strip()
     token = args.pop("token", None)
     return str(token) if token else None
