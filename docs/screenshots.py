@@ -88,9 +88,7 @@ async def card(page: Any) -> Any:
     from playwright.async_api import expect
 
     found = page.locator(".msg.bot", has_text="Approval needed").last
-    await expect(found.locator("button.action", has_text="Approve")).to_be_visible(
-        timeout=WAIT_MS
-    )
+    await expect(found.locator("button.action", has_text="Approve")).to_be_visible(timeout=WAIT_MS)
     return found
 
 
