@@ -4,7 +4,7 @@ An MkDocs hook (``hooks:`` in ``mkdocs.yml``): a page that holds ``<!-- generate
 gets, in its place, what ``RENDERERS[NAME]`` renders now:
 
 - ``settings``: the settings models (:class:`bot.config.Settings` and each adapter's) as tables:
-  environment variable, ``threadline.toml`` key, type, default, description;
+  environment variable, type, default, description;
 - ``toml``: every ``threadline.toml`` section, walked from the pydantic models of its sections;
 - ``cli``: the ``threadline`` command, from its argparse parser.
 
@@ -24,6 +24,7 @@ import textwrap
 import tomllib
 import types
 from collections.abc import Callable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -62,6 +63,7 @@ _ROLE = re.compile(r":(?:class|meth|func|attr|mod):`~?([^`]+)`")
 # --- the models, read ---
 
 
+@cache
 def attribute_docstrings(cls: type) -> dict[str, str]:
     """Each field's docstring (the string right below it), through the class's bases."""
     found: dict[str, str] = {}
@@ -101,6 +103,7 @@ def field_groups(cls: type) -> dict[str, str]:
     }
 
 
+@cache
 def supplement() -> dict[str, dict[str, str]]:
     found: dict[str, dict[str, str]] = tomllib.loads(
         (HERE / "descriptions.toml").read_text(encoding="utf-8")
@@ -247,13 +250,12 @@ def settings() -> str:
                 if shown:
                     out += ["", f"### {shown[0].upper()}{shown[1:]}", ""]
                 out += [
-                    row("variable", "`threadline.toml`", "type", "default", "description"),
-                    row("---", "---", "---", "---", "---"),
+                    row("variable", "type", "default", "description"),
+                    row("---", "---", "---", "---"),
                 ]
             out.append(
                 row(
                     f"`{env_name(cls, name)}`",
-                    f"`{name}`",
                     type_text(info.annotation, info),
                     default_text(info),
                     description(cls, name),
