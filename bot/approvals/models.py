@@ -86,6 +86,8 @@ class ApprovalRequest:
     allow_subject: str | None = None
     """What "Always allow" covers besides the tool, when finer than the whole tool: the
     origin (scheme, host and port) of a ``fetch_url`` call (see :attr:`rule_tool`)."""
+    caution: str = ""
+    """A warning the card shows about the tool (its MCP server marks it destructive)."""
     status: ApprovalStatus = ApprovalStatus.PENDING
     decided_by_id: str | None = None
     decided_by_name: str | None = None

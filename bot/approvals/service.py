@@ -135,6 +135,7 @@ class ApprovalService:
             expires_at=now + self._settings.approval_ttl_s,
             offer_always=self.rules.offer_always(ctx.thread_key, tool, mode),
             allow_subject=subject,
+            caution=tool.caution,
         )
         await self._store.create_approval(request)
         metrics.APPROVALS_REQUESTED.inc()

@@ -133,7 +133,8 @@ def card_parts(request: ApprovalRequest, max_chars: int, note: str | None = None
     the status; the last message is the one with the buttons."""
     call = f"```json\n{arguments_text(request.arguments)}\n```"
     head, footer = _head(request), _footer(request, note)
-    whole = f"{head}\n{call}\n{footer}"
+    warning = f"\n⚠️ {visible(request.caution)}" if request.caution else ""
+    whole = f"{head}{warning}\n{call}\n{footer}"
     if len(whole) <= max_chars:
         return [whole]
     budget = max(200, max_chars - 80)
@@ -142,7 +143,7 @@ def card_parts(request: ApprovalRequest, max_chars: int, note: str | None = None
     shown = [
         f"`{request.tool}`, the call in full ({i} of {total}):\n{p}" for i, p in enumerate(parts, 1)
     ]
-    return [*shown, f"{head} (the call is shown in full above)\n{footer}"]
+    return [*shown, f"{head} (the call is shown in full above){warning}\n{footer}"]
 
 
 def allowed_parts(event: CallAllowed, max_chars: int) -> list[str]:

@@ -78,6 +78,9 @@ class Tool:
     """What an "Always allow" rule made on one call covers, finer than the whole tool (a
     origin for ``fetch_url``: the rule then covers ``fetch_url:<scheme>://<host>[:<port>]``);
     None: the tool."""
+    caution: str = ""
+    """A warning the approval card shows about the tool (``the server marks this tool
+    destructive``); empty: none."""
     concurrent: bool = False
     """Its calls in one batch run side by side, each in a lane of its own, even though it has
     side effects (``delegate_task``: each call's own side effects are asked for as usual)."""
