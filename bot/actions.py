@@ -10,6 +10,7 @@ kind        argument                meaning
 approve     approval id             approve the call shown on the card
 deny        approval id             deny it
 always      approval id             approve, and allow the tool here from now on
+exact       approval id             approve, and allow this exact call here from now on
 stop        run id                  stop that run of the thread
 ==========  ======================  ===============================================
 """

@@ -21,6 +21,9 @@ class Choice(StrEnum):
     DENY = "deny"
     ALWAYS = "always"
     """Approve, and allow this tool in this channel from now on without asking."""
+    EXACT = "exact"
+    """Approve, and allow this exact call (the same tool with the same arguments) in this
+    channel from now on without asking."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +85,9 @@ class ApprovalRequest:
     offer_always: bool = False
     allow_subject: str | None = None
     """What "Always allow" covers besides the tool, when finer than the whole tool: the
-    domain of a ``fetch_url`` call (see :attr:`rule_tool`)."""
+    origin (scheme, host and port) of a ``fetch_url`` call (see :attr:`rule_tool`)."""
+    caution: str = ""
+    """A warning the card shows about the tool (its MCP server marks it destructive)."""
     status: ApprovalStatus = ApprovalStatus.PENDING
     decided_by_id: str | None = None
     decided_by_name: str | None = None
@@ -96,8 +101,13 @@ class ApprovalRequest:
     @property
     def rule_tool(self) -> str:
         """What an "Always allow" rule made on this request names: the tool, or
-        ``tool:subject`` (``fetch_url:docs.python.org``)."""
+        ``tool:subject`` (``fetch_url:https://docs.python.org``)."""
         return rule_tool(self.tool, self.allow_subject)
+
+    @property
+    def exact_rule_tool(self) -> str:
+        """What an "Always allow this exact call" rule made on this request names."""
+        return exact_rule_tool(self.tool, self.args_hash)
 
 
 def rule_tool(tool: str, subject: str | None) -> str:
@@ -105,11 +115,22 @@ def rule_tool(tool: str, subject: str | None) -> str:
     return f"{tool}:{subject}" if subject else tool
 
 
+EXACT_MARK = "#"
+"""Between the tool and the arguments' hash in an exact call's rule (never in a tool name)."""
+
+
+def exact_rule_tool(tool: str, args_hash: str) -> str:
+    """The ``tool`` of an allow rule covering only calls of ``tool`` whose arguments hash to
+    ``args_hash`` (:func:`bot.approvals.policy.arguments_hash`)."""
+    return f"{tool}{EXACT_MARK}{args_hash}"
+
+
 @dataclass(frozen=True, slots=True)
 class AllowRule:
     """ "Always allow here": ``tool`` runs without a card in ``scope`` (a channel), for the people
     it ``covers`` (the person whose request it was created on), until revoked. ``tool`` may be
-    narrower than a tool: ``fetch_url:docs.python.org`` covers that domain only."""
+    narrower than a tool: ``fetch_url:https://docs.python.org`` covers that scheme, host and port
+    only; ``deploy#<sha256>`` covers only the calls with the arguments of that hash."""
 
     id: str
     scope: str
@@ -119,9 +140,23 @@ class AllowRule:
     created_by_name: str
     created_at: float
 
+    @property
+    def exact(self) -> bool:
+        """It covers one exact call (its tool with the same arguments), not every call."""
+        return EXACT_MARK in self.tool
+
+    def covered(self) -> str:
+        """What it lets run, in words: ``deploy``, ``fetch_url on https://docs.python.org``,
+        ``deploy with one exact set of arguments (sha256 1a2b3c4d5e6f)``."""
+        if self.exact:
+            tool, _, digest = self.tool.partition(EXACT_MARK)
+            return f"{tool} with one exact set of arguments (sha256 {digest[:12]})"
+        tool, sep, subject = self.tool.partition(":")
+        return f"{tool} on {subject}" if sep else tool
+
     def describe(self) -> str:
         who = ", ".join(sorted(self.covers)) or "nobody"
-        return f"{self.tool} in {self.scope} for {who} (by {self.created_by_name})"
+        return f"{self.covered()} in {self.scope} for {who} (by {self.created_by_name})"
 
 
 @dataclass(frozen=True, slots=True)

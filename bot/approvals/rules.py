@@ -37,7 +37,7 @@ class ToolRules:
 
     @staticmethod
     def subject(tool: Tool, args: BaseModel | None) -> str | None:
-        """What an "Always allow" rule made on this call covers besides the tool (a domain),
+        """What an "Always allow" rule made on this call covers besides the tool (an origin),
         or None: the whole tool."""
         if args is None or tool.rule_subject is None:
             return None

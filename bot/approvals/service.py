@@ -22,6 +22,7 @@ from bot.approvals.models import (
     ApprovalStatus,
     AuditEntry,
     Choice,
+    exact_rule_tool,
     rule_tool,
 )
 from bot.approvals.policy import arguments_hash, may_decide, needs_approval
@@ -101,22 +102,24 @@ class ApprovalService:
         mode = self.rules.mode(ctx.thread_key, tool, args)
         subject = self.rules.subject(tool, args)
         requester = ctx.requester or Author(id="", display_name="someone")
-        rule = await self._rule_for(ctx.thread_key, tool, mode, requester, subject)
+        digest = arguments_hash(call.arguments)
+        rule = await self._rule_for(ctx.thread_key, tool, mode, requester, subject, digest)
         if not needs_approval(mode, allowed_here=rule is not None):
-            if rule is not None:
-                await self._store.record_audit(
-                    AuditEntry(
-                        self._clock.now(),
-                        ctx.thread_key,
-                        "allowed by rule",
-                        tool.name,
-                        arguments_hash(call.arguments),
-                        requester.id,
-                        requester.person,
-                        detail=f"rule {rule.id} by {rule.created_by_name}",
-                    )
+            if rule is None:
+                return Proceed()
+            await self._store.record_audit(
+                AuditEntry(
+                    self._clock.now(),
+                    ctx.thread_key,
+                    "allowed by rule",
+                    tool.name,
+                    digest,
+                    requester.id,
+                    requester.person,
+                    detail=f"rule {rule.id} by {rule.created_by_name}",
                 )
-            return Proceed()
+            )
+            return Proceed(allowed_by=allowed_by(rule))
         now = self._clock.now()
         request = ApprovalRequest(
             id=secrets.token_urlsafe(16),
@@ -124,7 +127,7 @@ class ApprovalService:
             call_id=call.id,
             tool=tool.name,
             arguments=call.arguments,
-            args_hash=arguments_hash(call.arguments),
+            args_hash=digest,
             requester_id=requester.id,
             requester_name=requester.person,
             approvers=self.rules.approvers(ctx.thread_key, tool.name),
@@ -132,6 +135,7 @@ class ApprovalService:
             expires_at=now + self._settings.approval_ttl_s,
             offer_always=self.rules.offer_always(ctx.thread_key, tool, mode),
             allow_subject=subject,
+            caution=tool.caution,
         )
         await self._store.create_approval(request)
         metrics.APPROVALS_REQUESTED.inc()
@@ -148,14 +152,24 @@ class ApprovalService:
         return Wait(request, new=True)
 
     async def _rule_for(
-        self, key: str, tool: Tool, mode: Approval, requester: Author, subject: str | None
+        self,
+        key: str,
+        tool: Tool,
+        mode: Approval,
+        requester: Author,
+        subject: str | None,
+        digest: str,
     ) -> AllowRule | None:
-        """The "Always allow here" rule that covers this person's call, where rules apply."""
+        """The "Always allow here" rule that covers this person's call, where rules apply: one
+        for the tool (or its subject), else one for this exact call."""
         if mode != "ask" or not requester.id or not self.rules.offer_always(key, tool, mode):
             return None
-        return await self._store.allow_rule_for(
-            self._scope_of(key), rule_tool(tool.name, subject), requester.id
-        )
+        scope = self._scope_of(key)
+        for name in (rule_tool(tool.name, subject), exact_rule_tool(tool.name, digest)):
+            found = await self._store.allow_rule_for(scope, name, requester.id)
+            if found is not None:
+                return found
+        return None
 
     async def _verdict(self, request: ApprovalRequest, call: ToolCall) -> Verdict:
         if request.pending and request.expires_at <= self._clock.now():
@@ -195,11 +209,11 @@ class ApprovalService:
         ):
             latest = await self._store.get_approval(approval_id)
             return Outcome(False, _already(latest) if latest else "Already decided.", latest)
-        if choice is Choice.ALWAYS and request.offer_always:  # never from a forged click
+        if choice in _RULES and request.offer_always:  # never from a forged click
             rule = AllowRule(
                 secrets.token_hex(8),
                 self._scope_of(request.key),
-                request.rule_tool,
+                request.exact_rule_tool if choice is Choice.EXACT else request.rule_tool,
                 frozenset({request.requester_id}),
                 actor.id,
                 actor.display_name,
@@ -229,6 +243,16 @@ class ApprovalService:
         log.info("approval %s expired", request.id)
         metrics.approval_decided(ApprovalStatus.EXPIRED.value)
         return replace(request, status=ApprovalStatus.EXPIRED, decided_at=now)
+
+
+_RULES = frozenset({Choice.ALWAYS, Choice.EXACT})
+"""The choices that make an "Always allow here" rule besides approving the call."""
+
+
+def allowed_by(rule: AllowRule) -> str:
+    """Why a call runs without a card, for the thread."""
+    what = "this exact call" if rule.exact else f"{rule.covered()} here"
+    return f"allowed by {rule.created_by_name}'s “Always allow {what}”"
 
 
 def _arguments(tool: Tool, call: ToolCall) -> BaseModel | None:

@@ -20,7 +20,7 @@ from bot.conversation import ThreadKey
 from bot.decisions import Decisions
 from bot.delegate import asking
 from bot.engine.events import ApprovalNeeded, EventSink
-from bot.engine.gate import Refuse, Verdict, Wait
+from bot.engine.gate import Proceed, Refuse, Verdict, Wait
 from bot.errors import ThreadlineError
 from bot.llm.messages import ToolCall
 from bot.present.surface import Surface
@@ -33,6 +33,7 @@ Say = Callable[[str], Awaitable[None]]
 """Shows a line of the delegation's activity in the thread."""
 POLL_S = 5.0
 """How often a wait reads the request again (a decision made on another worker, an expiry)."""
+UNSHOWN = "refused: this call may run without a card, but there is no thread to show it in first."
 NOWHERE = "refused: this call needs a person's approval, and there is no thread to ask it in."
 
 
@@ -56,6 +57,8 @@ class InlineGate:
 
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
         verdict = await self._approvals.check(ctx, call, tool)
+        if isinstance(verdict, Proceed) and verdict.allowed_by and self._sink is None:
+            return Refuse(UNSHOWN)  # a rule's call runs only where the thread shows it first
         if not isinstance(verdict, Wait):
             return verdict
         request = verdict.request

@@ -10,6 +10,7 @@ final answer as the call's result and tells the people.
 from __future__ import annotations
 
 from bot.engine.events import (
+    CallAllowed,
     EngineEvent,
     EventSink,
     Failed,
@@ -39,6 +40,9 @@ class SubAgentEvents:
                 await self.say(f"working: step {turn}")
             case ToolStarted(name=name):
                 await self.say(f"working: step {self.step}, {name}")
+            case CallAllowed() if self._parent is not None:
+                await self._parent(event)  # shown in full in the thread before it runs
+                await self.say(self._said)
             case ToolFinished(side_effects=True) if self._parent is not None:
                 await self._parent(event)  # its card, or a line of the reply, shows what it did
                 await self.say(self._said)  # the line above took the activity away: back again

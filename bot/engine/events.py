@@ -31,6 +31,18 @@ class ToolStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class CallAllowed:
+    """A call that would have asked runs without a card, allowed by a rule someone made: the
+    thread shows it in full before it runs (the sink returns once it is shown)."""
+
+    call_id: str
+    name: str
+    arguments: str
+    allowed_by: str
+    """Which rule let it run, in words."""
+
+
+@dataclass(frozen=True, slots=True)
 class ToolFinished:
     call_id: str
     name: str
@@ -90,6 +102,7 @@ EngineEvent = (
     ModelCallStarted
     | TextDelta
     | ToolStarted
+    | CallAllowed
     | ToolFinished
     | ToolProgress
     | TodosChanged

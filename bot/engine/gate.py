@@ -12,7 +12,10 @@ from bot.tools.base import Tool, ToolContext
 
 @dataclass(frozen=True, slots=True)
 class Proceed:
-    pass
+    allowed_by: str = ""
+    """Why a call that would have asked runs without a card (an "Always allow" rule, in
+    words): the thread then shows the call in full before it runs. Empty: nothing was asked,
+    or a person approved this very call on its card."""
 
 
 @dataclass(frozen=True, slots=True)

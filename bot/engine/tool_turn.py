@@ -15,7 +15,14 @@ from pydantic import BaseModel
 
 from bot import metrics
 from bot.engine.activity import preview, summarise
-from bot.engine.events import ApprovalNeeded, EventSink, TodosChanged, ToolFinished, ToolStarted
+from bot.engine.events import (
+    ApprovalNeeded,
+    CallAllowed,
+    EventSink,
+    TodosChanged,
+    ToolFinished,
+    ToolStarted,
+)
 from bot.engine.gate import Proceed, Refuse, Wait
 from bot.engine.prompt import open_calls
 from bot.engine.states import CallModel, Pause, State
@@ -119,12 +126,19 @@ class ToolTurns:
                 return await self._refused(call, text)
             case Proceed() if blocked:
                 return _HELD
-            case Proceed() if beside and flight is not None:
+            case Proceed(allowed_by) if beside and flight is not None:
+                await self._shown_first(call, allowed_by)
                 await self.sink(ToolStarted(call.id, call.name, call.arguments))
                 flight.start(lane, call, tool, self._invoke(call, tool, args))
                 return None
-            case Proceed():
+            case Proceed(allowed_by):
+                await self._shown_first(call, allowed_by)
                 return await self._run_one(call, tool, args)
+
+    async def _shown_first(self, call: ToolCall, allowed_by: str) -> None:
+        """A call a rule lets run without a card is shown in full before it runs."""
+        if allowed_by:
+            await self.sink(CallAllowed(call.id, call.name, call.arguments, allowed_by))
 
     def _prepared(self, call: ToolCall) -> tuple[Tool | None, BaseModel | None, str]:
         """The tool the call names (as this thread is offered it now) and its arguments, or

@@ -42,6 +42,13 @@ class RemoteTool:
     """Its ``inputSchema``, unchecked."""
     read_only: bool
     """Annotated ``readOnlyHint: true``."""
+    open_world: bool = False
+    """Annotated ``openWorldHint: true``: it reaches outside (the web, another service)."""
+    destructive: bool = False
+    """Annotated ``destructiveHint: true``."""
+    task_required: bool = False
+    """``execution.taskSupport`` is ``required``: it can only be called as a task, which this
+    client does not support yet (it is not offered)."""
 
 
 def endpoint(name: str, server: McpServerSettings, environ: Mapping[str, str]) -> Endpoint:
@@ -84,6 +91,17 @@ def remote_tools(entries: Any) -> tuple[list[RemoteTool], list[str]]:
         annotations = annotations if isinstance(annotations, dict) else {}
         texts = (entry.get("description"), annotations.get("title"), entry.get("title"))
         text = next((t for t in texts if isinstance(t, str) and t.strip()), "")
-        read_only = annotations.get("readOnlyHint") is True
-        found.append(RemoteTool(name, text, entry.get("inputSchema"), read_only))
+        execution = entry.get("execution")
+        execution = execution if isinstance(execution, dict) else {}
+        found.append(
+            RemoteTool(
+                name,
+                text,
+                entry.get("inputSchema"),
+                read_only=annotations.get("readOnlyHint") is True,
+                open_world=annotations.get("openWorldHint") is True,
+                destructive=annotations.get("destructiveHint") is True,
+                task_required=execution.get("taskSupport") == "required",
+            )
+        )
     return found, problems

@@ -72,8 +72,14 @@ async def _probe(name: str, config: McpServerSettings, clock: Clock) -> tuple[bo
         names = ", ".join(
             t.name + (" (asks first)" if t.approval != "never" else "") for t in offered
         )
-        skipped = len(server.tools) - len(offered)
+        tasks = sorted(t.name for t in server.tools if t.task_required)
+        skipped = len(server.tools) - len(offered) - len(tasks)
         note = f" ({skipped} not offered: see the log)" if skipped else ""
+        if tasks:
+            note += (
+                f" (not offered, as they can only be called as tasks, which Threadline does not"
+                f" support yet: {', '.join(tasks)})"
+            )
         listed = {t.name for t in server.tools}
         unknown = sorted(set(config.gating) - listed)
         if unknown:

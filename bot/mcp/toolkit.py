@@ -1,9 +1,13 @@
 """An MCP server as a :class:`~bot.tools.toolkit.Toolkit`: its tools offered as
 ``<server>__<tool>``, in the threads whose channel allows the server.
 
-A tool annotated ``readOnlyHint: true`` runs without asking; every other one asks first
-(approval ``ask``: "Always allow here" is offered) and counts as having side effects.
-``[tools."<server>__<tool>"]`` overrides either, as for any tool.
+A tool annotated ``readOnlyHint: true`` runs without asking, unless it is also annotated
+``openWorldHint: true`` (it reaches outside, as ``fetch_url`` does: what it is sent can carry
+thread content out); every other one asks first (approval ``ask``: "Always allow here" is
+offered) and counts as having side effects. ``destructiveHint: true`` is shown on its card.
+``[tools."<server>__<tool>"]`` overrides either, as for any tool. A tool whose
+``execution.taskSupport`` is ``required`` is not offered: this client does not call tools as
+tasks yet (``threadline doctor`` names it).
 
 ``[mcp_servers.NAME.gating.TOOL]`` declares when a tool is offered in a thread and what its
 successful calls turn on and off (:mod:`bot.tools.gating`); a server with none declared offers
@@ -27,6 +31,8 @@ from bot.tools.toolkit import State
 
 log = logging.getLogger(__name__)
 
+DESTRUCTIVE = "the server marks this tool destructive"
+TASKS = "it can only be called as a task (execution.taskSupport: required), not supported yet"
 Allowed = Callable[[str], bool]
 """Whether the thread with this key is offered the server's tools."""
 
@@ -86,6 +92,9 @@ class McpToolkit:
         names = offered_names(server.name, by_name)
         for offered, original in names.items():
             remote = by_name[original]
+            if remote.task_required:
+                log.warning("[%s] tool %r is not offered: %s", server.name, original, TASKS)
+                continue
             fixed = fix_schema(remote.schema)
             if fixed.schema is None:
                 log.warning(
@@ -132,7 +141,7 @@ class McpToolkit:
             return text
 
         text = description(remote.description, f"{original} (from the MCP server {server.name})")
-        if remote.read_only:
+        if remote.read_only and not remote.open_world:
             return Tool(
                 offered,
                 text,
@@ -143,5 +152,12 @@ class McpToolkit:
                 schema=schema,
             )
         return Tool(
-            offered, text, AnyArguments, call, side_effects=True, approval="ask", schema=schema
+            offered,
+            text,
+            AnyArguments,
+            call,
+            side_effects=True,
+            approval="ask",
+            schema=schema,
+            caution=DESTRUCTIVE if remote.destructive else "",
         )

@@ -18,13 +18,16 @@ from datetime import UTC, datetime
 from bot.actions import Decide, encode
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
 from bot.clock import Clock
-from bot.engine.events import ToolFinished
+from bot.engine.events import CallAllowed, ToolFinished
 from bot.errors import SurfaceError, SurfaceRateLimited
 from bot.present.split import split_message
 from bot.present.surface import Button, Style, Surface
 
 log = logging.getLogger(__name__)
 POST_ATTEMPTS = 5
+FOLD_LINES = 12
+"""Arguments longer than this (in lines, as shown) of a call run by a rule go below a one-line
+head, in messages of their own, rather than fill the reply."""
 _SHOWN_AS_IS = frozenset("\n\t")
 _INVISIBLE = frozenset({"Cc", "Cf", "Co", "Cs", "Cn", "Zl", "Zp"})
 
@@ -43,15 +46,37 @@ def buttons(request: ApprovalRequest) -> tuple[Button, ...]:
         _button(Choice.DENY, request, "Deny", "danger"),
     ]
     if request.offer_always:
-        if (
-            request.allow_subject
-        ):  # a rule for one domain: "Always allow docs.python.org for Ann here"
-            who = request.requester_name[:20]
-            label = f"Always allow {request.allow_subject[:30]} for {who} here"
-        else:
-            label = f"Always allow for {request.requester_name[:40]} here"
-        shown.append(_button(Choice.ALWAYS, request, label))
+        shown.append(_button(Choice.EXACT, request, EXACT_LABEL))
+        shown.append(_button(Choice.ALWAYS, request, _always_label(request)))
     return tuple(shown)
+
+
+EXACT_LABEL = "Always allow this exact call"
+
+
+def _always_label(request: ApprovalRequest) -> str:
+    who = request.requester_name
+    if request.allow_subject:  # a rule for one origin: "Always allow https://x.org for Ann here"
+        return f"Always allow {_cut(request.allow_subject, 34)} for {_cut(who, 20)} here"
+    return f"Always allow for {_cut(who, 40)} here"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _rules_line(request: ApprovalRequest) -> str:
+    """What each "Always allow" button would let run from now on, in full."""
+    tool, who = f"`{request.tool}`", request.requester_name
+    if request.allow_subject:
+        wide = f"{tool} calls to {request.allow_subject} (that scheme, host and port)"
+    else:
+        wide = f"every {tool} call"
+    return (
+        f"“{EXACT_LABEL}”: {tool} with exactly these arguments; “{_always_label(request)}”: "
+        f"{wide}; for {who} in this channel. Either way each such call is shown in full "
+        "before it runs."
+    )
 
 
 def visible(text: str) -> str:
@@ -92,6 +117,8 @@ def _footer(request: ApprovalRequest, note: str | None) -> str:
             f"Asked by {request.requester_name}. Who can decide: {request.approvers.describe()}. "
             f"Expires at {_when(request.expires_at)}."
         )
+        if request.offer_always:
+            line = f"{line}\n{_rules_line(request)}"
     elif request.status is ApprovalStatus.EXPIRED:
         at = request.decided_at if request.decided_at is not None else request.expires_at
         line = f"Asked by {request.requester_name}; expired at {_when(at)}. Nothing was run."
@@ -106,7 +133,8 @@ def card_parts(request: ApprovalRequest, max_chars: int, note: str | None = None
     the status; the last message is the one with the buttons."""
     call = f"```json\n{arguments_text(request.arguments)}\n```"
     head, footer = _head(request), _footer(request, note)
-    whole = f"{head}\n{call}\n{footer}"
+    warning = f"\n⚠️ {visible(request.caution)}" if request.caution else ""
+    whole = f"{head}{warning}\n{call}\n{footer}"
     if len(whole) <= max_chars:
         return [whole]
     budget = max(200, max_chars - 80)
@@ -115,7 +143,32 @@ def card_parts(request: ApprovalRequest, max_chars: int, note: str | None = None
     shown = [
         f"`{request.tool}`, the call in full ({i} of {total}):\n{p}" for i, p in enumerate(parts, 1)
     ]
-    return [*shown, f"{head} (the call is shown in full above)\n{footer}"]
+    return [*shown, f"{head} (the call is shown in full above){warning}\n{footer}"]
+
+
+def allowed_parts(event: CallAllowed, max_chars: int) -> list[str]:
+    """What the thread shows of a call a rule lets run without a card, before it runs: the
+    tool, why it runs, and its arguments in full; long arguments are folded below a one-line
+    head, in as many messages as they need (never cut)."""
+    shown = arguments_text(event.arguments)
+    call = f"```json\n{shown}\n```"
+    head = f"▸ `{event.name}` runs without asking, {visible(event.allowed_by)}"
+    whole = f"{head}. Its arguments:\n{call}"
+    lines = shown.count("\n") + 1
+    if lines <= FOLD_LINES and len(whole) <= max_chars:
+        return [whole]
+    parts = split_message(call, max(200, max_chars - 80))
+    total = len(parts)
+    return [
+        f"{head}. Its arguments ({lines} lines, {len(shown):,} characters) follow in full.",
+        *(f"`{event.name}`, its arguments ({i} of {total}):\n{p}" for i, p in enumerate(parts, 1)),
+    ]
+
+
+async def post_allowed(surface: Surface, clock: Clock, event: CallAllowed) -> None:
+    """Show a call a rule lets run (see :func:`allowed_parts`); a rate limit is waited out."""
+    for part in allowed_parts(event, _room(surface)):
+        await _posted(surface, clock, surface.render(part), ())
 
 
 def card_text(request: ApprovalRequest, note: str | None = None) -> str:

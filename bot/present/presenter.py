@@ -16,6 +16,7 @@ from bot.approvals.models import ApprovalRequest
 from bot.clock import Clock
 from bot.engine.events import (
     ApprovalNeeded,
+    CallAllowed,
     EngineEvent,
     Failed,
     Finished,
@@ -28,7 +29,7 @@ from bot.engine.events import (
     ToolStarted,
 )
 from bot.errors import SurfaceError
-from bot.present.approval_card import post_card, ran_line
+from bot.present.approval_card import post_allowed, post_card, ran_line
 from bot.present.budget import BudgetRegistry
 from bot.present.native import NativeReply
 from bot.present.reply import OnPosted, ReplyStream
@@ -103,8 +104,8 @@ class Presenter:
         return reply
 
     async def __call__(self, event: EngineEvent) -> None:
-        if isinstance(event, ApprovalNeeded):
-            await self._card(event.request, inline=event.inline)
+        if isinstance(event, ApprovalNeeded | CallAllowed):  # shown whatever the reply's state
+            await self._shown_apart(event)
             return
         if self._reply.finished and not isinstance(event, Finished | Failed):
             log.warning("event after the reply finished: %r", event)
@@ -184,6 +185,21 @@ class Presenter:
                 await self._on_card(request, message_id)
             if inline:
                 await self._below(landed=True)
+
+    async def _shown_apart(self, event: ApprovalNeeded | CallAllowed) -> None:
+        match event:
+            case ApprovalNeeded(request, inline):
+                await self._card(request, inline=inline)
+            case CallAllowed():
+                await self._allowed(event)
+
+    async def _allowed(self, event: CallAllowed) -> None:
+        """A call a rule lets run is shown in full, below the reply so far, before it runs;
+        what the run writes next goes to a new reply below it."""
+        async with self._cards:
+            await self._end("")
+            await post_allowed(self._surface, self._clock, event)
+            await self._below(landed=True)
 
     async def _below(self, *, landed: bool = False) -> None:
         """What the run writes next goes to a new reply, below what the thread shows now (a

@@ -24,7 +24,7 @@ from bot.storage.postgres_sessions import changed
 _APPROVAL_COLUMNS = (
     "id, key, call_id, tool, arguments, args_hash, requester_id, requester_name, approvers,"
     " offer_always, status, decided_by_id, decided_by_name, decided_at, created_at, expires_at,"
-    " card_id, allow_subject"
+    " card_id, allow_subject, caution"
 )
 _RULE_COLUMNS = "id, scope, tool, covers, created_by, created_by_name, created_at"
 _AUDIT_COLUMNS = "at, key, event, tool, args_hash, actor_id, actor_name, approval_id, detail"
@@ -63,6 +63,7 @@ def _approval(row: asyncpg.Record) -> ApprovalRequest:
         expires_at=row["expires_at"],
         card_id=row["card_id"],
         allow_subject=row["allow_subject"],
+        caution=row["caution"],
     )
 
 
@@ -113,6 +114,7 @@ class ApprovalTables:
             request.expires_at,
             request.card_id,
             request.allow_subject,
+            request.caution,
         )
         marks = ", ".join(f"${i}" for i in range(1, len(values) + 1))
         async with self.transaction() as db:

@@ -14,7 +14,7 @@ from bot.storage.sqlite_db import Db
 _APPROVAL_COLUMNS = (
     "id, key, call_id, tool, arguments, args_hash, requester_id, requester_name, approvers,"
     " offer_always, status, decided_by_id, decided_by_name, decided_at, created_at, expires_at,"
-    " card_id, allow_subject"
+    " card_id, allow_subject, caution"
 )
 
 
@@ -38,6 +38,7 @@ def _approval(row: Sequence[Any]) -> ApprovalRequest:
         expires_at=row[15],
         card_id=row[16],
         allow_subject=row[17],
+        caution=row[18],
     )
 
 
@@ -48,7 +49,7 @@ class ApprovalTables:
         async with self.transaction() as db:
             await db.execute(
                 f"INSERT INTO approvals ({_APPROVAL_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     request.id,
                     request.key,
@@ -68,6 +69,7 @@ class ApprovalTables:
                     request.expires_at,
                     request.card_id,
                     request.allow_subject,
+                    request.caution,
                 ),
             )
             await _audit(

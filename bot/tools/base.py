@@ -76,7 +76,11 @@ class Tool:
     set in the configuration wins over it."""
     rule_subject: Callable[[BaseModel], str | None] | None = field(default=None, compare=False)
     """What an "Always allow" rule made on one call covers, finer than the whole tool (a
-    domain for ``fetch_url``: the rule then covers ``fetch_url:<domain>``); None: the tool."""
+    origin for ``fetch_url``: the rule then covers ``fetch_url:<scheme>://<host>[:<port>]``);
+    None: the tool."""
+    caution: str = ""
+    """A warning the approval card shows about the tool (``the server marks this tool
+    destructive``); empty: none."""
     concurrent: bool = False
     """Its calls in one batch run side by side, each in a lane of its own, even though it has
     side effects (``delegate_task``: each call's own side effects are asked for as usual)."""

@@ -1,8 +1,8 @@
 """``fetch_url``: a web page, JSON document or PDF as text the model can read.
 
 A URL can carry thread content out, so a call asks first unless its domain is on
-``[tools.fetch_url] allow_domains``; "Always allow" on its card covers that domain (for that
-person, in that channel), not every fetch. Only public addresses are reached, checked after
+``[tools.fetch_url] allow_domains``; "Always allow" on its card covers that origin (scheme, host
+and port; for that person, in that channel), not every fetch. Only public addresses are reached, checked after
 name resolution and on every redirect (see :mod:`bot.tools.addresses`), unless the operator
 allows the others.
 """
@@ -17,7 +17,7 @@ from pydantic import AfterValidator, BaseModel, Field
 
 from bot.tool_settings import FetchUrlOptions
 from bot.tools.base import Approval, Tool, ToolContext, ToolError, tool
-from bot.tools.fetch import fetch, host_of, web_url
+from bot.tools.fetch import fetch, host_of, origin_of, web_url
 from bot.tools.http import Answer, Resolver
 from bot.tools.readable import readable
 
@@ -68,7 +68,7 @@ def fetch_url_tool(options: FetchUrlOptions, resolver: Resolver | None = None) -
         return "never" if host is not None and allowed(host, options.allow_domains) else None
 
     def subject(args: BaseModel) -> str | None:
-        return host_of(str(getattr(args, "url", "")))
+        return origin_of(str(getattr(args, "url", "")))
 
     made = tool(fetch_url, side_effects=True, approval="ask")
     return dataclasses.replace(made, approval_for=approval_for, rule_subject=subject)

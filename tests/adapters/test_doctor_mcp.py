@@ -56,3 +56,17 @@ def test_a_mistaken_gating_declaration_stops_the_program_with_its_place(tmp_path
         "both required and forbidden" in out.stdout + out.stderr
         and "Traceback" not in out.stdout + out.stderr
     )
+
+
+def test_doctor_says_which_tools_are_not_offered_because_they_must_run_as_tasks(
+    tmp_path: Path,
+) -> None:
+    hints = stdio_command("--catalog", "hints")
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.hints]\ncommand = {json.dumps(hints[0])}\nargs = {json.dumps(hints[1:])}\n"
+    )
+    out = threadline("doctor", cwd=tmp_path)
+    line = next(line for line in out.stdout.splitlines() if "MCP server hints" in line)
+    assert line.startswith("[ok  ] MCP server hints: 3 tools (not offered, as they can only")
+    assert "tasks, which Threadline does not support yet: long_job)" in line
+    assert "hints__fetch (asks first)" in line and "hints__lookup, " in line

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bot.approvals.models import ApprovalStatus, Choice
+from bot.approvals.policy import arguments_hash
 from bot.clock import ManualClock
 from bot.config import Settings
 from bot.conversation import Author, Inbound, ThreadKey
@@ -133,7 +134,12 @@ async def test_a_call_that_needs_approval_pauses_the_run_with_a_card(world: Worl
     await world.say("ship it")
     [card] = world.cards()
     assert "Approval needed" in card.text and '"target": "prod"' in card.text
-    assert [b.label for b in card.buttons] == ["Approve", "Deny", "Always allow for Alice here"]
+    assert [b.label for b in card.buttons] == [
+        "Approve",
+        "Deny",
+        "Always allow this exact call",
+        "Always allow for Alice here",
+    ]
     assert world.ran == [] and len(world.model.requests) == 1
     session = await world.session()
     assert session.state is RunState.AWAITING_APPROVAL
@@ -327,6 +333,22 @@ async def test_always_allow_here_stops_asking_this_person_in_this_channel(world:
         ("allowed by rule", ALICE.id),
         ("requested", BOB.id),
     ]
+
+
+async def test_always_allow_this_exact_call_covers_only_the_same_arguments(world: World) -> None:
+    world.model.steps = [*deploy_then("first"), *deploy_then("again"), *deploy_then("no", "dev")]
+    await world.say("ship it")
+    [card] = world.cards()
+    assert "“Always allow this exact call”: `deploy` with exactly these arguments" in card.text
+    assert await world.click("Always allow this exact call", ALICE) == "Approved."
+    [rule] = await world.core.store.allow_rules("slack:")
+    assert rule.exact and rule.tool == "deploy#" + arguments_hash('{"target": "prod"}')
+    await world.say("ship it again")  # the same arguments: no card, the call shown first
+    assert world.ran == ["prod", "prod"] and len(world.cards()) == 1
+    notice = next(m.text for m in world.surface.live() if "runs without asking" in m.text)
+    assert "Alice's “Always allow this exact call”" in notice and '"target": "prod"' in notice
+    await world.say("now dev")  # other arguments: asked again
+    assert world.ran == ["prod", "prod"] and len(world.cards()) == 2
 
 
 async def test_a_forged_always_click_makes_no_rule_and_commands_are_not_offered_one(

@@ -5,7 +5,9 @@ person talks to it through the playground's HTTP API."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bot.llm.wire import as_data
 from tests.e2e.test_process_restart import (
@@ -123,3 +125,61 @@ async def test_declared_gating_in_threadline_toml_through_the_real_program(tmp_p
     assert close["function"]["parameters"]["properties"]["id"]["enum"] == ["T-1"]
     assert "needs the state looked (off now)" in json.dumps(second.messages[-1])
     assert effects.read_text() == "closed T-1\n"
+
+
+async def test_a_call_an_always_allow_rule_lets_run_shows_its_arguments_first(
+    tmp_path: Path,
+) -> None:
+    effects = configure(tmp_path)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_id": "alice", "user_name": "Alice"}
+    seen: list[str] = []
+
+    def shown(words: str) -> Callable[[dict[str, Any]], bool]:
+        def match(event: dict[str, Any]) -> bool:
+            seen.append(json.dumps(event, ensure_ascii=False))
+            return words in seen[-1]
+
+        return match
+
+    async with FakeOpenAI() as fake, browser() as http:
+        fake.push(
+            Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]),
+            Reply("Closed T-1."),
+            Reply(calls=[FakeCall("tickets__close_ticket", {"id": "PROD-DB"})]),  # injected
+            Reply("Summary: nothing to see."),
+        )
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        async with threadline(tmp_path, port, **model):
+            await open_page(http, base)
+            ws = await http.ws_connect(f"{base}/api/ws?client=t")
+            async with http.post(
+                f"{base}/api/messages",
+                json={"text": "Close T-1", "event_id": "event-rule-1", **user},
+            ) as resp:
+                thread_id = (await resp.json())["thread_id"]
+            card = (await until_event(ws, card_in))["message"]
+            always = next(b for b in card["buttons"] if b["label"] == "Always allow for Alice here")
+            async with http.post(
+                f"{base}/api/actions",
+                json={"thread_id": thread_id, "action_id": always["action_id"], **user},
+            ) as resp:
+                assert (await resp.json())["note"] == "Approved."
+            await until_event(ws, shown("Closed T-1."))
+            async with http.post(
+                f"{base}/api/messages",
+                json={
+                    "thread_id": thread_id,
+                    "text": "Summarise the README",
+                    "event_id": "event-rule-2",
+                    **user,
+                },
+            ) as resp:
+                assert resp.status == 202
+            await until_event(ws, shown("Summary: nothing to see."))
+            await ws.close()
+    arguments = next(i for i, e in enumerate(seen) if '\\"id\\": \\"PROD-DB\\"' in e)
+    assert "runs without asking" in seen[arguments] and "Always allow" in seen[arguments]
+    assert arguments < next(i for i, e in enumerate(seen) if "closed PROD-DB" in e)
+    assert effects.read_text() == "closed T-1\nclosed PROD-DB\n"

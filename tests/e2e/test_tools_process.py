@@ -1,6 +1,6 @@
 """The real program with the tools of issue 13 configured: ``threadline run`` with a fake OpenAI
 server scripting the model's calls, a small web site on loopback, and a person talking through
-the playground's HTTP API — ``fetch_url`` with its per-domain "Always allow", custom tools (a
+the playground's HTTP API — ``fetch_url`` with its per-origin "Always allow", custom tools (a
 program in the sandbox, an HTTP request with a secret), and a skill the model loads."""
 
 from __future__ import annotations
@@ -92,11 +92,10 @@ async def test_fetch_url_asks_per_domain_and_reads_the_page(tmp_path: Path) -> N
                 await thread.say("When is high water in Brest?")
                 card = await thread.card()
                 assert f"{page}/article" in card["text"] and site.hits["/article"] == 0
-                assert (
-                    await thread.click(card, "Always allow localhost for Alice here") == "Approved."
-                )
+                label = f"Always allow {page} for Alice here"
+                assert await thread.click(card, label) == "Approved."
                 await thread.shows("Twice a day.")
-                await thread.say("And how high?")  # the same domain: no card this time
+                await thread.say("And how high?")  # the same origin: no card this time
                 await thread.shows("6.9 m at high water.")
         first, second, _, fourth = fake.requests
     assert "fetch_url" in {t["function"]["name"] for t in first.body["tools"]}

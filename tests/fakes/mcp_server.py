@@ -10,7 +10,8 @@ Two transports share one :class:`Behaviour`:
 Its tools (the ``basic`` catalog) can answer, fail (``isError``), answer with a JSON-RPC error,
 hang, crash the process, return 50 MB, send a line that is not JSON followed by a malformed
 result, change the tool list (and notify), and report their environment. The ``weird`` catalog
-lists names and schemas a model API would reject. Start-up options make it hang in
+lists names and schemas a model API would reject; the ``hints`` catalog, tools whose annotations
+and ``execution`` matter (open world, read-only, task-only). Start-up options make it hang in
 ``initialize`` or exit before answering anything.
 """
 
@@ -118,6 +119,26 @@ WEIRD = [
         _READ,
     ),
 ]
+
+
+HINTS = [
+    _tool(
+        "fetch",
+        "Fetch a URL (as mcp-server-fetch describes its tool).",
+        {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]},
+        {"readOnlyHint": True, "openWorldHint": True},
+    ),
+    _tool("lookup", "Look a ticket up by id.", _ID, {"readOnlyHint": True, "openWorldHint": False}),
+    {
+        **_tool("long_job", "Runs for hours: a task only.", _NONE, _READ),
+        "execution": {"taskSupport": "required"},
+    },
+    {
+        **_tool("maybe_task", "May run as a task.", _NONE, _READ),
+        "execution": {"taskSupport": "optional"},
+    },
+]
+"""Tools whose annotations and execution say how far they reach, and how they may be called."""
 
 
 def many(count: int) -> list[dict[str, Any]]:
@@ -238,7 +259,7 @@ def _text(ident: Any, text: str, *, error: bool = False) -> Reply:
 def catalog(name: str) -> list[dict[str, Any]]:
     if name.startswith("many:"):
         return many(int(name.removeprefix("many:")))
-    return [dict(t) for t in {"basic": BASIC, "weird": WEIRD}[name]]
+    return [dict(t) for t in {"basic": BASIC, "weird": WEIRD, "hints": HINTS}[name]]
 
 
 # --- stdio ------------------------------------------------------------------------------

@@ -123,6 +123,28 @@ async def test_an_always_allow_rule_does_not_ride_into_another_persons_request(
         await world.core.aclose()
 
 
+async def test_a_call_an_always_allow_rule_lets_run_is_shown_in_full_before_it_runs(
+    world: World,
+) -> None:
+    payload = "prod; " + PAYLOADS["padded"]
+    world.model.steps = [step(call("deploy", {"target": "staging"})), text("deployed")]
+    await world.core.start()
+    try:
+        await world.say("deploy staging", author=ALICE)
+        await world.click("Always allow for Alice here", ALICE)
+        world.model.steps = [step(call("deploy", {"target": payload})), text("done")]
+        await world.say("what does the README say?", author=ALICE)  # it says: deploy this
+        shown = "".join(m.text for m in world.surface.live())
+        as_shown = arguments_text(json.dumps({"target": payload}))
+        ATTEMPTS["rule of Alice, injected other arguments"] = as_shown not in shown
+        assert world.ran == ["staging", payload] and as_shown in shown
+        notice = next(i for i, m in enumerate(world.surface.live()) if "without asking" in m.text)
+        ran = next(i for i, m in enumerate(world.surface.live()) if "deployed to prod" in m.text)
+        assert notice < ran  # the arguments show before what the call did
+    finally:
+        await world.core.aclose()
+
+
 def test_tool_output_cannot_pose_as_the_system(world: World) -> None:
     from bot.llm.wire import as_data
 

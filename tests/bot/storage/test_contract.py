@@ -192,15 +192,19 @@ async def test_what_an_always_allow_covers_is_kept_with_the_request(
     stores: Stores, store: Store
 ) -> None:
     request = _request("a1", "c1")
-    request.tool, request.allow_subject = "fetch_url", "docs.python.org"
+    request.tool, request.allow_subject = "fetch_url", "https://docs.python.org"
+    request.caution = "the server marks this tool destructive"
     await store.create_approval(request)
     await store.create_approval(_request("a2", "c2"))
     store = await stores.reopen(store)
     found = await store.get_approval("a1")
-    assert found is not None and found.allow_subject == "docs.python.org"
-    assert found.rule_tool == "fetch_url:docs.python.org"
+    assert found is not None and found.allow_subject == "https://docs.python.org"
+    assert found.rule_tool == "fetch_url:https://docs.python.org"
+    assert found.caution == "the server marks this tool destructive"
+    assert found.exact_rule_tool == f"fetch_url#{found.args_hash}"
     other = await store.get_approval("a2")
     assert other is not None and other.allow_subject is None and other.rule_tool == "run_command"
+    assert other.caution == ""
 
 
 async def test_a_decision_after_expiry_loses_to_the_expiry(store: Store) -> None:

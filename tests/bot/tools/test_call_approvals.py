@@ -66,7 +66,12 @@ async def test_always_allow_covers_the_domain_of_the_call_not_the_tool(world: Wo
     await world.say("read the news")
     [card] = world.cards("visit")
     labels = [b.label for b in card.buttons]
-    assert labels == ["Approve", "Deny", "Always allow news.example for Alice here"]
+    assert labels == [
+        "Approve",
+        "Deny",
+        "Always allow this exact call",
+        "Always allow news.example for Alice here",
+    ]
     await world.restart()  # what the button covers is kept with the request
     assert await world.click(card, "Always allow news.example for Alice here") == "Approved."
     [rule] = await world.core.store.allow_rules()

@@ -172,7 +172,12 @@ def test_listed_domains_cover_subdomains_and_international_names_in_ascii() -> N
         ("https://notexample.com/", None),
     ):
         assert made.approval_for(made.parse(json.dumps({"url": url}))) == mode, url
-    assert (
-        made.rule_subject(made.parse(json.dumps({"url": "https://Bücher.DE/a"})))
-        == "xn--bcher-kva.de"
-    )
+    subject = made.rule_subject
+    for url, origin in (  # a rule covers one scheme, host and port
+        ("https://Bücher.DE/a", "https://xn--bcher-kva.de"),
+        ("HTTPS://bücher.de.:443/b", "https://xn--bcher-kva.de"),
+        ("http://bücher.de/a", "http://xn--bcher-kva.de"),
+        ("https://bücher.de:8443/a", "https://xn--bcher-kva.de:8443"),
+        ("http://[::1]:8080/", "http://[::1]:8080"),
+    ):
+        assert subject(made.parse(json.dumps({"url": url}))) == origin, url

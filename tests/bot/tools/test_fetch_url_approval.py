@@ -1,5 +1,6 @@
 """Who is asked before ``fetch_url`` runs, through the core: listed domains never, others with
-a card whose "Always allow" covers that domain only, for that person, in that channel."""
+a card whose "Always allow" covers that origin only (scheme, host and port), for that person, in
+that channel."""
 
 from __future__ import annotations
 
@@ -63,16 +64,50 @@ async def test_another_domain_asks_and_always_allow_covers_that_domain_only(
     await world.say("read the harbour page")
     [card] = world.cards("fetch_url")
     assert site.hits["/article"] == 0 and "harbour.test" in card.text
-    assert await world.click(card, "Always allow harbour.test for Alice here") == "Approved."
+    origin = f"http://harbour.test:{site.port}"
+    assert await world.click(card, f"Always allow {origin} for Alice here") == "Approved."
     assert site.hits["/article"] == 1
     [rule] = await world.core.store.allow_rules()
-    assert rule.tool == "fetch_url:harbour.test"
+    assert rule.tool == f"fetch_url:{origin}"
 
     world.model.steps = reads(site, "harbour.test", "sub.harbour.test")
     await world.say("again")
     assert site.hits["/article"] == 2 and len(world.cards("fetch_url")) == 1
     await world.say("and the subdomain")
     assert len(world.cards("fetch_url")) == 2 and site.hits["/article"] == 2  # not covered: asks
+
+
+async def test_a_rule_for_an_https_origin_covers_neither_http_nor_another_port(
+    world: World, site: FakeWeb
+) -> None:
+    world.model.steps = [
+        step(call("fetch_url", {"url": "https://harbour.test/tides"})),
+        text("tried"),
+        *reads(site, "harbour.test"),
+        step(call("fetch_url", {"url": "https://harbour.test:8443/tides"})),
+        text("tried the other port"),
+        step(call("fetch_url", {"url": "HTTPS://Harbour.test.:443/again"})),
+        text("same origin"),
+    ]
+    await world.say("read the harbour tides")
+    [card] = world.cards("fetch_url")
+    assert "“Always allow https://harbour.test for Alice here”" in card.text
+    await world.click(card, "Always allow https://harbour.test for Alice here")
+    [rule] = await world.core.store.allow_rules()
+    assert rule.tool == "fetch_url:https://harbour.test"
+
+    await world.say("now over plain http")  # same host, another scheme and port: asks
+    assert len(world.cards("fetch_url")) == 2 and site.hits["/article"] == 0
+    await world.click(world.cards("fetch_url")[1], "Deny")
+    await world.say("and on 8443")  # same scheme and host, another port: asks
+    assert len(world.cards("fetch_url")) == 3
+    await world.click(world.cards("fetch_url")[2], "Deny")
+    await world.say("and once more")  # the same origin written otherwise: the rule covers it
+    assert len(world.cards("fetch_url")) == 3
+    shown = world.surface.visible_text()
+    assert (
+        "▸ `fetch_url` runs without asking" in shown and "HTTPS://Harbour.test.:443/again" in shown
+    )
 
 
 async def test_an_address_refused_after_approval_is_an_error_the_model_reads(
