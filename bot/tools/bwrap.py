@@ -114,10 +114,14 @@ REMEDY = (
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Resource limits of one command (each process; the processes count is for the command)."""
+    """Resource limits of one command (each process; the processes count is for the command).
 
-    processes: int = 256
-    memory_bytes: int = 4 << 30
+    Without a cgroup for the command, its memory in all is bounded by the product of the two:
+    :attr:`total_memory_bytes` (each process's address space, at most ``processes`` of them).
+    """
+
+    processes: int = 32
+    memory_bytes: int = 256 << 20
     """Address space of each process."""
     file_bytes: int = 1 << 30
     """Largest file a process may write."""
@@ -126,6 +130,19 @@ class Limits:
     """Size of the private ``/tmp``."""
     shm_bytes: int = 64 << 20
     """Size of the private ``/dev/shm``."""
+
+    @property
+    def total_memory_bytes(self) -> int:
+        """The most memory the command's processes hold together."""
+        return self.processes * self.memory_bytes
+
+    def describe_memory(self) -> str:
+        """What ``threadline doctor`` says about the bound on a command's memory."""
+        return (
+            f"commands' memory: per process {self.memory_bytes >> 20} MiB × {self.processes} "
+            f"processes, at most {self.total_memory_bytes >> 20} MiB in all "
+            "(THREADLINE_COMMAND_PROCESS_MEMORY_MIB, THREADLINE_COMMAND_PROCESSES)"
+        )
 
     def prlimit(self, timeout_s: float) -> list[str]:
         """The ``prlimit`` command line that applies these limits, CPU time from the timeout."""
