@@ -6,11 +6,15 @@ callbacks included) is built from the class attribute ``discord.http.Route.BASE`
 an invalidated session; resumes go to the ``resume_gateway_url`` Discord sends in READY). This
 module is the one place that sets them, for the whole process: every Discord client in a
 process talks to the same Discord. Unset settings restore discord.py's defaults.
+
+Attachments are downloaded only from Discord's CDN hosts (:data:`CDN_HOSTS`, over HTTPS) or
+from the origin of ``DISCORD_API_BASE`` (a test's fake Discord): :func:`from_discord`.
 """
 
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 import yarl
 from discord.gateway import DiscordWebSocket
@@ -19,6 +23,9 @@ from discord.http import INTERNAL_API_VERSION, Route
 DEFAULT_API_BASE = Route.BASE
 DEFAULT_GATEWAY = DiscordWebSocket.DEFAULT_GATEWAY
 _VERSIONED = re.compile(r"/v\d+$")
+CDN_HOSTS = frozenset({"cdn.discordapp.com", "media.discordapp.net"})
+"""Where Discord serves attachments (their URLs are signed; no token is sent)."""
+_PORTS = {"http": 80, "https": 443}
 
 
 def rest_base(api_base: str | None) -> str:
@@ -33,3 +40,20 @@ def point_at(api_base: str | None, gateway_url: str | None) -> None:
     """Send discord.py's REST calls to ``api_base`` and its gateway connections to ``gateway_url``."""
     Route.BASE = rest_base(api_base)
     DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url) if gateway_url else DEFAULT_GATEWAY
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port or _PORTS.get(parts.scheme)
+    except ValueError:
+        port = None
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+def from_discord(url: str) -> bool:
+    """Whether ``url`` is on Discord's CDN over HTTPS, or at the origin of the REST base in use."""
+    scheme, host, port = _origin(url)
+    if scheme == "https" and host in CDN_HOSTS and port == 443:
+        return True
+    return bool(host) and (scheme, host, port) == _origin(Route.BASE)

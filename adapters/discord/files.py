@@ -2,16 +2,19 @@
 client's session, and workspace files posted as a message's attachment (a multipart create).
 
 The size an attachment declares is checked by the core before downloading; the download is
-still cut at the cap.
+still cut at the cap. An attachment whose URL is not on Discord's CDN (or the configured API's
+origin) is refused before any request is made.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 import discord
 
+from adapters.discord.endpoints import from_discord
 from bot.conversation import Attachment
 from bot.errors import FileRefused, SurfaceError
 from bot.files.kinds import size_words
@@ -29,6 +32,11 @@ class DiscordFileTransfer:
         self._call = call
 
     async def fetch(self, file: Attachment, limit: int) -> bytes:
+        if not from_discord(file.url):
+            where = urlsplit(file.url).netloc or file.url[:80]
+            raise FileRefused(
+                f"its link leads to {where}, not to Discord's CDN; it was not downloaded"
+            )
         try:
             data = await self._client.http.get_from_cdn(file.url)
         except discord.NotFound:

@@ -17,13 +17,27 @@ process limit holds and no root-owned file is the command's own: an outer bubble
 shows the workspace at a path that user can reach (bubblewrap resolves the paths it binds as
 the user it runs as) and ``setpriv`` drops to it. That outer bubblewrap has a PID namespace of
 its own too, so that its end (when the bot dies) takes the whole sandbox with it.
+
+A bind mount shows the path of its source in ``/proc/self/mountinfo`` (the "root" field is the
+path inside the source's filesystem, whatever staging path the bind went through), which would
+tell a command where the bot's data directory is. As root, the outer bubblewrap therefore
+mounts an overlay whose upper layer is the workspace (an empty lower layer; every write lands in
+the workspace itself), given by relative paths from inside the workspace: the overlay is a
+filesystem of its own whose root is ``/`` and whose options read ``upperdir=.`` and
+``workdir=../.overlay-…`` (a scratch directory beside the workspaces, removed after the
+command). Where the workspace's filesystem cannot be an overlay's upper layer (it is itself an
+overlay, say), the outer bubblewrap falls back to a bind mount and the path shows. Without
+root, the inner bubblewrap alone cannot do this (it has no overlay option before 0.9, and its
+overlay options name the source by its full path): the path shows.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import math
 import os
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -77,6 +91,16 @@ ETC_FILES = (
 """What of ``/etc`` a command sees (those that exist), read-only. Not ``shadow``."""
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _SHIM_WORKSPACE = "/tmp/workspace"
+_SHIM_ALL = "/tmp/workspaces"
+_SHIM_STAGE = (
+    'mkdir /tmp/lower /tmp/workspace && (cd "/tmp/workspaces/$1" && '
+    '{ mount -t overlay overlay -o "lowerdir=/tmp/lower,upperdir=.,workdir=../$2" '
+    "/tmp/workspace 2>/dev/null || mount --bind . /tmp/workspace; }) && "
+    'shift 2 && exec "$@"'
+)
+"""Run by the outer (root) bubblewrap: the workspace at ``/tmp/workspace`` as an overlay that
+names no host path (a bind mount where an overlay cannot be made)."""
+OVERLAY_PREFIX = ".overlay-"
 PROBE_TIMEOUT_S = 10.0
 REMEDY = (
     "To fix it: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap); allow "
@@ -90,10 +114,14 @@ REMEDY = (
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Resource limits of one command (each process; the processes count is for the command)."""
+    """Resource limits of one command (each process; the processes count is for the command).
 
-    processes: int = 256
-    memory_bytes: int = 4 << 30
+    Without a cgroup for the command, its memory in all is bounded by the product of the two:
+    :attr:`total_memory_bytes` (each process's address space, at most ``processes`` of them).
+    """
+
+    processes: int = 32
+    memory_bytes: int = 256 << 20
     """Address space of each process."""
     file_bytes: int = 1 << 30
     """Largest file a process may write."""
@@ -102,6 +130,19 @@ class Limits:
     """Size of the private ``/tmp``."""
     shm_bytes: int = 64 << 20
     """Size of the private ``/dev/shm``."""
+
+    @property
+    def total_memory_bytes(self) -> int:
+        """The most memory the command's processes hold together."""
+        return self.processes * self.memory_bytes
+
+    def describe_memory(self) -> str:
+        """What ``threadline doctor`` says about the bound on a command's memory."""
+        return (
+            f"commands' memory: per process {self.memory_bytes >> 20} MiB × {self.processes} "
+            f"processes, at most {self.total_memory_bytes >> 20} MiB in all "
+            "(THREADLINE_COMMAND_PROCESS_MEMORY_MIB, THREADLINE_COMMAND_PROCESSES)"
+        )
 
     def prlimit(self, timeout_s: float) -> list[str]:
         """The ``prlimit`` command line that applies these limits, CPU time from the timeout."""
@@ -149,17 +190,36 @@ class BwrapRunner:
     async def run(
         self, command: str | Sequence[str], workspace: Workspace, timeout_s: float, *, network: bool
     ) -> CommandResult:
-        argv = self.argv(command, workspace.root, network=network, timeout_s=timeout_s)
-        return await run_process(argv, Path("/"), timeout_s, ENVIRONMENT)
+        work = None
+        if self.as_root:
+            work = workspace.root.parent / f"{OVERLAY_PREFIX}{secrets.token_hex(8)}"
+            work.mkdir(mode=0o700)
+        argv = self.argv(command, workspace.root, network=network, timeout_s=timeout_s, work=work)
+        try:
+            return await run_process(argv, Path("/"), timeout_s, ENVIRONMENT)
+        finally:
+            if work is not None:
+                await asyncio.to_thread(shutil.rmtree, work, True)
 
     def argv(
-        self, command: str | Sequence[str], root: Path, *, network: bool, timeout_s: float
+        self,
+        command: str | Sequence[str],
+        root: Path,
+        *,
+        network: bool,
+        timeout_s: float,
+        work: Path | None = None,
     ) -> list[str]:
         """The whole command line: bubblewrap, the limits, the shell (for a command line) or
-        the program (for an argument list)."""
+        the program (for an argument list). ``work`` is the overlay's scratch directory beside
+        ``root`` (empty; as root only)."""
         source = str(root)
         shim: list[str] = []
         if self.as_root:
+            if work is None or work.parent != root.parent:
+                raise ValueError(
+                    "as root, a command needs a scratch directory beside its workspace"
+                )
             shim = [
                 self.executable,
                 "--unshare-pid",
@@ -169,10 +229,16 @@ class BwrapRunner:
                 "--tmpfs",
                 "/tmp",
                 "--bind",
-                source,
-                _SHIM_WORKSPACE,
+                str(root.parent),
+                _SHIM_ALL,
                 "--die-with-parent",
                 "--",
+                "/bin/sh",
+                "-c",
+                _SHIM_STAGE,
+                "sh",
+                root.name,
+                work.name,
                 "setpriv",
                 f"--reuid={ROOT_SANDBOX_ID}",
                 f"--regid={ROOT_SANDBOX_ID}",
@@ -244,15 +310,18 @@ def probe(executable: str | None = None) -> Availability:
     found = executable or shutil.which("bwrap")
     if not found:
         return Availability(False, "bubblewrap is not installed (no bwrap on PATH)")
-    needed = ["prlimit", "setpriv"] if os.geteuid() == 0 else ["prlimit"]
+    needed = ["prlimit", "setpriv", "mount"] if os.geteuid() == 0 else ["prlimit"]
     for name in needed:
         if shutil.which(name, path=SANDBOX_PATH) is None:
             return Availability(False, f"{name} (util-linux) is missing from {SANDBOX_PATH}")
     runner = BwrapRunner(found)
-    with tempfile.TemporaryDirectory(prefix="threadline-probe-") as directory:
+    with tempfile.TemporaryDirectory(prefix="threadline-probe-") as base:
+        directory, work = Path(base, "workspace"), Path(base, f"{OVERLAY_PREFIX}probe")
+        directory.mkdir()
+        work.mkdir()
         if runner.owner is not None:
             os.chown(directory, *runner.owner)
-        argv = runner.argv("true", Path(directory), network=False, timeout_s=PROBE_TIMEOUT_S)
+        argv = runner.argv("true", directory, network=False, timeout_s=PROBE_TIMEOUT_S, work=work)
         try:
             done = subprocess.run(
                 argv,

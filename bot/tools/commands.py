@@ -94,7 +94,7 @@ def choose_runner(settings: Settings) -> CommandRunner | None:
     found = bwrap.probe()
     if found.usable:
         log.info("commands run in a bubblewrap sandbox (%s)", found.detail)
-        return bwrap.BwrapRunner(found.executable)
+        return bwrap.BwrapRunner(found.executable, command_limits(settings))
     if settings.sandbox == "bwrap":
         raise ConfigError(
             "THREADLINE_SANDBOX",
@@ -106,6 +106,14 @@ def choose_runner(settings: Settings) -> CommandRunner | None:
         bwrap.REMEDY,
     )
     return None
+
+
+def command_limits(settings: Settings) -> bwrap.Limits:
+    """A sandboxed command's limits from the settings (the rest: bubblewrap's defaults)."""
+    return bwrap.Limits(
+        processes=settings.command_processes,
+        memory_bytes=settings.command_process_memory_mib << 20,
+    )
 
 
 def runs_commands(settings: Settings) -> bool:
@@ -127,7 +135,8 @@ def describe_sandbox(settings: Settings) -> tuple[bool | None, str]:
         )
     found = bwrap.probe()
     if found.usable:
-        return True, f"sandbox: commands run in bubblewrap ({found.detail})"
+        memory = command_limits(settings).describe_memory()
+        return True, f"sandbox: commands run in bubblewrap ({found.detail}); {memory}"
     outcome = (
         "the bot will not start (THREADLINE_SANDBOX=bwrap)"
         if settings.sandbox == "bwrap"

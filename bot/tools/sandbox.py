@@ -3,7 +3,8 @@
 Every path a model gives is resolved inside the workspace, following symlinks, and refused
 when it leaves it. A file the tools open is checked again through its descriptor: a regular
 file with one link only (a hard link could name a file outside), on the workspace's own device,
-whose real path is inside the workspace.
+whose real path is inside the workspace (:func:`check_descriptor`, which the skills' files
+pass too).
 """
 
 from __future__ import annotations
@@ -123,18 +124,11 @@ class Workspace:
         self._inside(self.relative(target.parent), target.parent)
 
     def _check_descriptor(self, path: str, fd: int) -> None:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
             raise ToolError(f"{path!r} is a directory; use list_files")
-        if not stat.S_ISREG(info.st_mode):
-            raise ToolError(f"{path!r} is not a regular file")
-        if info.st_nlink > 1:
-            raise ToolError(
-                f"{path!r} has {info.st_nlink} hard links; hard-linked files are refused "
-                "(a link can lead outside the workspace): copy it with run_command first"
-            )
-        if info.st_dev != self.device or not _real_path(fd).is_relative_to(self.root):
-            raise ToolError(f"{path!r} is outside the workspace")
+        check_descriptor(
+            repr(path), fd, self.root, self.device, hint=": copy it with run_command first"
+        )
 
     def _pure(self, path: str) -> PurePosixPath:
         if "\x00" in path:
@@ -152,6 +146,31 @@ class Workspace:
         if not resolved.is_relative_to(self.root):
             raise ToolError(f"{path!r} is outside the workspace")
         return resolved
+
+
+def check_descriptor(
+    shown: str,
+    fd: int,
+    root: Path,
+    device: int | None = None,
+    *,
+    place: str = "the workspace",
+    hint: str = "",
+) -> None:
+    """Refuse the open file ``fd`` (named ``shown`` in the error) unless it is a regular file
+    with one link only (a hard link can name a file outside), on ``device`` when one is given,
+    whose real path is inside ``root`` (absolute, without symlinks)."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolError(f"{shown} is not a regular file")
+    if info.st_nlink > 1:
+        raise ToolError(
+            f"{shown} has {info.st_nlink} hard links; hard-linked files are refused "
+            f"(a link can lead outside {place}){hint}"
+        )
+    outside = device is not None and info.st_dev != device
+    if outside or not _real_path(fd).is_relative_to(root):
+        raise ToolError(f"{shown} is outside {place}")
 
 
 def _real_path(fd: int) -> Path:

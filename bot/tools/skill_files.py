@@ -12,7 +12,8 @@ out (and logged). The list is read again when the folder changes (a skill added 
 noticed at the next model call) or, checked every :data:`RECHECK_S` seconds, when a skill
 file changed. Reading a
 skill never leaves the folder: the name must be a plain name, and the file must be a regular
-file whose real path is inside the folder.
+file with one link only (a hard link can name a file outside) whose real path is inside the
+folder, the check the workspace's files pass (``bot.tools.sandbox.check_descriptor``).
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from __future__ import annotations
 import logging
 import os
 import re
-import stat
 from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
 from bot.clock import Clock, SystemClock
 from bot.tools.base import ToolError
+from bot.tools.sandbox import check_descriptor
 
 log = logging.getLogger(__name__)
 
@@ -168,8 +169,9 @@ class Catalog:
         except OSError as exc:
             raise ToolError(f"the skill {name} cannot be read: {exc.strerror}") from None
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ToolError(f"the skill {name}'s {SKILL_FILE} is not a regular file")
+            check_descriptor(
+                f"the skill {name}'s {SKILL_FILE}", fd, root, place="the skills folder"
+            )
             raw = handle.read(MAX_FILE_BYTES + 1)
         if len(raw) > MAX_FILE_BYTES:
             raise ToolError(

@@ -3,6 +3,7 @@ custom tools and the skills."""
 
 from __future__ import annotations
 
+import os
 import socket
 from pathlib import Path
 
@@ -32,6 +33,7 @@ def test_doctor_describes_the_web_tools_custom_tools_and_skills(tmp_path: Path) 
     write_skill(skills, "release", "Cut it.")
     write_skill(skills, "long", "x" * 5000)
     write_skill(skills, "odd", "x", name="even")
+    os.link(write_skill(skills, "twin", "x"), tmp_path / "twin.md")
     out = threadline("doctor", cwd=tmp_path, env={"TICKETS_TOKEN": "t0ken-value-42"})
     lines = out.stdout.splitlines()
     assert (
@@ -53,6 +55,10 @@ def test_doctor_describes_the_web_tools_custom_tools_and_skills(tmp_path: Path) 
     assert (
         "[FAIL] skill odd is not offered: its front matter names it 'even', not 'odd' as its folder"
         in lines
+    )
+    assert (
+        "[FAIL] skill twin is not offered: the skill twin's SKILL.md has 2 hard links; "
+        "hard-linked files are refused (a link can lead outside the skills folder)" in lines
     )
     assert any(line.startswith("[--  ] policy: fetch_url: asks unless") for line in lines)
     assert "t0ken-value-42" not in out.stdout + out.stderr and out.returncode == 1

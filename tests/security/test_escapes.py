@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import re
 import signal
 import socket
 from collections.abc import AsyncIterator, Callable
@@ -82,6 +83,26 @@ READS = {
 async def test_reading_what_belongs_to_the_bot(bot: BotProcess, tally: Tally, name: str) -> None:
     result = await attempt(bot, fill(bot, READS[name]))
     judge(bot, tally, name, result)
+
+
+async def test_the_mounts_do_not_show_where_the_data_directory_is(
+    bot: BotProcess, tally: Tally
+) -> None:
+    result = await attempt(
+        bot, "cat /proc/self/mountinfo /proc/self/mounts /proc/1/mountinfo; touch made-here"
+    )
+    workspace = bot.home.workspace(THREAD)
+    names = [*(p for p in bot.home.data.parts if p not in ("/", "tmp")), workspace.name]
+    shown = [
+        name for name in names if re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w.-])", result)
+    ]
+    assert (workspace / "made-here").is_file()  # the workspace is still the one written to
+    if bot.kind != "root":
+        pytest.xfail(
+            "without root the workspace is a bind mount: mountinfo shows its source's path "
+            f"({', '.join(shown)})"
+        )
+    judge(bot, tally, "the data directory's path in mountinfo", result, bool(shown))
 
 
 FILE_READS = {
@@ -314,6 +335,69 @@ async def test_memory_is_bounded(bot: BotProcess, tally: Tally) -> None:
     )
     held = "memory" in result.lower() and "timed out" not in result and "exit code 0" not in result
     judge(bot, tally, "memory fill", result, not held)
+
+
+def resident(pids: list[int]) -> int:
+    """Bytes the processes ``pids`` hold in memory together (those still there)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+    return total
+
+
+HOARD = """
+import os, time
+for _ in range(24):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        held = []
+        try:
+            while True:
+                held.append(bytearray(1 << 20))
+        except MemoryError:
+            pass
+        print(len(held), flush=True)
+        time.sleep(60)
+        os._exit(0)
+time.sleep(60)
+"""
+"""Forks as many processes as it may, each holding as much memory as it can get."""
+
+
+async def test_memory_across_many_processes_is_bounded(bot: BotProcess, tally: Tally) -> None:
+    processes, each = 16, 96 * MIB
+    mark = marker()
+    most = 0
+
+    async def measure() -> None:
+        nonlocal most
+        while True:
+            most = max(most, resident(processes_with(mark)))
+            await asyncio.sleep(0.05)
+
+    measuring = asyncio.create_task(measure())
+    try:
+        result = await bot.call(
+            "run_command",
+            command=f"python3 -c '{HOARD}' {mark}",
+            timeout_s=8,
+            within=40,
+            limits={"processes": processes, "memory_bytes": each},
+        )
+    finally:
+        measuring.cancel()
+    gone = await until(lambda: not processes_with(mark), within=10)
+    alive = await bot.call("run_command", command="echo alive")
+    held = [int(w) for w in result.split() if w.isdigit() and int(w) > 16]
+    bounded = most <= processes * each and len(held) >= 2 and most >= 2 * 64 * MIB
+    judge(bot, tally, "memory across processes", result, not (bounded and gone))
+    assert "alive" in alive and "timed out" in result
 
 
 def at_most(limit: int) -> Callable[[str], bool]:

@@ -9,6 +9,7 @@ from bot.llm.messages import ToolResult, UserMessage
 from tests.adapters.discord.conftest import Discord
 from tests.fakes.discord.cdn import MAX_UPLOAD
 from tests.fakes.documents import CSV, PNG, text_pdf
+from tests.fakes.recorder import Recorder
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
 
 
@@ -82,3 +83,41 @@ async def test_send_file_posts_an_attachment_and_a_refused_upload_is_a_tool_erro
     result = [m for m in model.requests[-1].messages if isinstance(m, ToolResult)][-1]
     assert result.is_error and "the platform refused the file" in result.content
     assert "40005" in result.content
+
+
+async def test_an_attachment_off_discords_cdn_is_refused_and_named(
+    discord_world: Discord,
+) -> None:
+    d = discord_world
+    model = ScriptedModel([text("Read what I could.")])
+    await d.start(model=model)
+    async with Recorder() as elsewhere:
+        planted = {
+            "id": "991",
+            "filename": "planted.txt",
+            "size": 4,
+            "url": f"{elsewhere.base_url}/attachments/1/991/planted.txt?hm=sig",
+            "proxy_url": f"{elsewhere.base_url}/attachments/1/991/planted.txt?hm=sig",
+            "content_type": "text/plain",
+        }
+        message = d.fake.say(
+            d.channel,
+            d.ada,
+            d.mention("read these"),
+            files={"good.txt": b"kept"},
+            attachments=[planted],
+        )
+        thread = await d.thread_of(message)
+        await d.wait_for(
+            lambda: any("Read what I could." in s for s in d.fake.world.shown(thread.id))
+        )
+        await d.idle()
+        assert elsewhere.seen == []
+    asked = next(m for m in model.requests[0].messages if isinstance(m, UserMessage))
+    where = f"127.0.0.1:{elsewhere.port}"
+    assert f"planted.txt: not downloaded (its link leads to {where}, not to Discord's CDN" in (
+        asked.text
+    )
+    assert "- good.txt (4 bytes, text" in asked.text
+    (shown,) = d.fake.world.shown(thread.id)
+    assert "About the files: planted.txt: not read (its link leads to" in shown

@@ -7,14 +7,17 @@ thread while the message is still answered; ``send_file`` uploading through
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
+from adapters.slack.files import token_may_go
 from bot.llm.messages import UserMessage
 from bot.llm.wire import message_to_wire
 from bot.tools.sandbox import directory_name
 from tests.adapters.slack.conftest import slack_world
 from tests.fakes.documents import CSV, PNG, scanned_pdf, text_pdf
+from tests.fakes.recorder import Recorder
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
 from tests.fakes.slack import MENTION
 from tests.fakes.slack.server import ALL_SCOPES
@@ -157,3 +160,57 @@ async def test_send_file_uploads_a_workspace_file_into_the_thread(
         assert results[1].content.startswith("Posted report.md (12 bytes)")
         assert results[2].is_error and "outside the workspace" in results[2].content
         assert directory_name(f"slack:T0FAKE:CGENERAL:{root.ts}")  # one workspace per thread
+
+
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_the_token_goes_to_no_host_but_slacks_and_a_refused_file_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: Literal["socket", "http"]
+) -> None:
+    model = ScriptedModel([text("Read what I could.")])
+    async with (
+        Recorder() as elsewhere,
+        slack_world(tmp_path, monkeypatch, mode=mode, model=model) as world,
+    ):
+        fake = world.fake
+        planted = fake.files.share("planted.txt", b"bait", "text/plain")
+        planted["url_private"] = f"{elsewhere.base_url}/files-pri/{planted['id']}/planted.txt"
+        moved = fake.files.share("moved.txt", b"gone", "text/plain")
+        fake.files.moved[moved["id"]] = f"{elsewhere.base_url}/steal"
+        good = fake.files.share("good.txt", b"kept", "text/plain")
+        root = await fake.say(
+            "UADA", "CGENERAL", f"{MENTION} read these", files=[planted, moved, good]
+        )
+        (reply,) = await world.answered(root, 1, WAIT)
+
+        assert elsewhere.seen == []  # nothing fetched there, with the token or without
+        message = asked(model)
+        where = f"127.0.0.1:{elsewhere.port}"
+        assert f"planted.txt: not downloaded (its link leads to {where}, not to Slack's" in (
+            message.text
+        )
+        assert f"moved.txt: not downloaded (Slack redirected the download to {where}" in (
+            message.text
+        )
+        assert "- good.txt (4 bytes, text" in message.text
+        assert "planted.txt: not read (its link leads to" in reply.shown
+        assert "moved.txt: not read (Slack redirected the download" in reply.shown
+        assert fake.files.downloads == [(good["id"], True)]
+        assert sorted(p.name for p in workspace(tmp_path).iterdir()) == ["good.txt"]
+
+
+def test_the_token_may_go_only_to_slacks_file_hosts_over_https_or_the_api_origin() -> None:
+    api = "http://127.0.0.1:8123/api/"
+    assert token_may_go("https://files.slack.com/files-pri/T1-F1/a.txt", api)
+    assert token_may_go("https://files.slack-gov.com/files-pri/T1-F1/a.txt", api)
+    assert token_may_go("http://127.0.0.1:8123/files-pri/F1/a.txt", api)
+    for url in (
+        "http://files.slack.com/files-pri/T1-F1/a.txt",
+        "https://files.slack.com:8443/files-pri/T1-F1/a.txt",
+        "https://files.slack.com.example.net/a.txt",
+        "https://example.slack.com/files-pri/T1-F1/a.txt",
+        "http://127.0.0.1:8124/files-pri/F1/a.txt",
+        "https://127.0.0.1:8123/files-pri/F1/a.txt",
+        "file:///etc/passwd",
+        "not a url",
+    ):
+        assert not token_may_go(url, api), url

@@ -60,6 +60,33 @@ def test_by_default_commands_run_in_the_sandbox(tmp_path: Path) -> None:
     assert ok is True and words.startswith("sandbox: commands run in bubblewrap (")
 
 
+def test_a_commands_memory_in_all_is_bounded_and_doctor_says_how(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox_runner()
+    runner = choose_runner(settings(tmp_path))
+    assert isinstance(runner, BwrapRunner)
+    assert runner.limits.total_memory_bytes <= 8 << 30
+    ok, words = describe_sandbox(settings(tmp_path))
+    assert ok is True and words.endswith(
+        "; commands' memory: per process 256 MiB × 32 processes, at most 8192 MiB in all "
+        "(THREADLINE_COMMAND_PROCESS_MEMORY_MIB, THREADLINE_COMMAND_PROCESSES)"
+    )
+    monkeypatch.setenv("THREADLINE_COMMAND_PROCESSES", "8")
+    monkeypatch.setenv("THREADLINE_COMMAND_PROCESS_MEMORY_MIB", "128")
+    chosen = load_settings()
+    runner = choose_runner(chosen)
+    assert isinstance(runner, BwrapRunner)
+    assert (runner.limits.processes, runner.limits.memory_bytes) == (8, 128 << 20)
+    assert (
+        "per process 128 MiB × 8 processes, at most 1024 MiB in all"
+        in (describe_sandbox(chosen)[1])
+    )
+    monkeypatch.setenv("THREADLINE_COMMAND_PROCESSES", "0")
+    with pytest.raises(ConfigError, match="THREADLINE_COMMAND_PROCESSES"):
+        load_settings()
+
+
 def test_none_runs_on_the_host_and_says_so(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

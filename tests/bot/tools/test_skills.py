@@ -5,6 +5,7 @@ system prompt, capped at 4 KB, never read from outside the folder."""
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from bot.conversation import ThreadKey
 from bot.sessions.model import Session
+from bot.tools.base import ToolError
 from bot.tools.skill_files import Catalog
 from bot.tools.skills import MAX_LOADED, TOOL, SkillsToolkit
 from tests.bot.tools.world import ALICE, KEY, World
@@ -176,6 +178,37 @@ def test_skills_without_a_proper_front_matter_or_outside_the_folder_are_left_out
     assert (
         "skill secret is left out: the skill secret leads out of the skills folder" in caplog.text
     )
+
+
+def test_a_hard_linked_skill_file_is_left_out_with_the_reason(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root = tmp_path / "skills"
+    write_skill(root, "good", "Do good.")
+    secret = write_skill(tmp_path / "elsewhere", "linked", "the operator's secrets")
+    (root / "linked").mkdir()
+    os.link(secret, root / "linked" / "SKILL.md")
+    catalog = Catalog(root)
+    with caplog.at_level(logging.WARNING):
+        assert list(catalog.skills()) == ["good"]
+    assert catalog.left_out == {
+        "linked": "the skill linked's SKILL.md has 2 hard links; hard-linked files are refused "
+        "(a link can lead outside the skills folder)"
+    }
+    assert "skill linked is left out: the skill linked's SKILL.md has 2 hard links" in caplog.text
+
+
+def test_a_skill_hard_linked_after_it_was_listed_is_refused_when_read(
+    skills: Path, tmp_path: Path
+) -> None:
+    catalog = Catalog(skills)
+    skill = catalog.skills()["oncall"]
+    outside = tmp_path / "outside.md"
+    outside.write_text("---\nname: oncall\ndescription: x\n---\nthe operator's secrets\n")
+    skill.path.unlink()
+    os.link(outside, skill.path)
+    with pytest.raises(ToolError, match="hard links; hard-linked files are refused"):
+        catalog.read(skill)
 
 
 async def test_a_skill_added_while_running_is_offered_at_the_next_model_call(

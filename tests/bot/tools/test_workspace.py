@@ -21,7 +21,7 @@ from bot.tools.builtin.workspace import workspace_tools
 from bot.tools.bwrap import BwrapRunner
 from bot.tools.commands import CommandRunner, HostRunner
 from bot.tools.sandbox import Workspace
-from tests.sandboxing import exited, fifo, marker, processes_with, running, sandbox_runner, until
+from tests.sandboxing import exited, marker, processes_with, running, sandbox_runner, until
 
 KEY = "slack:T1:C1:1700000000.0001"
 
@@ -113,14 +113,26 @@ async def test_a_failing_command_reports_output_and_exit_code(thread: Thread) ->
         assert out == "(no output)\n[killed by signal 9 (Killed)]"
 
 
+async def said_started(path: Path) -> bool:
+    """The command wrote ``started`` to ``path`` (a file: a FIFO in the workspace does not
+    join the host and a sandboxed command, whose workspace is an overlay when the bot is root)."""
+
+    def said() -> bool:
+        try:
+            return path.read_text() == "started\n"
+        except OSError:
+            return False
+
+    return await until(said)
+
+
 async def test_a_command_that_never_ends_is_killed_with_its_children(thread: Thread) -> None:
     mark = marker()
-    async with fifo(thread.dir / "ready") as words:
-        command = f"echo begun; sleep 9999.{mark} & echo started > ready; wait"
-        task = asyncio.create_task(thread("run_command", command=command, timeout_s=1))
-        assert await words() == ["started"]
-        assert processes_with(mark)
-        out = await task
+    command = f"echo begun; sleep 9999.{mark} & echo started > ready; wait"
+    task = asyncio.create_task(thread("run_command", command=command, timeout_s=1))
+    assert await said_started(thread.dir / "ready")
+    assert processes_with(mark)
+    out = await task
     assert out.startswith("begun\n")
     assert out.endswith("[timed out after 1 s: the command and its processes were killed]")
     assert await until(lambda: not processes_with(mark), within=2)
@@ -164,15 +176,14 @@ async def test_stop_kills_the_command_before_the_cancellation_propagates(
     thread: Thread,
 ) -> None:
     mark = marker()
-    async with fifo(thread.dir / "ready") as words:
-        command = f"sleep 9999.{mark} & echo started > ready; wait"
-        task = asyncio.create_task(thread("run_command", command=command, timeout_s=600))
-        assert await words() == ["started"]
-        [*pids] = processes_with(mark)
-        assert pids
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+    command = f"sleep 9999.{mark} & echo started > ready; wait"
+    task = asyncio.create_task(thread("run_command", command=command, timeout_s=600))
+    assert await said_started(thread.dir / "ready")
+    [*pids] = processes_with(mark)
+    assert pids
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     for pid in pids:
         await exited(pid, within=2)
     assert not any(running(pid) for pid in pids)

@@ -90,16 +90,21 @@ class FakeDiscord:
         *,
         webhook: bool = False,
         files: dict[str, bytes] | None = None,
+        attachments: list[dict[str, Any]] | None = None,
     ) -> Message:
         """``author`` posts ``content`` (``<@id>`` mentions work) in ``channel``, with ``files``
-        (name → bytes) as attachments."""
+        (name → bytes) as attachments, and ``attachments`` as given (a URL anywhere)."""
         webhook_id = self.world.snowflake() if webhook else None
-        attachments = [
+        attached = [
             self.cdn.attachment(channel.id, name, data, "application/octet-stream")
             for name, data in (files or {}).items()
         ]
         return self.world.create_message(
-            channel.id, author, content, webhook_id=webhook_id, attachments=attachments
+            channel.id,
+            author,
+            content,
+            webhook_id=webhook_id,
+            attachments=[*(attachments or []), *attached],
         )
 
     def click(self, message: Message, custom_id: str, user: User) -> Interaction:

@@ -58,6 +58,8 @@ class SlackFiles:
     shared: list[Shared] = field(default_factory=list)
     downloads: list[tuple[str, bool]] = field(default_factory=list)
     """(file id, served) for every download attempt."""
+    moved: dict[str, str] = field(default_factory=dict)
+    """File id → where its download redirects (``302``), for files that moved."""
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     def routes(self, app: web.Application) -> None:
@@ -84,6 +86,8 @@ class SlackFiles:
         }
 
     async def download(self, request: web.Request) -> web.Response:
+        if (target := self.moved.get(request.match_info["id"])) is not None:
+            raise web.HTTPFound(target)
         stored = self.files.get(request.match_info["id"])
         header = request.headers.get("Authorization", "")
         token = header[len("Bearer ") :].strip() if header.startswith("Bearer ") else None
