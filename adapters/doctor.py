@@ -20,7 +20,7 @@ from bot.llm.messages import UserMessage
 from bot.llm.model import ModelRequest, TextPiece
 from bot.llm.openai_model import build_openai_model
 from bot.mcp.servers import probe as probe_mcp_servers
-from bot.policy_words import access_lines, tool_lines
+from bot.policy.words import access_lines, tool_lines
 from bot.scheduler.when import local_time
 from bot.tools.builtin import builtin_tools
 from bot.tools.commands import describe_sandbox

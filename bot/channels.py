@@ -1,5 +1,6 @@
 """Per-channel settings for one thread: ``[channels."<prefix>"]`` over the global settings (the
-most specific prefix wins, as for approvers and tools), and the thread's own model
+most specific section wins, as for approvers and tools; keys are matched part by part,
+:mod:`bot.policy.keys`), and the thread's own model
 (``/threadline model NAME``, kept with its session) over both.
 
 What a section may set: the model, a system prompt (added to the default one, or replacing it),
@@ -15,6 +16,7 @@ from typing import Literal
 from bot.config import ChannelSettings, Settings, model_name
 from bot.engine.states import EngineConfig
 from bot.errors import Refused
+from bot.policy.who import channel_section
 
 LIMITS = (
     "max_turns",
@@ -48,9 +50,8 @@ class Channels:
         self._configs: dict[tuple[str | None, str | None], EngineConfig] = {}
 
     def section(self, key: str) -> tuple[str | None, ChannelSettings | None]:
-        """The most specific ``[channels."<prefix>"]`` section for ``key``, with its prefix."""
-        best = max((p for p in self._settings.channels if key.startswith(p)), key=len, default=None)
-        return best, (self._settings.channels[best] if best is not None else None)
+        """The most specific ``[channels."<prefix>"]`` section for ``key``, with its name."""
+        return channel_section(self._settings, key)
 
     def config(self, key: str, chosen: str | None = None) -> EngineConfig:
         """The engine's settings for a run in the thread ``key`` (computed once per section

@@ -11,7 +11,7 @@ from typing import Literal
 
 from bot.conversation import Author, ThreadKey
 from bot.errors import Refused
-from bot.ports import CoreApi
+from bot.ports import CoreApi, Stopped
 from bot.present.surface import Surface
 
 
@@ -49,6 +49,12 @@ class ChooseModel:
 
 
 Command = Literal["status", "reset", "stop"] | Kept | LoadSkill | ChooseModel
+CANNOT = "You can't use Threadline here."
+STOPPED: dict[Stopped, str] = {
+    "stopping": "Stopping the run in this thread.",
+    "nothing": "Nothing is running in this thread.",
+    "refused": CANNOT,
+}
 RESET_DONE = "Done: the next message in this thread starts a fresh conversation."
 USAGE = """\
 `/threadline status` — model, state, usage and todos of the thread
@@ -109,13 +115,10 @@ async def run_command(
     key: ThreadKey,
     surface: Surface,
     actor: Author,
-    *,
-    dm: bool = False,
 ) -> str:
     """What the command does in the thread ``key``; returns the answer for the person."""
-    refused = core.refusal(actor, key, dm=dm)
-    if refused is not None:
-        return "You can't use Threadline here."
+    if core.refusal(actor, key) is not None:
+        return CANNOT
     if isinstance(command, Kept):
         return await _kept(core, command, key)
     if isinstance(command, LoadSkill):
@@ -127,9 +130,7 @@ async def run_command(
     if command == "reset":
         await core.reset(key, surface)
         return RESET_DONE
-    if await core.stop(key, actor):
-        return "Stopping the run in this thread."
-    return "Nothing is running in this thread."
+    return STOPPED[await core.stop(key, actor)]
 
 
 async def _kept(core: CoreApi, command: Kept, key: ThreadKey) -> str:

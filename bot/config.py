@@ -37,6 +37,7 @@ from pydantic_settings import (
 )
 
 from bot.errors import ConfigError
+from bot.policy import keys
 from bot.tool_settings import CustomToolSettings, FetchUrlOptions, Gating, WebSearchOptions
 
 
@@ -71,7 +72,8 @@ class AccessSettings(PeopleSettings):
     """Who may talk to the bot at all, and where (``[access]`` in ``threadline.toml``)."""
 
     channels: list[str] = Field(default_factory=list)
-    """Thread-key prefixes where the bot answers (``slack:T1:C1``, ``discord:123``); empty: all."""
+    """Where the bot answers: the first parts of thread keys (``slack:T1:C1``, ``discord:123``),
+    compared part by part; empty: everywhere."""
     deny_channels: list[str] = Field(default_factory=list)
     dms: Literal["open", "allowlist", "closed"] = "open"
     """Direct messages: from anyone allowed above, only from people listed by id or role
@@ -112,8 +114,9 @@ TOOL_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}\*?$|^\*$")
 
 
 class ChannelSettings(BaseModel):
-    """Settings for the threads whose key starts with this section's name. Everything left
-    out is the global setting; the most specific section (the longest prefix) applies."""
+    """Settings for the threads whose key begins with the parts of this section's name
+    (``slack:T1:C1`` covers ``slack:T1:C1:…``, not ``slack:T1:C10:…``). Everything left out is
+    the global setting; the most specific section (the one naming the most parts) applies."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=())
     approvers: ApproversSettings | None = None
@@ -504,8 +507,9 @@ class Settings(SettingsBase):
         return self.playground if self.playground is not None else not platforms
 
     def channel(self, key: str) -> ChannelSettings | None:
-        """The most specific channel section whose name starts ``key``."""
-        best = max((p for p in self.channels if key.startswith(p)), key=len, default=None)
+        """The most specific ``[channels."…"]`` section covering the thread ``key`` (its parts
+        compared whole: :mod:`bot.policy.keys`)."""
+        best = keys.most_specific(self.channels, key)
         return self.channels[best] if best is not None else None
 
     @property

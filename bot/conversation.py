@@ -62,14 +62,15 @@ class Gap:
 
 @dataclass(frozen=True, slots=True)
 class Inbound:
+    """One message for the bot. Whether its thread is a direct message follows from the key
+    (:func:`bot.policy.keys.direct`)."""
+
     thread_key: ThreadKey
     author: Author
     text: str
     event_id: str
     """Unique per platform delivery; redeliveries carry the same id."""
     files: tuple[Attachment, ...] = ()
-    dm: bool = False
-    """A direct message with the bot (``[access] dms`` applies)."""
     history: tuple[Earlier | Gap, ...] = ()
     """The thread's earlier messages, oldest first, when this is the bot's first mention in a
     thread that existed before (shown to the model once, with this message); a :class:`Gap`

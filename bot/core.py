@@ -16,7 +16,6 @@ import random
 from collections.abc import Awaitable, Sequence
 
 from bot import actions
-from bot.access import refusal
 from bot.approvals.service import ApprovalService
 from bot.channels import Channels
 from bot.clock import Clock, SystemClock
@@ -37,6 +36,8 @@ from bot.llm.messages import SystemMessage, UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
 from bot.memory.service import Memories
+from bot.policy.who import Policy
+from bot.ports import Stopped
 from bot.present.budget import BudgetRegistry
 from bot.present.shared_rate import SharedRates
 from bot.present.surface import Surface
@@ -66,6 +67,8 @@ from bot.workers import Alone, Workers, WorkStore, worker_id
 
 log = logging.getLogger(__name__)
 
+STOP_REFUSED = "You can't use Threadline here, so you can't stop its run; it goes on."
+
 
 class Core(ThreadCommands, Turns):
     def __init__(
@@ -78,13 +81,21 @@ class Core(ThreadCommands, Turns):
         self.clock = clock
         self.tasks = TaskSet("the core")
         self.surfaces = Surfaces()
+        self.policy = Policy(settings)
+        """Who may do what: every entry point asks it."""
         self.scheduler = Scheduler(store, clock)
         self.deliveries = Deliveries(store, clock, self.scheduler)
         self.approvals = ApprovalService(
-            settings, store, clock, self.scheduler, self.surfaces.channel_of
+            settings, store, clock, self.scheduler, self.policy, self.surfaces.channel_of
         )
         self.schedules = PromptSchedules(
-            settings, store, self.scheduler, clock, self.surfaces, self.scheduled_turn
+            settings,
+            store,
+            self.scheduler,
+            clock,
+            self.surfaces,
+            self.scheduled_turn,
+            self.policy,
         )
         self.memory = Memories(settings, store, clock, self.surfaces.channel_of)
         self.intake = Intake(settings, settings.data_dir / "workspaces")
@@ -259,9 +270,11 @@ class Core(ThreadCommands, Turns):
         thread comes after it. Returns the work that answers it, already started (await it to
         know when it landed), or None (a redelivery, a message handed to the thread's running
         run, or the core shutting down)."""
-        refused = refusal(self.settings.access, inbound.author, inbound.thread_key, dm=inbound.dm)
-        if refused is not None:
-            log.info("not answering %s from %s: %s", inbound.event_id, inbound.author.id, refused)
+        verdict = self.policy.talk(inbound.author, inbound.thread_key)
+        if not verdict.allowed:
+            log.info(
+                "not answering %s from %s: %s", inbound.event_id, inbound.author.id, verdict.reason
+            )
             return None
         text, cut = _cap(inbound.text, self.settings.max_input_chars)
         author = inbound.author
@@ -306,9 +319,19 @@ class Core(ThreadCommands, Turns):
         await self.schedules.refresh(key)
         return await self.memory.notes(key)
 
-    async def stop(self, key: ThreadKey, actor: Author) -> bool:
-        """Stop the thread's run (here or on the worker that holds it); False when nothing runs."""
-        return self.supervisor.stop(key, actor) or await self.work.stop_elsewhere(key, None, actor)
+    async def stop(self, key: ThreadKey, actor: Author, run_id: str | None = None) -> Stopped:
+        """Stop the thread's run (only run ``run_id``, if given), here or on the worker that
+        holds it, if ``actor`` may (:meth:`Policy.stop`, the same for the button and the
+        command)."""
+        verdict = self.policy.stop(actor, key)
+        if not verdict.allowed:
+            log.info("%s may not stop the run in %s: %s", actor.id, key, verdict.reason)
+            return "refused"
+        if self.supervisor.stop(key, actor, run_id):
+            return "stopping"
+        if await self.work.stop_elsewhere(key, run_id, actor):
+            return "stopping"
+        return "nothing"
 
     # --- buttons ---
 
@@ -321,9 +344,10 @@ class Core(ThreadCommands, Turns):
             case actions.Decide(choice, approval_id):
                 return await self.decide(approval_id, actor, choice, surface, card_id=message_id)
             case actions.StopRun(run_id):
-                if self.supervisor.stop(surface.thread_key, actor, run_id):
-                    return None
-                if await self.work.stop_elsewhere(surface.thread_key, run_id, actor):
+                stopped = await self.stop(surface.thread_key, actor, run_id)
+                if stopped == "refused":
+                    return STOP_REFUSED
+                if stopped == "stopping":
                     return None
                 if message_id is not None:  # a button its run left behind: it goes now
                     with contextlib.suppress(SurfaceError):

@@ -4,7 +4,7 @@ against (:class:`bot.core.Core` implements it; tests may hand an adapter anythin
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Protocol
+from typing import Literal, Protocol
 
 from bot.clock import Clock
 from bot.conversation import Author, Inbound, ThreadKey
@@ -12,6 +12,9 @@ from bot.memory.service import Memories
 from bot.present.surface import Surface
 from bot.scheduler.prompts import PromptSchedules
 from bot.surfaces import ChannelOf, SurfaceFactory
+
+Stopped = Literal["stopping", "nothing", "refused"]
+"""What a Stop did: the run is being stopped, nothing was running, or the person may not."""
 
 
 class CoreApi(Protocol):
@@ -60,14 +63,16 @@ class CoreApi(Protocol):
         """``/threadline skill NAME``: load a skill into the thread; what to tell the person."""
         ...
 
-    async def stop(self, key: ThreadKey, actor: Author) -> bool: ...
+    async def stop(self, key: ThreadKey, actor: Author, run_id: str | None = None) -> Stopped:
+        """Stop the thread's run, if ``actor`` may (the same right as giving a command)."""
+        ...
 
     async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
         """``/threadline model [NAME]``: show or change the thread's model; what to tell the person."""
         ...
 
-    def refusal(self, actor: Author, key: ThreadKey, *, dm: bool) -> str | None:
-        """Why ``actor`` may not use the bot in the thread ``key`` (None: they may)."""
+    def refusal(self, actor: Author, key: ThreadKey) -> str | None:
+        """Why ``actor`` may not give a command about the thread ``key`` (None: they may)."""
         ...
 
     async def wait_idle(self) -> None: ...

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from bot.conversation import ThreadKey
+from bot.policy import keys
 from bot.present.surface import Surface
 
 SurfaceFactory = Callable[[ThreadKey], Surface]
@@ -36,4 +37,4 @@ class Surfaces:
 
 
 def _longest(prefixes: Mapping[str, object], key: str) -> str | None:
-    return max((p for p in prefixes if key.startswith(p)), key=len, default=None)
+    return keys.most_specific(prefixes, key)

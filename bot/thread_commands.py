@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from bot.access import refusal
 from bot.channels import Channels
 from bot.clock import Clock
 from bot.config import Settings
@@ -16,6 +15,8 @@ from bot.delegate import asking
 from bot.errors import Refused, SurfaceError
 from bot.leasing import Leasing
 from bot.llm.model import Model
+from bot.policy import keys
+from bot.policy.who import Policy
 from bot.present.surface import Surface
 from bot.sessions.model import RunState
 from bot.sessions.store import SessionStore
@@ -38,6 +39,7 @@ class ThreadCommands:
     """Mixed into :class:`bot.core.Core`, which holds what they use."""
 
     settings: Settings
+    policy: Policy
     store: Store
     model: Model
     tools: ToolRegistry
@@ -54,8 +56,9 @@ class ThreadCommands:
         return await self.store.has_session(key)
 
     async def latest_thread(self, prefix: str) -> ThreadKey | None:
-        """The thread under ``prefix`` (a channel) whose session changed last."""
-        return await self.store.latest_under(prefix)
+        """The thread under ``prefix`` (a channel: whole parts, ``slack:T1:C1`` is not under
+        ``slack:T1:C``) whose session changed last."""
+        return await self.store.latest_under(keys.as_prefix(prefix))
 
     async def describe(self, key: ThreadKey) -> str:
         """A short status of the thread for people: model, state, usage, todos."""
@@ -90,9 +93,9 @@ class ThreadCommands:
             return self.model.label
         return f"{model.name} ({model.source})"
 
-    def refusal(self, actor: Author, key: ThreadKey, *, dm: bool) -> str | None:
-        """Why ``actor`` may not use the bot in the thread ``key`` (commands check it too)."""
-        return refusal(self.settings.access, actor, key, dm=dm)
+    def refusal(self, actor: Author, key: ThreadKey) -> str | None:
+        """Why ``actor`` may not give a command about the thread ``key`` (None: they may)."""
+        return self.policy.command(actor, key).reason
 
     async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
         """``/threadline model [NAME]``: show or change the model of this thread only (kept with

@@ -300,14 +300,11 @@ class Listeners:
 
     async def _command(self, interaction: discord.Interaction[Any], command: Command) -> None:
         actor = author_of(interaction.user)
-        dm = interaction.guild_id is None
         await self._privately(
             interaction,
             f"/threadline {command}",
             COMMAND_FAILED,
-            lambda surface: run_command(
-                self.core, command, surface.thread_key, surface, actor, dm=dm
-            ),
+            lambda surface: run_command(self.core, command, surface.thread_key, surface, actor),
         )
 
     async def _privately(

@@ -59,7 +59,6 @@ def to_inbound(message: discord.Message, where: Where, me: discord.abc.User) -> 
         text=clean_text(message, me),
         event_id=f"discord:{message.id}",
         files=files,
-        dm=where.guild_id is None,
     )
 
 

@@ -146,7 +146,6 @@ class SlackListeners:
             text=plain_text(message.text, names),
             event_id=message.event_id(self.identity.team_id),
             files=message.files,
-            dm=message.direct,
             history=history,
         )
 
@@ -225,9 +224,8 @@ class SlackListeners:
             self.names.name(command.user), self.groups.roles_of(command.user)
         )
         actor = Author(f"slack:{command.user}", name, roles)
-        dm = command.channel.startswith("D")
         answer = await run_command(
-            self.core, found.command, found.key, self.surface(found.key), actor, dm=dm
+            self.core, found.command, found.key, self.surface(found.key), actor
         )
         return found.note + answer
 

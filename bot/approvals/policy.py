@@ -1,12 +1,11 @@
-"""Pure rules: does a call need a person's approval, and may this person decide it."""
+"""Pure rules: does a call need a person's approval, and the hash that pins its arguments
+(who may decide it is :meth:`bot.policy.who.Policy.decide`)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 
-from bot.approvals.models import Approvers
-from bot.conversation import Author
 from bot.tools.base import Approval
 
 
@@ -17,16 +16,6 @@ def needs_approval(mode: Approval, *, allowed_here: bool) -> bool:
     if mode == "ask":
         return not allowed_here
     return False
-
-
-def may_decide(approvers: Approvers, requester_id: str, actor: Author) -> bool:
-    if approvers.anyone:
-        return True
-    if approvers.requester and actor.id == requester_id:
-        return True
-    if actor.id in approvers.users:
-        return True
-    return bool(approvers.roles & actor.roles)
 
 
 def arguments_hash(arguments: str) -> str:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from pydantic import BaseModel
 
 from bot import metrics
-from bot.access import may_use_tool
 from bot.approvals.models import (
     AllowRule,
     ApprovalRequest,
@@ -25,7 +24,7 @@ from bot.approvals.models import (
     exact_rule_tool,
     rule_tool,
 )
-from bot.approvals.policy import arguments_hash, may_decide, needs_approval
+from bot.approvals.policy import arguments_hash, needs_approval
 from bot.approvals.rules import ToolRules
 from bot.approvals.store import ApprovalStore
 from bot.clock import Clock
@@ -33,6 +32,7 @@ from bot.config import Settings
 from bot.conversation import Author
 from bot.engine.gate import Proceed, Refuse, Verdict, Wait
 from bot.llm.messages import ToolCall
+from bot.policy.who import Policy
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
 from bot.tools.base import Approval, Tool, ToolContext, ToolError
@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 EXPIRE_JOB = "expire_approval"
 NOT_ALLOWED = "This isn't yours to decide: {who} can approve or deny this request."
+NOT_HERE = "You can't use Threadline here, so this isn't yours to decide; nothing was changed."
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,8 +69,10 @@ class ApprovalService:
         store: ApprovalStore,
         clock: Clock,
         scheduler: Scheduler,
+        policy: Policy,
         scope_of: Callable[[str], str] = str,
     ) -> None:
+        self._policy = policy
         self._scope_of = scope_of
         """Where "Always allow here" applies for a thread: its channel when the adapter says
         which that is, else the thread itself."""
@@ -88,7 +91,7 @@ class ApprovalService:
         return self.mode(ctx.thread_key, tool) == "never" and not tool.side_effects
 
     async def check(self, ctx: ToolContext, call: ToolCall, tool: Tool) -> Verdict:
-        if not may_use_tool(self._settings, ctx.thread_key, tool.name, ctx.requester):
+        if not self._policy.use_tool(ctx.requester, ctx.thread_key, tool.name).allowed:
             who = ctx.requester.person if ctx.requester else "this person"
             return Refuse(
                 f"refused: {who} may not have me use {tool.name} here (an operator's setting); it was not run."
@@ -201,8 +204,9 @@ class ApprovalService:
             return Outcome(
                 expired is not None, "This request has expired; nothing was run.", expired
             )
-        if not may_decide(request.approvers, request.requester_id, actor):
-            return Outcome(False, NOT_ALLOWED.format(who=request.approvers.describe()), request)
+        refused = self._refused(request, actor)
+        if refused is not None:
+            return Outcome(False, refused, request)
         status = ApprovalStatus.DENIED if choice is Choice.DENY else ApprovalStatus.APPROVED
         if not await self._store.decide_approval(
             approval_id, status, actor.id, actor.display_name, now
@@ -232,6 +236,17 @@ class ApprovalService:
         metrics.approval_decided(status.value)
         words = {ApprovalStatus.APPROVED: "Approved", ApprovalStatus.DENIED: "Denied"}[status]
         return Outcome(True, f"{words}.", decided)
+
+    def _refused(self, request: ApprovalRequest, actor: Author) -> str | None:
+        """What the clicker is told when the policy says they may not decide (None: they may);
+        a deny list wins over every approver setting, ``anyone`` included."""
+        verdict = self._policy.decide(actor, request.key, request.approvers, request.requester_id)
+        if verdict.allowed:
+            return None
+        log.info("%s may not decide approval %s: %s", actor.id, request.id, verdict.reason)
+        if not self._policy.talk(actor, request.key).allowed:
+            return NOT_HERE
+        return NOT_ALLOWED.format(who=request.approvers.describe())
 
     async def expire(self, request: ApprovalRequest) -> ApprovalRequest | None:
         """Expire a pending request; the expired request when this call expired it, else None."""

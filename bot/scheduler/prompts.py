@@ -15,12 +15,12 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from zoneinfo import ZoneInfo
 
-from bot.access import refusal
 from bot.clock import Clock
 from bot.config import Settings
 from bot.conversation import SCHEDULED_BY, Author, ThreadKey
 from bot.errors import Refused, SurfaceError
 from bot.llm.messages import UserMessage
+from bot.policy.who import Policy
 from bot.present.surface import Surface
 from bot.scheduler.jobs import Job
 from bot.scheduler.schedules import PROMPT_JOB, Schedule, ScheduleStore
@@ -55,8 +55,10 @@ class PromptSchedules:
         clock: Clock,
         surfaces: Surfaces,
         turn: Turn,
+        policy: Policy,
     ) -> None:
         self._settings = settings
+        self._policy = policy
         self._store = store
         self._scheduler = scheduler
         self._clock = clock
@@ -193,7 +195,8 @@ class PromptSchedules:
             return now + UNREACHABLE_RETRY_S
         following = next_run(schedule.cron, ZoneInfo(schedule.zone), now) if schedule.cron else None
         key, late = ThreadKey(schedule.key), now - schedule.next_at > LATE_AFTER_S
-        refused = self._refusal(Author(schedule.author_id, schedule.author_name), schedule.key)
+        author = Author(schedule.author_id, SCHEDULED_BY + schedule.author_name)
+        refused = self._policy.scheduled(author, schedule.key).reason
         message = UserMessage(
             text=self._text(schedule, late)[: self._settings.max_input_chars],
             author_id=schedule.author_id,
@@ -212,15 +215,8 @@ class PromptSchedules:
         if refused is not None:
             log.info("schedule %s not run: %s", schedule.id, refused)
             return following
-        author = Author(schedule.author_id, SCHEDULED_BY + schedule.author_name)
         await self._turn(key, message, author, surface, self._notice(schedule, late))
         return following
-
-    def _refusal(self, author: Author, key: str) -> str | None:
-        """Deny lists and channel lists are checked again at every run; the allow lists of people
-        were checked when the prompt was scheduled (the roles that passed them are not kept)."""
-        access = self._settings.access.model_copy(update={"users": [], "roles": []})
-        return refusal(access, author, key, dm=False)
 
     def _notice(self, schedule: Schedule, late: bool) -> str:
         words = _words(schedule.author_name, schedule.prompt)

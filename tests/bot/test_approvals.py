@@ -398,7 +398,7 @@ async def test_steering_a_running_turn_and_stopping_it(world: World) -> None:
     assert [m.text for m in session.inbox] == ["stop please"]
     use_model(world, world.model)  # the run after the Stop answers the message that waited
     world.model.steps = [text("stopped, as Bob asked")]
-    assert await world.core.stop(KEY, BOB)
+    assert await world.core.stop(KEY, BOB) == "stopping"
     await run_until(world.clock, task.done)
     await task
     stored = await world.session()
@@ -408,7 +408,7 @@ async def test_steering_a_running_turn_and_stopping_it(world: World) -> None:
     assert world.surface.texts()[-1] == "stopped, as Bob asked"
     texts = [m.text for m in world.model.requests[-1].messages if isinstance(m, UserMessage)]
     assert texts[-2:] == ["long job", "stop please"]
-    assert not await world.core.stop(KEY, BOB)
+    assert await world.core.stop(KEY, BOB) == "nothing"
     assert stored.inbox == []
 
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from bot.approvals.rules import ToolRules
 from bot.config import AccessSettings, PeopleSettings, Settings
+from bot.policy.who import channel_section
 from bot.tools.base import Tool
 
 MODES = {
@@ -67,7 +68,7 @@ def _tool_line(settings: Settings, rules: ToolRules, where: str, tool: Tool) -> 
 
 
 def _tool_people(settings: Settings, where: str, tool: str) -> str:
-    channel = settings.channel(where) if where else None
+    _, channel = channel_section(settings, where)
     section = (channel.tools.get(tool) if channel else None) or settings.tools.get(tool)
     if section is None:
         return "whoever may talk to the bot"
