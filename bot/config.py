@@ -329,11 +329,13 @@ class Settings(SettingsBase):
     sandbox: Literal["auto", "bwrap", "none"] = "auto"
     """Where commands run: ``auto`` (in bubblewrap; no command tool when it cannot work),
     ``bwrap`` (required: refuse to start without it), ``none`` (unsandboxed, on the host)."""
-    command_processes: int = Field(default=32, ge=4, le=4096)
-    """Processes one sandboxed command may run at once (``RLIMIT_NPROC``)."""
+    command_processes: int = Field(default=12, ge=4, le=4096)
+    """Processes a sandboxed command may run at once (``RLIMIT_NPROC``; commands running at the
+    same time share it when the bot runs as root, as they all run as one user)."""
     command_process_memory_mib: int = Field(default=256, ge=64, le=1 << 20)
     """Address space of each process of a sandboxed command, in MiB (``RLIMIT_AS``). A
-    command's memory in all is at most ``command_processes`` × this: 4 GiB by default."""
+    command's memory in all is at most ``command_processes`` × this, plus its private ``/tmp``
+    (256 MiB) and ``/dev/shm`` (64 MiB): 3,392 MiB by default, which fits a 4 GiB host."""
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     """Per tool (``threadline.toml``: ``[tools.run_command]``)."""
     access: AccessSettings = Field(default_factory=AccessSettings)

@@ -133,14 +133,16 @@ class Limits:
 
     @property
     def total_memory_bytes(self) -> int:
-        """The most memory the command's processes hold together."""
-        return self.processes * self.memory_bytes
+        """The most memory a command holds: its processes together, and its private ``/tmp``
+        and ``/dev/shm`` (memory-backed)."""
+        return self.processes * self.memory_bytes + self.tmp_bytes + self.shm_bytes
 
     def describe_memory(self) -> str:
         """What ``threadline doctor`` says about the bound on a command's memory."""
         return (
             f"commands' memory: per process {self.memory_bytes >> 20} MiB × {self.processes} "
-            f"processes, at most {self.total_memory_bytes >> 20} MiB in all "
+            f"processes, with /tmp and /dev/shm at most {self.total_memory_bytes >> 20} MiB "
+            "in all "
             "(THREADLINE_COMMAND_PROCESS_MEMORY_MIB, THREADLINE_COMMAND_PROCESSES)"
         )
 

@@ -66,10 +66,11 @@ def test_a_commands_memory_in_all_is_bounded_and_doctor_says_how(
     sandbox_runner()
     runner = choose_runner(settings(tmp_path))
     assert isinstance(runner, BwrapRunner)
-    assert runner.limits.total_memory_bytes <= 8 << 30
+    assert runner.limits.total_memory_bytes < 4 << 30  # the defaults fit a 4 GiB host
     ok, words = describe_sandbox(settings(tmp_path))
     assert ok is True and words.endswith(
-        "; commands' memory: per process 256 MiB × 32 processes, at most 8192 MiB in all "
+        "; commands' memory: per process 256 MiB × 12 processes, with /tmp and /dev/shm at most "
+        "3392 MiB in all "
         "(THREADLINE_COMMAND_PROCESS_MEMORY_MIB, THREADLINE_COMMAND_PROCESSES)"
     )
     monkeypatch.setenv("THREADLINE_COMMAND_PROCESSES", "8")
@@ -79,7 +80,7 @@ def test_a_commands_memory_in_all_is_bounded_and_doctor_says_how(
     assert isinstance(runner, BwrapRunner)
     assert (runner.limits.processes, runner.limits.memory_bytes) == (8, 128 << 20)
     assert (
-        "per process 128 MiB × 8 processes, at most 1024 MiB in all"
+        "per process 128 MiB × 8 processes, with /tmp and /dev/shm at most 1344 MiB in all"
         in (describe_sandbox(chosen)[1])
     )
     monkeypatch.setenv("THREADLINE_COMMAND_PROCESSES", "0")
