@@ -200,7 +200,7 @@ async def test_the_network_is_off_unless_the_operator_allows_it(tmp_path: Path) 
     async with loopback_listener() as (port, accepted):
         assert "connected\n" not in await connect_from(closed, "playground:a", port)
         assert accepted == []
-        assert "connected\n" not in await connect_from(allowed, "playground:offline-1", port)
+        assert "connected\n" not in await connect_from(allowed, "playground:offline", port)
         assert accepted == []
         assert "connected\n" in await connect_from(allowed, "playground:b", port)
         assert accepted == [1]
