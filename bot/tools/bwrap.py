@@ -41,6 +41,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,6 +102,9 @@ _SHIM_STAGE = (
 """Run by the outer (root) bubblewrap: the workspace at ``/tmp/workspace`` as an overlay that
 names no host path (a bind mount where an overlay cannot be made)."""
 OVERLAY_PREFIX = ".overlay-"
+STALE_OVERLAY_S = 3600.0
+"""A scratch directory this old was left by a process killed during its command (no command
+runs this long): the first command after a start removes it."""
 PROBE_TIMEOUT_S = 10.0
 REMEDY = (
     "To fix it: install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap); allow "
@@ -170,6 +174,21 @@ class Availability:
     executable: str = ""
 
 
+def sweep_overlays(workspaces: Path, now: float) -> int:
+    """Remove the overlays' scratch directories that processes killed during a command left
+    beside the workspaces; returns how many."""
+    removed = 0
+    for entry in workspaces.glob(f"{OVERLAY_PREFIX}*"):
+        try:
+            stale = now - entry.lstat().st_mtime > STALE_OVERLAY_S
+        except FileNotFoundError:
+            continue
+        if stale and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 class BwrapRunner:
     """Runs ``/bin/sh -c COMMAND`` (or a program with its arguments, no shell) in the sandbox,
     in the workspace."""
@@ -188,13 +207,17 @@ class BwrapRunner:
         self.as_root = os.geteuid() == 0 if as_root is None else as_root
         self.owner = (ROOT_SANDBOX_ID, ROOT_SANDBOX_ID) if self.as_root else None
         self._system = system_mounts()
+        self._swept: set[Path] = set()
 
     async def run(
         self, command: str | Sequence[str], workspace: Workspace, timeout_s: float, *, network: bool
     ) -> CommandResult:
         work = None
         if self.as_root:
-            work = workspace.root.parent / f"{OVERLAY_PREFIX}{secrets.token_hex(8)}"
+            if (parent := workspace.root.parent) not in self._swept:
+                self._swept.add(parent)
+                await asyncio.to_thread(sweep_overlays, parent, time.time())
+            work = parent / f"{OVERLAY_PREFIX}{secrets.token_hex(8)}"
             work.mkdir(mode=0o700)
         argv = self.argv(command, workspace.root, network=network, timeout_s=timeout_s, work=work)
         try:

@@ -107,7 +107,7 @@ def buttons(threads: list[dict[str, Any]], label: str) -> list[tuple[str, dict[s
 
 def marker_counts(data: Path) -> Counter[str]:
     counts: Counter[str] = Counter()
-    for log in data.rglob("log.txt"):
+    for log in data.glob("workspaces/*/log.txt"):
         counts.update(line.strip() for line in log.read_text().splitlines() if line.strip())
     return counts
 

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
-from bot.tools.bwrap import ENVIRONMENT, ROOT_SANDBOX_ID, BwrapRunner, Limits
+from bot.tools.bwrap import (
+    ENVIRONMENT,
+    OVERLAY_PREFIX,
+    ROOT_SANDBOX_ID,
+    STALE_OVERLAY_S,
+    BwrapRunner,
+    Limits,
+    sweep_overlays,
+)
 from bot.tools.sandbox import Workspace
 from tests.sandboxing import sandbox_runner
 
@@ -67,3 +76,20 @@ async def test_the_system_is_there_read_only_and_the_bot_is_not(tmp_path: Path) 
     made = Workspace.for_thread(tmp_path / "workspaces", "playground:t").root / "made"
     assert made.read_text() == "made\n"
     assert int(out.split()[-1]) <= 4  # bubblewrap's init, the shell, and what it runs
+
+
+def test_scratch_directories_a_killed_process_left_are_swept_and_fresh_ones_kept(
+    tmp_path: Path,
+) -> None:
+    now = time.time()
+    left = tmp_path / f"{OVERLAY_PREFIX}left"
+    (left / "work" / "work").mkdir(parents=True)
+    os.utime(left, (now - STALE_OVERLAY_S - 60, now - STALE_OVERLAY_S - 60))
+    running = tmp_path / f"{OVERLAY_PREFIX}running"
+    running.mkdir()
+    workspace = tmp_path / "playground_t"
+    workspace.mkdir()
+    os.utime(workspace, (now - 10 * STALE_OVERLAY_S,) * 2)
+
+    assert sweep_overlays(tmp_path, now) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [running.name, workspace.name]
