@@ -15,6 +15,7 @@ HOMES = {
     "apscheduler": ("bot/scheduler/timer.py",),
     "croniter": ("bot/scheduler/when.py",),
     "prometheus_client": ("bot/metrics.py",),
+    "re2": ("bot/tools/patterns.py",),
     "mcp": ("bot/mcp/sdk/",),
     "mcp_types": ("bot/mcp/sdk/",),
     "httpx2": ("bot/llm/", "bot/mcp/sdk/"),

@@ -91,18 +91,29 @@ def message_to_wire(message: Message, call_wire_ids: Mapping[str, str]) -> WireD
 
 def as_data(tool: str, content: str) -> str:
     """A tool's output as the model reads it: marked as data, which nothing inside can end early
-    (the system prompt says that what is marked so is never an instruction)."""
-    inner = content.replace("</tool_output", "<\\/tool_output")
+    (the system prompt says that what is marked so is never an instruction).
+
+    Inside, every ``<`` that starts what a reader could take for the mark, opening or closing,
+    in any letter case and with any spaces (``</TOOL_OUTPUT >``, ``< / tool-output``), gets one
+    more backslash after it (``<\\/tool_output``); :func:`from_data` takes it away again, so the
+    text reads back exactly as it was."""
+    inner = _MARK.sub(r"<\1\\\2", content)
     return f'<tool_output tool="{tool}">\n{inner}\n</tool_output>'
 
 
+_GAP = "[\\s\u200b-\u200d\u2060\ufeff]*"
+"""Spaces, and the invisible characters a reader skips over."""
+_NAME = f"{_GAP}(?:/{_GAP})?tool[\\s_\\-\u200b-\u200d\u2060\ufeff]*output"
+_MARK = re.compile(f"<(\\\\*)({_NAME})", re.IGNORECASE)
+"""What could read as the mark, after a ``<`` and any backslashes: escaping adds one."""
+_ESCAPED = re.compile(f"<(\\\\*)\\\\({_NAME})", re.IGNORECASE)
 _DATA = re.compile(r'^<tool_output tool="[^"]*">\n(.*)\n</tool_output>$', re.S)
 
 
 def from_data(content: str) -> str:
     """What :func:`as_data` wrapped (the text itself when it is not wrapped)."""
     match = _DATA.match(content)
-    return content if match is None else match.group(1).replace("<\\/tool_output", "</tool_output")
+    return content if match is None else _ESCAPED.sub(r"<\1\2", match.group(1))
 
 
 def tool_to_wire(spec: ToolSpec) -> WireDict:

@@ -451,3 +451,42 @@ async def test_disk_fill_is_bounded(bot: BotProcess, tally: Tally, name: str) ->
     if workspace_file.exists():
         assert workspace_file.stat().st_size <= 8 * MIB
         workspace_file.unlink()
+
+
+# -- patterns that backtrack ------------------------------------------------------------------
+
+EVIL_TEXT = "a" * 100_000 + "!"
+"""Python's re would take longer than the universe has left to find no match of (a+)+$ here."""
+PATTERNS = {
+    "grep (a+)+$": ("grep", {"pattern": "(a+)+$", "path": "evil.txt"}, "No matches for"),
+    "grep (a|aa)+$": ("grep", {"pattern": "(a|aa)+$", "path": "evil.txt"}, "No matches for"),
+    "grep (.*a){20}": ("grep", {"pattern": "(.*a){20}", "path": "evil.txt"}, "evil.txt:1: aaa"),
+    "grep a backreference": (
+        "grep",
+        {"pattern": "(a+)\\1+$", "path": "evil.txt"},
+        "error: regular expression '(a+)\\\\1+$' uses what is not supported: backreferences",
+    ),
+    "grep lookahead": ("grep", {"pattern": "(?=(a+)+$)"}, "error: regular expression"),
+    "list_files *a*a*a*a*a*a*a*a*a*a*a*b": (
+        "list_files",
+        {"pattern": "*a*a*a*a*a*a*a*a*a*a*a*b"},
+        "Nothing under '.' matches",
+    ),
+}
+PATTERN_BOUND_S = 10.0
+"""Far above what the linear matcher takes here (milliseconds), far below what a backtracking
+one would (hours for grep; list_files' names are short, but the bound holds for them too)."""
+
+
+@pytest.mark.parametrize("name", list(PATTERNS))
+async def test_a_pattern_cannot_hold_the_bot(bot: BotProcess, tally: Tally, name: str) -> None:
+    tool, arguments, expected = PATTERNS[name]
+    await bot.call("write_file", path="evil.txt", content=EVIL_TEXT)
+    await bot.call("write_file", path="a" * 200, content="x")
+    try:
+        result = await bot.call(tool, within=PATTERN_BOUND_S, **arguments)
+    except TimeoutError:
+        judge(bot, tally, f"{name}: no answer within {PATTERN_BOUND_S:g} s", "", escaped=True)
+        raise
+    alive = await bot.call("read_file", path="a" * 200)
+    judge(bot, tally, name, result, not (result.startswith(expected) and "1\tx" in alive))

@@ -1,15 +1,20 @@
 """What the file tools do inside a thread's workspace: read a page of a text file, write or
-edit one, list a directory, search files, every file opened through the workspace's checks."""
+edit one, list a directory, search files, every file opened through the workspace's checks.
+
+Listing and searching run in a worker thread with a :class:`Search`: they add what they find
+to it as they go and stop at its flag, so that a caller who stops waiting (a time limit) still
+has what was found. Their patterns come compiled from :mod:`bot.tools.patterns` (linear time).
+"""
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 from bot.tools.base import ToolError
+from bot.tools.patterns import Matcher
 from bot.tools.sandbox import Workspace
 
 MAX_READ_BYTES = 20 * 1024 * 1024
@@ -143,10 +148,32 @@ def _entry(ws: Workspace, item: Path) -> str:
     return f"{name} ({item.lstat().st_size} bytes)"
 
 
-def listing(ws: Workspace, path: str, pattern: str) -> str:
-    entries: list[str] = []
+class Search:
+    """What a listing or search has found so far, and the flag that stops it early."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+        self.files = 0
+        """Files searched (grep) or entries looked at (listing)."""
+        self.stop = threading.Event()
+
+    def stopped(self, seconds: float) -> str:
+        """What was found when the caller stopped waiting after ``seconds``, with a note."""
+        found = list(self.found)
+        note = (
+            f"[stopped after {seconds:g} s, {self.files} files looked at: what was found so "
+            "far is above; narrow the path or the pattern]"
+        )
+        return "\n".join([*found, note])
+
+
+def listing(ws: Workspace, path: str, pattern: str, glob: Matcher, search: Search) -> str:
+    entries = search.found
     for item in _walk(_start(ws, path)):
-        if not fnmatch.fnmatch(item.name, pattern):
+        if search.stop.is_set():
+            break
+        search.files += 1
+        if not glob.fullmatch(item.name):
             continue
         if len(entries) == MAX_LIST_ENTRIES:
             entries.append(f"[listing stopped at {MAX_LIST_ENTRIES} entries; narrow it down]")
@@ -155,15 +182,15 @@ def listing(ws: Workspace, path: str, pattern: str) -> str:
     return "\n".join(entries) or f"Nothing under {path!r} matches {pattern!r}."
 
 
-def grep(ws: Workspace, path: str, pattern: str, max_results: int) -> str:
-    try:
-        regex = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(f"invalid regular expression {pattern!r}: {exc}") from None
-    results: list[str] = []
+def grep(
+    ws: Workspace, path: str, pattern: str, regex: Matcher, max_results: int, search: Search
+) -> str:
+    results = search.found
     size = 0
     skipped = 0
     for item in _walk(_start(ws, path)):
+        if search.stop.is_set():
+            break
         if item.is_symlink() or not item.is_file():
             continue
         name = ws.relative(item)
@@ -172,7 +199,10 @@ def grep(ws: Workspace, path: str, pattern: str, max_results: int) -> str:
         except ToolError:
             skipped += 1
             continue
+        search.files += 1
         for number, line in enumerate(_lines(text), 1):
+            if search.stop.is_set():
+                break
             if not regex.search(line):
                 continue
             if len(results) == max_results or size > MAX_OUTPUT_CHARS:

@@ -16,6 +16,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from bot.tools import patterns
 from bot.tools.base import Tool, ToolContext, tool
 from bot.tools.builtin import files
 from bot.tools.commands import CommandRunner
@@ -25,16 +26,19 @@ from bot.tools.sandbox import Workspace
 MAX_TIMEOUT_S = 600
 MAX_WRITE_CHARS = 1_000_000
 MAX_GREP_RESULTS = 1_000
+SEARCH_SECONDS = 20.0
+"""The longest ``grep`` or ``list_files`` works; then it answers with what it found."""
 
 
 def workspace_tools(
     root: Path,
     runner: CommandRunner | None,
     network: Callable[[str], bool] = lambda key: False,
+    search_s: float = SEARCH_SECONDS,
 ) -> list[Tool]:
     """The workspace tools, each thread working in its own directory under ``root``;
     ``run_command`` when there is a ``runner``, with the network where ``network(thread key)``
-    allows it."""
+    allows it. ``grep`` and ``list_files`` answer within ``search_s`` seconds."""
     owner = runner.owner if runner is not None else None
 
     def workspace(ctx: ToolContext) -> Workspace:
@@ -105,14 +109,20 @@ def workspace_tools(
         """
         return await asyncio.to_thread(files.edit, workspace(ctx), path, old, new, count)
 
-    async def list_files(ctx: ToolContext, path: str = ".", pattern: str = "*") -> str:
+    async def list_files(
+        ctx: ToolContext,
+        path: str = ".",
+        pattern: Annotated[str, Field(min_length=1, max_length=1000)] = "*",
+    ) -> str:
         """List files and directories under a workspace path, recursively (up to 500).
 
         Args:
             path: Directory relative to the workspace.
             pattern: Glob matched against each name, e.g. "*.py".
         """
-        return await asyncio.to_thread(files.listing, workspace(ctx), path, pattern)
+        glob = patterns.glob(pattern)
+        ws = workspace(ctx)
+        return await within(search_s, lambda found: files.listing(ws, path, pattern, glob, found))
 
     async def grep(
         ctx: ToolContext,
@@ -120,15 +130,20 @@ def workspace_tools(
         path: str = ".",
         max_results: Annotated[int, Field(ge=1, le=MAX_GREP_RESULTS)] = 100,
     ) -> str:
-        """Search workspace text files for a Python regular expression; returns
-        "path:line: text" for each matching line. Binary files are skipped.
+        """Search workspace text files for a regular expression (RE2 syntax: Python's, without
+        backreferences or lookaround); returns "path:line: text" for each matching line.
+        Binary files are skipped.
 
         Args:
             pattern: The regular expression.
             path: File or directory relative to the workspace.
             max_results: How many matching lines to return at most.
         """
-        return await asyncio.to_thread(files.grep, workspace(ctx), path, pattern, max_results)
+        regex = patterns.regex(pattern)
+        ws = workspace(ctx)
+        return await within(
+            search_s, lambda found: files.grep(ws, path, pattern, regex, max_results, found)
+        )
 
     command_tools: list[Tool] = []
     if runner is not None:
@@ -164,3 +179,27 @@ def describe_result(result: CommandResult, timeout_s: float) -> str:
     else:
         status = f"exit code {result.exit_code}"
     return f"{output}\n[{status}]"
+
+
+async def within(seconds: float, work: Callable[[files.Search], str]) -> str:
+    """``work`` run in a worker thread; after ``seconds`` (or when the call is cancelled) it is
+    told to stop and the answer is what it had found, with a note. The thread ends at its next
+    check of the flag; nothing waits for it."""
+    search = files.Search()
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(None, work, search)
+    try:
+        done, _ = await asyncio.wait({future}, timeout=seconds)
+    finally:
+        search.stop.set()
+    if future in done:
+        return future.result()
+    future.add_done_callback(_collect)
+    return search.stopped(seconds)
+
+
+def _collect(future: asyncio.Future[str]) -> None:
+    """Take the late result of work nobody waits for any more (an error in it is not logged as
+    never retrieved)."""
+    if not future.cancelled():
+        future.exception()
