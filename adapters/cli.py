@@ -16,7 +16,7 @@ from adapters.platforms import Platforms
 from adapters.runtime import Runtime
 from bot.config import Settings, load_settings
 from bot.errors import ConfigError, StoreError
-from bot.logs import configure_logging
+from bot.infra.logs import configure_logging
 from bot.storage.choose import store_problem
 
 log = logging.getLogger("threadline")

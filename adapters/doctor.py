@@ -9,19 +9,19 @@ from zoneinfo import ZoneInfo
 
 from adapters.metering import describe_metrics
 from adapters.platforms import Platforms
-from bot.channels import describe_section
-from bot.clock import SystemClock
 from bot.config import Settings
 from bot.engine.states import EngineConfig
 from bot.errors import ModelError
 from bot.files.intake import sees_images
 from bot.files.kinds import size_words
+from bot.infra.clock import SystemClock
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelRequest, TextPiece
 from bot.llm.openai_model import build_openai_model
 from bot.mcp.servers import probe as probe_mcp_servers
 from bot.policy.words import access_lines, tool_lines
 from bot.scheduler.when import local_time
+from bot.thread.settings import describe_section
 from bot.tools.builtin import builtin_tools
 from bot.tools.commands import describe_sandbox
 from bot.tools.doctor import tool_checks
@@ -50,7 +50,7 @@ async def _check_store(settings: Settings) -> bool:
             None, f"store: SQLite at {settings.database_path} (THREADLINE_DATABASE_URL is not set)"
         )
         return True
-    from bot.storage.postgres_check import check_database
+    from bot.storage.postgres.check import check_database
 
     ok, words = await check_database(settings.database_url.get_secret_value())
     _line(ok, f"store: {words}")

@@ -11,8 +11,8 @@ import aiohttp
 from yarl import URL
 
 from adapters.playground.access import is_loopback
-from bot import metrics
 from bot.config import Settings
+from bot.infra import metrics
 
 Namer = Callable[[str, URL], str]
 """The metric's ``method`` label for a request (HTTP method, URL): a bounded name, no ids."""

@@ -11,10 +11,10 @@ from aiohttp import web
 
 from adapters.platforms import Platforms
 from adapters.playground import PlaygroundAdapter
-from bot import metrics
-from bot.clock import Clock
 from bot.config import Settings
 from bot.core import Core
+from bot.infra import metrics
+from bot.infra.clock import Clock
 from bot.llm.model import Model
 from bot.mcp.servers import McpServers
 from bot.scheduler.timer import Timer

@@ -41,13 +41,13 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.workers import ALICE, Threads, _admin
-from bot.clock import SystemClock
+from bot.api.inbound import Inbound, ThreadKey
 from bot.config import Settings, ToolSettings
-from bot.conversation import Inbound, ThreadKey
 from bot.core import Core
+from bot.infra.clock import SystemClock
 from bot.llm.messages import AssistantMessage, UserMessage
 from bot.llm.model import ModelPiece, ModelRequest
-from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.store import PostgresStore
 from bot.tools import ToolContext, ToolRegistry, tool
 from tests.fakes.scripted_model import call, step, text
 

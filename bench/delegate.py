@@ -29,14 +29,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.stats import percentile
-from bot.clock import SystemClock
+from bot.api.inbound import Author, Inbound, ThreadKey
+from bot.api.surface import SurfaceLimits
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
 from bot.delegate.tool import SUB_AGENT_PROMPT
+from bot.infra.clock import SystemClock
 from bot.llm.openai_model import build_openai_model
-from bot.present.surface import SurfaceLimits
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools import ToolContext, ToolRegistry, tool
 from bot.tools.builtin import builtin_tools
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply

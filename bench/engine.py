@@ -48,14 +48,14 @@ from openai import AsyncStream
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.stats import percentile
-from bot.clock import SystemClock
+from bot.api.inbound import Author, Inbound, ThreadKey
+from bot.api.surface import SurfaceLimits
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
+from bot.infra.clock import SystemClock
 from bot.llm.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from bot.llm.openai_model import OpenAIModel, build_openai_model
 from bot.llm.retry import Backoff
-from bot.present.surface import SurfaceLimits
 from bot.storage.choose import store_for
 from bot.tools import ToolContext, ToolRegistry, tool
 from bot.tools.builtin import builtin_tools

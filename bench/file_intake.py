@@ -11,8 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bot.api.inbound import Attachment
 from bot.config import Settings
-from bot.conversation import Attachment
 from bot.files.intake import Intake
 from tests.fakes.documents import CSV, PNG, text_pdf
 

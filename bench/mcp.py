@@ -33,9 +33,9 @@ sys.path.pop(0)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.stats import percentile
-from bot.clock import SystemClock
+from bot.api.inbound import ThreadKey
 from bot.config import Settings
-from bot.conversation import ThreadKey
+from bot.infra.clock import SystemClock
 from bot.llm.wire import WireEncoder
 from bot.mcp.servers import McpServers
 from bot.sessions.model import Session

@@ -24,11 +24,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.stats import percentile
-from bot.clock import SystemClock
 from bot.config import Settings
+from bot.infra.clock import SystemClock
 from bot.memory.model import Memory
 from bot.memory.service import Memories
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 
 KEY = "bench:team:c1:t1"
 OTHER = "bench:team:c2:t1"

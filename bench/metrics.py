@@ -1,10 +1,10 @@
 """What counting costs: the hooks on the hot paths, and a scrape.
 
-1. A model stream through :func:`bot.metrics.metered` against the same stream iterated bare:
+1. A model stream through :func:`bot.infra.metrics.metered` against the same stream iterated bare:
    the extra time per streamed piece (a reply of 200 pieces, many times).
-2. One platform request counted (:func:`bot.metrics.platform_request`: a counter and a
+2. One platform request counted (:func:`bot.infra.metrics.platform_request`: a counter and a
    histogram), one run counted, one edit granted by the budget's meter.
-3. ``/metrics``' body (:func:`bot.metrics.exposition`) once the registry holds what a busy worker
+3. ``/metrics``' body (:func:`bot.infra.metrics.exposition`) once the registry holds what a busy worker
    shows: 40 tools, 60 platform methods, every outcome of runs and model calls.
 
     python bench/metrics.py [--rounds 2000]
@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.stats import percentile
-from bot import metrics
+from bot.infra import metrics
 from bot.llm.messages import Usage
 from bot.llm.model import ModelPiece, TextPiece, UsagePiece
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import openai
 
-from bot.clock import SystemClock
+from bot.infra.clock import SystemClock
 from bot.llm.messages import (
     AssistantMessage,
     Message,

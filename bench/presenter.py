@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bot.clock import SystemClock
+from bot.api.surface import SurfaceLimits
+from bot.infra.clock import SystemClock
 from bot.present.budget import EditBudget
 from bot.present.reply import ReplyStream
 from bot.present.split import split_message
-from bot.present.surface import SurfaceLimits
 from tests.fakes.surface import RecordingSurface
 
 LIMITS = SurfaceLimits(

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.stats import percentile
-from bot.clock import ManualClock
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
+from bot.infra.clock import ManualClock
 from bot.sessions.model import Session
 from bot.tools.base import ToolContext
 from bot.tools.builtin.workspace import workspace_tools

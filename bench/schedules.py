@@ -25,15 +25,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.stats import percentile
-from bot.clock import SystemClock
+from bot.api.inbound import Author, ThreadKey
+from bot.api.surface import SurfaceLimits
 from bot.config import Settings
-from bot.conversation import Author, ThreadKey
 from bot.core import Core
+from bot.infra.clock import SystemClock
 from bot.llm.messages import Usage, UserMessage
 from bot.llm.model import FinishPiece, ModelPiece, ModelRequest, TextPiece, UsagePiece
-from bot.present.surface import SurfaceLimits
 from bot.scheduler.timer import Timer
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools import ToolRegistry
 from bot.tools.builtin import builtin_tools
 from tests.fakes.surface import RecordingSurface

@@ -41,8 +41,8 @@ from adapters.runtime import Runtime
 from adapters.slack.config import SlackSettings
 from bench.slack_stream import PacedModel, done, final_shown_at
 from bench.stats import percentile
-from bot import metrics
 from bot.config import Settings
+from bot.infra import metrics
 from tests.fakes.slack import MENTION, FakeSlack, Message
 
 CHANNELS = 40

@@ -30,13 +30,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.stats import percentile
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.llm.wire import WireEncoder
 from bot.sessions.model import Session
-from bot.tool_settings import Gating
 from bot.tools import Tool, ToolContext, ToolRegistry
 from bot.tools.base import AnyArguments
 from bot.tools.gating import GatedToolkit, update
+from bot.tools.settings import Gating
 from bot.tools.skills import TOOL, SkillsToolkit
 from bot.tools.state import set_state
 from bot.tools.toolkit import State

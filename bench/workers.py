@@ -44,13 +44,13 @@ from pydantic import SecretStr
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.quick_model import QuickModel
-from bot.clock import SystemClock
+from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
+from bot.infra.clock import SystemClock
 from bot.llm.model import ModelPiece, ModelRequest
 from bot.llm.openai_model import build_openai_model
-from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.store import PostgresStore
 from bot.tools import ToolContext, ToolRegistry, tool
 from tests.fakes.scripted_model import call, step, text
 from tests.fakes.surface import RecordingSurface

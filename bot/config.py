@@ -38,7 +38,7 @@ from pydantic_settings import (
 
 from bot.errors import ConfigError
 from bot.policy import keys
-from bot.tool_settings import CustomToolSettings, FetchUrlOptions, Gating, WebSearchOptions
+from bot.tools.settings import CustomToolSettings, FetchUrlOptions, Gating, WebSearchOptions
 
 
 class ApproversSettings(BaseModel):

@@ -1,11 +1,11 @@
-"""The composition root and the façade adapters call (:class:`bot.ports.CoreApi`):
+"""The composition root and the façade adapters call (:class:`bot.api.port.CoreApi`):
 ``handle(inbound, surface)``, ``on_action(action_id, actor, surface)`` (buttons), ``stop``,
 ``reset``, ``describe``.
 
 Runs of one thread happen one at a time under its lock, in arrival order
-(:class:`~bot.supervisor.Supervisor`). A paused run (waiting for approval) is data; what a
-click or an expiry does with it is :mod:`bot.decisions`. What a restart cut off is mended by
-:mod:`bot.recovery`. How an accepted message is answered in its turn is :mod:`bot.turns`.
+(:class:`~bot.thread.runs.Supervisor`). A paused run (waiting for approval) is data; what a
+click or an expiry does with it is :mod:`bot.approvals.decisions`. What a restart cut off is mended by
+:mod:`bot.thread.recovery`. How an accepted message is answered is :mod:`bot.thread.answer`.
 """
 
 from __future__ import annotations
@@ -15,33 +15,31 @@ import logging
 import random
 from collections.abc import Awaitable, Sequence
 
-from bot import actions
+from bot.api import actions
+from bot.api.inbound import Author, Inbound, ThreadKey
+from bot.api.port import Stopped
+from bot.api.surface import Surface
+from bot.approvals.decisions import Decisions
+from bot.approvals.inline import InlineGate
 from bot.approvals.service import ApprovalService
-from bot.channels import Channels
-from bot.clock import Clock, SystemClock
+from bot.cluster.leases import LeasedSessions, Leasing, OneProcess, ThreadLeases
+from bot.cluster.shared_rate import SharedRates
+from bot.cluster.workers import Alone, Workers, WorkStore, worker_id
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
-from bot.decisions import Decisions
-from bot.delegate.gate import InlineGate
 from bot.delegate.tool import Delegations
-from bot.deliveries import Deliveries
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
 from bot.errors import SurfaceError
 from bot.files.intake import Intake, Received, sees_images
 from bot.files.transfer import file_transfer
-from bot.history import earlier_note
-from bot.leasing import LeasedSessions, Leasing, OneProcess, ThreadLeases
+from bot.infra.clock import Clock, SystemClock
+from bot.infra.tasks import TaskSet
 from bot.llm.messages import SystemMessage, UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
 from bot.memory.service import Memories
 from bot.policy.who import Policy
-from bot.ports import Stopped
 from bot.present.budget import BudgetRegistry
-from bot.present.shared_rate import SharedRates
-from bot.present.surface import Surface
-from bot.recovery import Recovery
 from bot.scheduler.prompts import PromptSchedules, left_over_notice
 from bot.scheduler.service import Scheduler
 from bot.sessions.model import RunState
@@ -49,11 +47,15 @@ from bot.sessions.store import SessionStore
 from bot.storage.budgets import BudgetStore
 from bot.storage.choose import store_for
 from bot.storage.protocol import Store
-from bot.supervisor import Supervisor
-from bot.surfaces import ChannelOf, SurfaceFactory, Surfaces
-from bot.tasks import TaskSet
-from bot.thread_commands import ThreadCommands
-from bot.threads import ThreadLocks
+from bot.thread.answer import Answers
+from bot.thread.deliveries import Deliveries
+from bot.thread.history import earlier_note
+from bot.thread.line import ThreadLocks
+from bot.thread.operations import ThreadOperations
+from bot.thread.reach import ChannelOf, SurfaceFactory, Surfaces
+from bot.thread.recovery import Recovery
+from bot.thread.runs import Supervisor
+from bot.thread.settings import Channels
 from bot.tools.builtin import files_out as files_tools
 from bot.tools.builtin import memory as memory_tools
 from bot.tools.builtin import schedule as schedule_tools
@@ -62,15 +64,13 @@ from bot.tools.builtin.files_out import FilesToolkit
 from bot.tools.builtin.memory import MemoryToolkit
 from bot.tools.builtin.schedule import ScheduleToolkit
 from bot.tools.registry import ToolRegistry
-from bot.turns import Turns
-from bot.workers import Alone, Workers, WorkStore, worker_id
 
 log = logging.getLogger(__name__)
 
 STOP_REFUSED = "You can't use Threadline here, so you can't stop its run; it goes on."
 
 
-class Core(ThreadCommands, Turns):
+class Core(ThreadOperations, Answers):
     def __init__(
         self, settings: Settings, store: Store, model: Model, tools: ToolRegistry, clock: Clock
     ) -> None:
@@ -94,7 +94,7 @@ class Core(ThreadCommands, Turns):
             self.scheduler,
             clock,
             self.surfaces,
-            self.scheduled_turn,
+            self.scheduled_answer,
             self.policy,
         )
         self.memory = Memories(settings, store, clock, self.surfaces.channel_of)

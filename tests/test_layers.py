@@ -14,7 +14,7 @@ HOMES = {
     "asyncpg": ("bot/storage/postgres",),
     "apscheduler": ("bot/scheduler/timer.py",),
     "croniter": ("bot/scheduler/when.py",),
-    "prometheus_client": ("bot/metrics.py",),
+    "prometheus_client": ("bot/infra/metrics.py",),
     "re2": ("bot/tools/patterns.py",),
     "mcp": ("bot/mcp/sdk/",),
     "mcp_types": ("bot/mcp/sdk/",),

@@ -19,9 +19,9 @@ from adapters.discord.client import ThreadlineClient, make_client
 from adapters.discord.config import DiscordSettings
 from adapters.discord.endpoints import point_at
 from adapters.discord.listeners import Listeners
+from bot.api.port import CoreApi
 from bot.config import Settings
 from bot.errors import ConfigError
-from bot.ports import CoreApi
 
 log = logging.getLogger(__name__)
 

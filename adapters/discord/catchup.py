@@ -37,7 +37,7 @@ import discord
 
 from adapters.discord.parse import from_a_person, mentions_me
 from adapters.discord.ratelimit import GlobalPacer
-from bot.clock import Clock
+from bot.infra.clock import Clock
 
 log = logging.getLogger(__name__)
 

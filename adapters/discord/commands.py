@@ -1,5 +1,5 @@
 """``/threadline status|reset|stop|model|schedules|memory|skill`` as Discord application
-commands (what each does is :mod:`bot.commands`), and registering them with Discord only when
+commands (what each does is :mod:`bot.api.commands`), and registering them with Discord only when
 they change.
 
 Discord rate-limits command registration hard, so :func:`sync_if_changed` keeps a hash of the
@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import discord
 from discord import app_commands
 
-from bot.commands import ChooseModel, Command, Kept, LoadSkill
+from bot.api.commands import ChooseModel, Command, Kept, LoadSkill
 
 log = logging.getLogger(__name__)
 

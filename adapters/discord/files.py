@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import discord
 
 from adapters.discord.endpoints import from_discord
-from bot.conversation import Attachment
+from bot.api.inbound import Attachment
 from bot.errors import FileRefused, SurfaceError
 from bot.files.kinds import size_words
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import discord
 
-from bot.conversation import Author, ThreadKey
+from bot.api.inbound import Author, ThreadKey
 
 
 def thread_key(guild_id: int | None, channel_id: int) -> ThreadKey:

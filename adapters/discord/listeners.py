@@ -42,13 +42,13 @@ from adapters.discord.parse import (
 )
 from adapters.discord.ratelimit import GlobalPacer, RateLimitWatch
 from adapters.discord.surface import NO_PINGS, DiscordSurface, Link
-from bot.clock import Clock
-from bot.commands import Command, run_command
-from bot.conversation import Earlier, Gap, ThreadKey
+from bot.api.commands import Command, run_command
+from bot.api.inbound import Earlier, Gap, ThreadKey
+from bot.api.port import CoreApi
 from bot.errors import SurfaceError
-from bot.ports import CoreApi
-from bot.tasks import TaskSet
-from bot.threads import ThreadLocks
+from bot.infra.clock import Clock
+from bot.infra.tasks import TaskSet
+from bot.thread.line import ThreadLocks
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """A Discord message → what it says to Threadline: whether a person wrote it, whether it
-mentions the bot, the thread's name, and the :class:`~bot.conversation.Inbound` for the core.
+mentions the bot, the thread's name, and the :class:`~bot.api.inbound.Inbound` for the core.
 
 The text loses the bot's mention; other mentions become ``@name``/``#channel``, never raw ids.
 The event id is ``discord:{message id}``: the core answers each message once.
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import discord
 
 from adapters.discord.identity import author_of, thread_key
-from bot.conversation import Attachment, Inbound
+from bot.api.inbound import Attachment, Inbound
 
 ANSWERED = frozenset({discord.MessageType.default, discord.MessageType.reply})
 THREAD_NAME_CHARS = 80

@@ -32,10 +32,10 @@ from adapters.discord.files import DiscordFileTransfer
 from adapters.discord.ratelimit import GlobalPacer, RateLimitedNow, RateLimitWatch
 from adapters.discord.render import render
 from adapters.discord.views import build_view
-from bot.clock import Clock
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
+from bot.api.surface import Button, SurfaceLimits
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
-from bot.present.surface import Button, SurfaceLimits
+from bot.infra.clock import Clock
 
 log = logging.getLogger(__name__)
 

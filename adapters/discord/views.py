@@ -15,8 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import discord
 
+from bot.api.surface import Button
 from bot.errors import SurfaceError
-from bot.present.surface import Button
 
 PREFIX = "tl:"
 MAX_CUSTOM_ID = 100

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from adapters.playground.gate import refusal
+from adapters.playground.door import refusal
 from adapters.playground.state import (
     BOT_ID,
     BOT_NAME,
@@ -29,7 +29,7 @@ from adapters.playground.state import (
     UnknownThread,
     new_id,
 )
-from bot.conversation import Attachment
+from bot.api.inbound import Attachment
 from bot.errors import FileRefused, SurfaceError
 from bot.files.kinds import size_words, sniff
 from bot.files.names import safe_name

@@ -36,19 +36,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from adapters.playground.door import USER, Door
 from adapters.playground.files import FileStore, PlaygroundFiles, attachment, serve
-from adapters.playground.gate import USER, Gate
 from adapters.playground.live import Connection, Hub
 from adapters.playground.state import BOT_NAME, PlaygroundState, UnknownThread
 from adapters.playground.surface import PREFIX, PlaygroundSurface, thread_key
 from adapters.playground.uploads import Staged, UploadError, keep, read_upload
-from bot.clock import Clock
+from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
-from bot.tasks import TaskSet
+from bot.infra.clock import Clock
+from bot.infra.tasks import TaskSet
 
 if TYPE_CHECKING:
-    from bot.ports import CoreApi
+    from bot.api.port import CoreApi
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class PlaygroundAdapter:
         action_wait: float = ACTION_WAIT,
         file_max_bytes: int = Settings.model_fields["file_max_bytes"].default,
     ) -> None:
-        self.gate = Gate(data_dir, host, token, lambda: self._stopping)
+        self.door = Door(data_dir, host, token, lambda: self._stopping)
         self.core = core
         self.state = PlaygroundState(data_dir / "playground.json", clock=clock)
         self.files = FileStore(data_dir / "playground_files")
@@ -130,21 +130,21 @@ class PlaygroundAdapter:
         return "stopping" if self._stopping else None
 
     def install(self, app: web.Application) -> None:
-        app.router.add_get("/", self.gate.page)
-        app.router.add_get("/static/{name}", self.gate.static)
-        app.router.add_get("/api/info", self.gate.api(self._info))
-        app.router.add_get("/api/threads", self.gate.api(self._threads))
-        app.router.add_get("/api/threads/{thread_id}", self.gate.api(self._thread))
-        app.router.add_post("/api/messages", self.gate.api(self._post_message))
-        app.router.add_post("/api/actions", self.gate.api(self._post_action))
+        app.router.add_get("/", self.door.page)
+        app.router.add_get("/static/{name}", self.door.static)
+        app.router.add_get("/api/info", self.door.api(self._info))
+        app.router.add_get("/api/threads", self.door.api(self._threads))
+        app.router.add_get("/api/threads/{thread_id}", self.door.api(self._thread))
+        app.router.add_post("/api/messages", self.door.api(self._post_message))
+        app.router.add_post("/api/actions", self.door.api(self._post_action))
         app.router.add_get(
             "/api/files/{thread_id}/{file_id}",
-            self.gate.api(lambda r: serve(self.state, self.files, r)),
+            self.door.api(lambda r: serve(self.state, self.files, r)),
         )
-        app.router.add_get("/api/ws", self.gate.api(self._websocket))
+        app.router.add_get("/api/ws", self.door.api(self._websocket))
 
     async def start(self) -> None:
-        await self.gate.open()
+        await self.door.open()
         await asyncio.to_thread(self.files.clear_staging)  # uploads a stop cut short
         await self.state.load()
         self._unsubscribe = self.state.subscribe(self.hub.publish)

@@ -13,10 +13,10 @@ from adapters.playground.state import (
     UnknownMessage,
     UnknownThread,
 )
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
+from bot.api.surface import Button, SurfaceLimits
 from bot.errors import EditRefused, MessageTooLong, SurfaceError
 from bot.files.transfer import FileTransfer
-from bot.present.surface import Button, SurfaceLimits
 
 PREFIX = "playground:"
 LIMITS = SurfaceLimits(

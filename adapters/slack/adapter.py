@@ -40,12 +40,12 @@ from adapters.slack.parse import split_key
 from adapters.slack.socket_mode import SocketLink
 from adapters.slack.streams import StreamSettings, StreamSupport
 from adapters.slack.surface import SlackSurface, slack_limits
-from bot.clock import Clock, SystemClock
+from bot.api.inbound import ThreadKey
+from bot.api.port import CoreApi
 from bot.config import Settings
-from bot.conversation import ThreadKey
 from bot.errors import ConfigError
-from bot.ports import CoreApi
-from bot.tasks import TaskSet
+from bot.infra.clock import Clock, SystemClock
+from bot.infra.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 

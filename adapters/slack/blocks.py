@@ -12,8 +12,8 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from bot.api.surface import Button
 from bot.errors import SurfaceError
-from bot.present.surface import Button
 
 FALLBACK_CHARS = 300
 LABEL_CHARS = 75

@@ -1,5 +1,5 @@
 """``/threadline …`` on Slack: the command's payload → the thread it is about → the shared
-command (:mod:`bot.commands`) → an answer only the person sees.
+command (:mod:`bot.api.commands`) → an answer only the person sees.
 
 Slack runs slash commands in channels, never inside threads, and its payload names no thread.
 So the command names one: a link to any message of the thread (Slack's "Copy link") anywhere
@@ -27,8 +27,8 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 from adapters.slack.blocks import message_payload
 from adapters.slack.parse import thread_key
 from adapters.slack.render import render
-from bot.commands import Command, NotACommand, parse
-from bot.conversation import ThreadKey
+from bot.api.commands import Command, NotACommand, parse
+from bot.api.inbound import ThreadKey
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from urllib.parse import urljoin, urlsplit
 import aiohttp
 
 from adapters.slack.api import TIMEOUT_S, SlackApi, guarded
-from bot.conversation import Attachment
+from bot.api.inbound import Attachment
 from bot.errors import FileRefused, SurfaceError
 from bot.files.kinds import size_words
 

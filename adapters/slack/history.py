@@ -17,7 +17,7 @@ from typing import Any
 from adapters.slack.api import Identity, SlackApi, guarded
 from adapters.slack.names import DisplayNames
 from adapters.slack.parse import mentioned_users, plain_text
-from bot.conversation import Earlier, Gap
+from bot.api.inbound import Earlier, Gap
 from bot.errors import SurfaceError
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 A listener only parses the payload and starts a task, so Slack always gets its
 acknowledgement well within 3 seconds, however busy the core is. The task resolves the
 speaker's name, checks that the bot has joined the thread (for messages without a mention),
-and hands an :class:`~bot.conversation.Inbound` to the core. Messages of one thread are
+and hands an :class:`~bot.api.inbound.Inbound` to the core. Messages of one thread are
 prepared one at a time, in the order they arrived, and each takes its place in the core
 (``core.admit``) before the next is prepared, so a slow name lookup cannot let a later message
 overtake an earlier one. A click is acknowledged first, then routed to ``core.on_action``; its
@@ -39,13 +39,13 @@ from adapters.slack.parse import (
 from adapters.slack.render import render
 from adapters.slack.streams import StreamSupport
 from adapters.slack.surface import SlackSurface, StatusSupport
-from bot.commands import run_command
-from bot.conversation import Author, Earlier, Gap, Inbound, ThreadKey
+from bot.api.commands import run_command
+from bot.api.inbound import Author, Earlier, Gap, Inbound, ThreadKey
+from bot.api.port import CoreApi
+from bot.api.surface import SurfaceLimits
 from bot.errors import SurfaceError
-from bot.ports import CoreApi
-from bot.present.surface import SurfaceLimits
-from bot.tasks import TaskSet
-from bot.threads import ThreadLocks
+from bot.infra.tasks import TaskSet
+from bot.thread.line import ThreadLocks
 
 log = logging.getLogger(__name__)
 

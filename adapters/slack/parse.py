@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, NotRequired, TypedDict, TypeGuard
 
 from adapters.slack.blocks import clicked_action
-from bot.conversation import Attachment, ThreadKey
+from bot.api.inbound import Attachment, ThreadKey
 
 ANSWERED_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 """Message subtypes that are a person writing; every other subtype is ignored."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from adapters.slack.api import SlackApi
-from bot.present.surface import StreamLimits, StreamTask
+from bot.api.surface import StreamLimits, StreamTask
 
 Mode = Literal["auto", "native", "edit"]
 REMEMBERED = 10_000

@@ -26,9 +26,9 @@ from adapters.slack.files import SlackFileTransfer
 from adapters.slack.parse import split_key
 from adapters.slack.render import render
 from adapters.slack.streams import SlackStreams, StreamSupport
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
+from bot.api.surface import Button, SurfaceLimits
 from bot.errors import MessageTooLong
-from bot.present.surface import Button, SurfaceLimits
 
 log = logging.getLogger(__name__)
 

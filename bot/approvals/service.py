@@ -2,7 +2,7 @@
 
 A request is created when a call needs approval, persisted with the session, and decided
 exactly once by a conditional update in the store. What follows a decision (the card, the run
-resumed) is :mod:`bot.decisions`' job.
+resumed) is :mod:`bot.approvals.decisions`' job.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
 
-from bot import metrics
+from bot.api.inbound import Author
 from bot.approvals.models import (
     AllowRule,
     ApprovalRequest,
@@ -27,10 +27,10 @@ from bot.approvals.models import (
 from bot.approvals.policy import arguments_hash, needs_approval
 from bot.approvals.rules import ToolRules
 from bot.approvals.store import ApprovalStore
-from bot.clock import Clock
 from bot.config import Settings
-from bot.conversation import Author
 from bot.engine.gate import Proceed, Refuse, Verdict, Wait
+from bot.infra import metrics
+from bot.infra.clock import Clock
 from bot.llm.messages import ToolCall
 from bot.policy.who import Policy
 from bot.scheduler.jobs import Job

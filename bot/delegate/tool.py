@@ -4,7 +4,7 @@ The sub-agent is the same engine (:mod:`bot.engine.loop`) on a mini-session kept
 (:mod:`bot.sessions.scratch`): the task is its only message; it is offered the tools the call
 names, as the thread offers them now, never ``delegate_task`` itself (no further delegation);
 its own turn and token limits end a sub-agent that loops, with words; the thread's approval
-rules hold, with the wait done inline (:mod:`bot.delegate.gate`). Its final text is the call's
+rules hold, with the wait done inline (:mod:`bot.approvals.inline`). Its final text is the call's
 result and its usage counts toward the thread's. Calls of one batch run side by side
 (:attr:`~bot.tools.base.Tool.concurrent`), a few at a time per thread.
 """
@@ -18,10 +18,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 
-from bot.clock import Clock
+from bot.approvals import inline_waits as asking
+from bot.approvals.inline import Say
 from bot.config import Settings
-from bot.delegate import asking
-from bot.delegate.gate import Say
 from bot.delegate.progress import WAITING, SubAgentEvents
 from bot.engine.events import EventSink
 from bot.engine.gate import Gate
@@ -29,6 +28,7 @@ from bot.engine.limits import charge
 from bot.engine.loop import Engine
 from bot.engine.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.engine.states import EngineConfig, RunResult
+from bot.infra.clock import Clock
 from bot.llm.messages import AssistantMessage, Message, UserMessage
 from bot.llm.model import Model
 from bot.sessions.model import RunState, Session

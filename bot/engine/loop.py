@@ -21,9 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from bot import metrics
-from bot.clock import Clock
-from bot.conversation import Author
+from bot.api.inbound import Author
 from bot.engine.collect import ResponseCollector
 from bot.engine.compact import CompactionFailed, TokenGauge, compacted
 from bot.engine.events import (
@@ -48,8 +46,10 @@ from bot.engine.states import (
     State,
     WrapUp,
 )
-from bot.engine.tool_turn import ToolTurns
+from bot.engine.tool_round import ToolRounds
 from bot.errors import ContextOverflow, ModelError
+from bot.infra import metrics
+from bot.infra.clock import Clock
 from bot.llm.messages import (
     AssistantMessage,
     Message,
@@ -164,8 +164,8 @@ class Engine:
                     return RunResult(False, run.turns, run.usage, message)
 
 
-class _Run(ToolTurns):
-    """The working state of one run (its tool calls: :class:`ToolTurns`)."""
+class _Run(ToolRounds):
+    """The working state of one run (its tool calls: :class:`ToolRounds`)."""
 
     def __init__(self, deps: Deps, session: Session, sink: EventSink, ctx: ToolContext) -> None:
         self.deps = deps

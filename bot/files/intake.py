@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.api.inbound import Attachment
 from bot.config import Settings
-from bot.conversation import Attachment
 from bot.errors import FileRefused, SurfaceError
 from bot.files.kinds import Sniffed, data_url, preview, size_words, sniff
 from bot.files.names import safe_name

@@ -1,6 +1,6 @@
 """What a surface offers to move files: its ``files`` attribute, when the platform has them.
 
-Kept beside the :class:`~bot.present.surface.Surface` protocol rather than in it: a surface
+Kept beside the :class:`~bot.api.surface.Surface` protocol rather than in it: a surface
 without files (a test's recording surface) simply has none, and the core says so.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from bot.conversation import Attachment
+from bot.api.inbound import Attachment
 
 
 @runtime_checkable

@@ -25,7 +25,6 @@ import httpx2
 import openai
 from openai import AsyncStream
 
-from bot.clock import Clock
 from bot.config import Settings
 from bot.errors import (
     ContextOverflow,
@@ -36,6 +35,7 @@ from bot.errors import (
     ModelStreamBroken,
     ModelUnavailable,
 )
+from bot.infra.clock import Clock
 from bot.llm.demo import DEMO_BASE_URL, DEMO_LABEL, DEMO_MODEL, DemoTransport
 from bot.llm.messages import Usage
 from bot.llm.model import (
@@ -284,7 +284,7 @@ class OpenAIModel:
 
 
 class ChunkReader:
-    """Turns ``chat.completion.chunk`` objects (plain JSON) into pieces."""
+    """Answers ``chat.completion.chunk`` objects (plain JSON) into pieces."""
 
     def __init__(self) -> None:
         self.finished = False

@@ -12,9 +12,9 @@ import asyncio
 import logging
 from typing import Any
 
-from bot.clock import Clock
 from bot.config import McpServerSettings
 from bot.errors import McpError, McpUnavailable
+from bot.infra.clock import Clock
 from bot.mcp.endpoint import Endpoint, RemoteTool
 from bot.mcp.process import server_log
 from bot.mcp.sdk.connection import Connection

@@ -8,8 +8,8 @@ import asyncio
 import os
 from collections.abc import Mapping
 
-from bot.clock import Clock
 from bot.config import McpServerSettings, Settings
+from bot.infra.clock import Clock
 from bot.mcp.endpoint import endpoint
 from bot.mcp.server import McpServer
 from bot.mcp.toolkit import Allowed, McpToolkit

@@ -13,10 +13,10 @@ from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from bot.clock import Clock
+from bot.api.inbound import Author
 from bot.config import Settings
-from bot.conversation import Author
 from bot.errors import Refused
+from bot.infra.clock import Clock
 from bot.llm.messages import SystemMessage
 from bot.llm.wire import as_data
 from bot.memory.model import Memory, MemoryStore, Scope

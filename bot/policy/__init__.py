@@ -6,7 +6,7 @@ click or command, an approval click, a tool call made for someone — asks
 reads ``[access]`` or matches a rule against a thread key.
 
 - :mod:`bot.policy.keys`: a thread key in parts; which rule covers a key, the most specific one
-- :mod:`bot.policy.people`: allow and deny lists over an :class:`~bot.conversation.Author`
+- :mod:`bot.policy.people`: allow and deny lists over an :class:`~bot.api.inbound.Author`
 - :mod:`bot.policy.who`: :class:`~bot.policy.who.Policy`, built once from the settings
 - :mod:`bot.policy.verdict`: what it answers: allowed, or refused with the reason
 - :mod:`bot.policy.words`: the effective policy in plain words (``threadline doctor``)

@@ -6,8 +6,8 @@ people it names by id or by role.
 
 from __future__ import annotations
 
+from bot.api.inbound import Author
 from bot.config import PeopleSettings
-from bot.conversation import Author
 
 
 def denied(people: PeopleSettings, author: Author) -> bool:

@@ -13,9 +13,9 @@ win on every path.
 
 from __future__ import annotations
 
+from bot.api.inbound import Author
 from bot.approvals.models import Approvers
 from bot.config import AccessSettings, ChannelSettings, Settings, ToolSettings
-from bot.conversation import Author
 from bot.policy import keys, people
 from bot.policy.verdict import ALLOWED, Verdict, refused
 

@@ -15,13 +15,13 @@ import logging
 import unicodedata
 from datetime import UTC, datetime
 
-from bot.actions import Decide, encode
+from bot.api.actions import Decide, encode
+from bot.api.surface import Button, Style, Surface
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
-from bot.clock import Clock
 from bot.engine.events import CallAllowed, ToolFinished
 from bot.errors import SurfaceError, SurfaceRateLimited
+from bot.infra.clock import Clock
 from bot.present.split import split_message
-from bot.present.surface import Button, Style, Surface
 
 log = logging.getLogger(__name__)
 POST_ATTEMPTS = 5

@@ -16,7 +16,7 @@ takes its edits from one :class:`EditBudget`:
   every edit that goes through, never above the documented rate).
 
 With several workers on one store (PostgreSQL), a key with a rate is paced by the store instead
-(:class:`~bot.present.shared_rate.SharedPace`): the queue above stays each worker's own, the
+(:class:`~bot.cluster.shared_rate.SharedPace`): the queue above stays each worker's own, the
 interval, the reserve and the pauses are the workers' together. Alone (SQLite) nothing changes.
 
 :class:`EditScheduler` computes who goes next and when; :meth:`EditBudget.acquire` is the one
@@ -31,10 +31,10 @@ import itertools
 import math
 from enum import IntEnum
 
-from bot import metrics
-from bot.clock import Clock, sleep_until_set
-from bot.present.shared_rate import SLOWER, SharedPace, SharedRates
-from bot.present.surface import SurfaceLimits
+from bot.api.surface import SurfaceLimits
+from bot.cluster.shared_rate import SLOWER, SharedPace, SharedRates
+from bot.infra import metrics
+from bot.infra.clock import Clock, sleep_until_set
 from bot.present.sweep import DraftSweeper
 
 

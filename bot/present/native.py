@@ -1,6 +1,6 @@
 """A reply streamed with the platform's own streaming (Slack's ``chat.startStream`` family).
 
-The surface offers it as :class:`~bot.present.surface.NativeStreams`. Text is only ever
+The surface offers it as :class:`~bot.api.surface.NativeStreams`. Text is only ever
 appended: one owned flusher task sends what was rendered since the last call, within the
 stream methods' own budgets (shared per ``budget_key``: starts, appends, stops), at most once
 per ``min_edit_interval`` per stream while the text grows and at once for the end. Tool calls
@@ -22,11 +22,11 @@ import contextlib
 import logging
 import re
 
-from bot.clock import Clock, sleep_until_set
+from bot.api.surface import Button, NativeStreams, StreamTask, Surface
 from bot.errors import SurfaceError, SurfaceRateLimited
+from bot.infra.clock import Clock, sleep_until_set
 from bot.present.budget import BudgetRegistry, Priority
 from bot.present.reply import OnPosted, ReplyStream, Written
-from bot.present.surface import Button, NativeStreams, StreamTask, Surface
 
 log = logging.getLogger(__name__)
 

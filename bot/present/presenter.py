@@ -12,8 +12,8 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
+from bot.api.surface import Button, StreamTask, Surface, TaskStatus, native_streams
 from bot.approvals.models import ApprovalRequest
-from bot.clock import Clock
 from bot.engine.events import (
     ApprovalNeeded,
     CallAllowed,
@@ -29,11 +29,11 @@ from bot.engine.events import (
     ToolStarted,
 )
 from bot.errors import SurfaceError
+from bot.infra.clock import Clock
 from bot.present.approval_card import post_allowed, post_card, ran_line
 from bot.present.budget import BudgetRegistry
 from bot.present.native import NativeReply
 from bot.present.reply import OnPosted, ReplyStream
-from bot.present.surface import Button, StreamTask, Surface, TaskStatus, native_streams
 from bot.present.todo_panel import PersistPanel, TodoPanel, plan_of
 from bot.sessions.model import PanelRef
 

@@ -21,11 +21,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.clock import Clock, sleep_until_set
+from bot.api.surface import Button, Surface
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
+from bot.infra.clock import Clock, sleep_until_set
 from bot.present.budget import EditBudget, Priority
 from bot.present.split import MIN_LIMIT, open_block, split_message
-from bot.present.surface import Button, Surface
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ queue, worked by one owned task, paced by the surface's ``deletes_per_minute``; 
 the queue for its ``Retry-After`` (and slows the pace, like the edit budget), a message that is
 already gone counts as deleted, and any other failure is logged and the draft left as it is.
 With several workers on one store the deletions of a key are paced with the other workers'
-(``shared``: an edit budget of its own per key, :mod:`bot.present.shared_rate`).
+(``shared``: an edit budget of its own per key, :mod:`bot.cluster.shared_rate`).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from bot.clock import Clock
+from bot.api.surface import Surface
 from bot.errors import SurfaceError, SurfaceRateLimited
-from bot.present.surface import Surface
+from bot.infra.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
-from bot.clock import Clock
+from bot.api.surface import StreamTask, Surface, TaskStatus
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
+from bot.infra.clock import Clock
 from bot.present.budget import EditBudget, Priority
 from bot.present.reply import MAX_FAILURES, TIGHTER
 from bot.present.split import MIN_LIMIT
-from bot.present.surface import StreamTask, Surface, TaskStatus
 from bot.sessions.model import PanelRef, Todo
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""Scheduled prompts: a prompt someone asked for later becomes a new turn of its thread, attributed
+"""Scheduled prompts: a prompt someone asked for later is answered anew in its thread, attributed
 to them ("[scheduled by Alice]"), answered there like any other message; its approvals go to
 that person.
 
@@ -15,18 +15,18 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from zoneinfo import ZoneInfo
 
-from bot.clock import Clock
+from bot.api.inbound import SCHEDULED_BY, Author, ThreadKey
+from bot.api.surface import Surface
 from bot.config import Settings
-from bot.conversation import SCHEDULED_BY, Author, ThreadKey
 from bot.errors import Refused, SurfaceError
+from bot.infra.clock import Clock
 from bot.llm.messages import UserMessage
 from bot.policy.who import Policy
-from bot.present.surface import Surface
 from bot.scheduler.jobs import Job
 from bot.scheduler.schedules import PROMPT_JOB, Schedule, ScheduleStore
 from bot.scheduler.service import Scheduler
 from bot.scheduler.when import local_time, next_run, read_when
-from bot.surfaces import Surfaces
+from bot.thread.reach import Surfaces
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +41,9 @@ UNREACHABLE_RETRY_S = 60.0
 MAX_PROMPT_CHARS = 4000
 CACHED_THREADS = 1024
 
-Turn = Callable[[ThreadKey, UserMessage, Author, Surface, str], Awaitable[object]]
-"""Answers a run's message (accepted with the claim of the run) in a new turn of its thread, with
-a notice shown first (``Core.scheduled_turn``)."""
+Answer = Callable[[ThreadKey, UserMessage, Author, Surface, str], Awaitable[object]]
+"""Answers a run's message (accepted with the claim of the run) anew in its thread, with
+a notice shown first (``Core.scheduled_answer``)."""
 
 
 class PromptSchedules:
@@ -54,7 +54,7 @@ class PromptSchedules:
         scheduler: Scheduler,
         clock: Clock,
         surfaces: Surfaces,
-        turn: Turn,
+        answer: Answer,
         policy: Policy,
     ) -> None:
         self._settings = settings
@@ -63,7 +63,7 @@ class PromptSchedules:
         self._scheduler = scheduler
         self._clock = clock
         self._surfaces = surfaces
-        self._turn = turn
+        self._answer = answer
         self.zone = ZoneInfo(settings.timezone)
         self._ids: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         scheduler.handle(PROMPT_JOB, self._run)
@@ -174,7 +174,7 @@ class PromptSchedules:
     # --- running ---
 
     async def _run(self, job: Job) -> float | None:
-        """The job of one schedule came due: claim the run, then start the turn."""
+        """The job of one schedule came due: claim the run, then start its answer."""
         schedule = await self._store.get_schedule(str(job.payload.get("schedule_id", "")))
         if schedule is None:
             return None  # cancelled, or a one-off that already ran
@@ -215,7 +215,7 @@ class PromptSchedules:
         if refused is not None:
             log.info("schedule %s not run: %s", schedule.id, refused)
             return following
-        await self._turn(key, message, author, surface, self._notice(schedule, late))
+        await self._answer(key, message, author, surface, self._notice(schedule, late))
         return following
 
     def _notice(self, schedule: Schedule, late: bool) -> str:

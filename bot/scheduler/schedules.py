@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.llm.messages import UserMessage
 from bot.scheduler.jobs import Job
 
@@ -72,7 +72,7 @@ class ScheduleStore(Protocol):
         """Take the run due at ``due_at``: a recurring schedule moves on to ``next_at``, a one-off
         (``next_at`` None) is removed. Only one caller gets True for one run. With ``arrival``
         (the run's message, with its event id), the message is accepted in the same transaction
-        (as :meth:`bot.deliveries.DeliveryStore.accept` does), so a process that dies once the
+        (as :meth:`bot.thread.deliveries.DeliveryStore.accept` does), so a process that dies once the
         run is claimed leaves the message to be answered after a restart or by another worker."""
         ...
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.clock import Clock
+from bot.infra.clock import Clock
 from bot.scheduler.jobs import Job
 from bot.scheduler.store import JobStore
 

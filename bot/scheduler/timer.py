@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.date import DateTrigger
 
-from bot.clock import Clock
+from bot.infra.clock import Clock
 from bot.scheduler.service import Scheduler
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.llm.messages import Message, Usage, UserMessage
 
 TodoStatus = Literal["pending", "in_progress", "completed"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.llm.messages import Message
 from bot.sessions.model import RunState, Session
 

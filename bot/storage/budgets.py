@@ -5,7 +5,7 @@ them. A store shared by workers (PostgreSQL) keeps one pace per budget key on it
 (GCRA: the theoretical time of the next edit); a worker takes the next *slots* of that pace, a
 few at a time, and makes its edits at those times. A 429 that one worker sees pauses the key for
 all of them: the pause is kept with the pace (no slot is given inside it) and told to every
-listening worker at once. :mod:`bot.present.shared_rate` is the worker's side.
+listening worker at once. :mod:`bot.cluster.shared_rate` is the worker's side.
 """
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from bot.config import Settings
 from bot.storage.protocol import Store
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 
 
 def store_for(settings: Settings) -> Store:
     if settings.database_url is not None:
-        from bot.storage.postgres import PostgresStore  # asyncpg is imported only when asked
+        from bot.storage.postgres.store import PostgresStore  # asyncpg is imported only when asked
 
         return PostgresStore(settings.database_url.get_secret_value())
     return SqliteStore(settings.database_path)
@@ -19,7 +19,7 @@ def store_for(settings: Settings) -> Store:
 def store_label(settings: Settings) -> str:
     """Where the store is, as it may be shown (a database URL without its password)."""
     if settings.database_url is not None:
-        from bot.storage.postgres_url import redacted
+        from bot.storage.postgres.url import redacted
 
         return redacted(settings.database_url.get_secret_value())
     return str(settings.database_path)

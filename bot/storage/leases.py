@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.sessions.store import SessionStore
 
 

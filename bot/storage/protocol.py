@@ -4,13 +4,13 @@ Each concern's Protocol lives beside the code that uses it; a store implements t
 
 - :class:`bot.sessions.store.SessionStore`: sessions and their transcript
 - :class:`bot.sessions.store.RecentThreads`: a channel's latest active thread
-- :class:`bot.deliveries.DeliveryStore`: delivery ids already answered
+- :class:`bot.thread.deliveries.DeliveryStore`: delivery ids already answered
 - :class:`bot.approvals.store.ApprovalStore`: approval requests and allow rules
 - :class:`bot.scheduler.store.JobStore`: scheduled jobs
 - :class:`bot.scheduler.schedules.ScheduleStore`: scheduled prompts (each with its job)
 - :class:`bot.memory.model.MemoryStore`: memories, with full-text search
 
-SQLite (:mod:`bot.storage.sqlite`) and PostgreSQL (:mod:`bot.storage.postgres`) implement
+SQLite (:mod:`bot.storage.sqlite.store`) and PostgreSQL (:mod:`bot.storage.postgres.store`) implement
 them; ``tests/bot/storage/test_contract.py`` is the suite every implementation passes.
 """
 
@@ -19,11 +19,11 @@ from __future__ import annotations
 from typing import Protocol
 
 from bot.approvals.store import ApprovalStore
-from bot.deliveries import DeliveryStore
 from bot.memory.model import MemoryStore
 from bot.scheduler.schedules import ScheduleStore
 from bot.scheduler.store import JobStore
 from bot.sessions.store import RecentThreads, SessionStore
+from bot.thread.deliveries import DeliveryStore
 
 
 class Store(

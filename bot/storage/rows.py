@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.errors import StoreError
 from bot.llm.messages import Message, Usage, UserMessage, load_message
 from bot.memory.model import Memory

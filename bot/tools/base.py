@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from bot.clock import Clock
-from bot.conversation import Author, ThreadKey
+from bot.api.inbound import Author, ThreadKey
+from bot.infra.clock import Clock
 from bot.llm.messages import Usage
 from bot.sessions.model import Session
 

@@ -26,18 +26,18 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from bot.tool_settings import (
+from bot.tools.base import Tool, ToolContext, ToolError
+from bot.tools.builtin.workspace import describe_result
+from bot.tools.commands import CommandRunner
+from bot.tools.http import Client
+from bot.tools.sandbox import Workspace
+from bot.tools.settings import (
     ARG_PLACEHOLDER,
     ENV_PLACEHOLDER,
     CustomToolSettings,
     HttpSettings,
     ParameterSettings,
 )
-from bot.tools.base import Tool, ToolContext, ToolError
-from bot.tools.builtin.workspace import describe_result
-from bot.tools.commands import CommandRunner
-from bot.tools.http import Client
-from bot.tools.sandbox import Workspace
 
 log = logging.getLogger(__name__)
 

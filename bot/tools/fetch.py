@@ -11,10 +11,10 @@ import asyncio
 
 from yarl import URL
 
-from bot.tool_settings import FetchUrlOptions
 from bot.tools.addresses import Reach
 from bot.tools.base import ToolError
 from bot.tools.http import Answer, Client, Resolver
+from bot.tools.settings import FetchUrlOptions
 
 USER_AGENT = "Threadline/0.1 (fetch_url)"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})

@@ -1,5 +1,5 @@
 """Declared gating for a toolkit's tools (Yggdrasil): which tools a thread is offered follows
-the toolkit's state in that thread, as each tool declares it (:class:`~bot.tool_settings.Gating`).
+the toolkit's state in that thread, as each tool declares it (:class:`~bot.tools.settings.Gating`).
 
 The toolkit's state (:mod:`bot.tools.state`, saved with the session) then holds two things::
 
@@ -24,8 +24,8 @@ from collections.abc import Hashable, Iterable, Mapping
 from typing import Any
 
 from bot.sessions.model import Session
-from bot.tool_settings import Gating
 from bot.tools.base import Tool, ToolContext, ToolError
+from bot.tools.settings import Gating
 from bot.tools.state import EMPTY, set_state, state
 from bot.tools.toolkit import State, prefixed
 

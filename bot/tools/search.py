@@ -17,9 +17,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from bot.tool_settings import WebSearchOptions
 from bot.tools.base import Tool, ToolContext, ToolError, tool
 from bot.tools.http import Client
+from bot.tools.settings import WebSearchOptions
 
 ENDPOINTS = {
     "brave": "https://api.search.brave.com/res/v1/web/search",

@@ -25,7 +25,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.clock import Clock, SystemClock
+from bot.infra.clock import Clock, SystemClock
 from bot.tools.base import ToolError
 from bot.tools.sandbox import check_descriptor
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from bot.clock import Clock
+from bot.infra.clock import Clock
 from bot.sessions.model import Session
 from bot.tools.base import Offers, Tool, ToolContext, ToolError
 from bot.tools.skill_files import MAX_SKILL_BYTES, NAME, Catalog, Skill

@@ -15,11 +15,11 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field
 
-from bot.tool_settings import FetchUrlOptions
 from bot.tools.base import Approval, Tool, ToolContext, ToolError, tool
 from bot.tools.fetch import fetch, host_of, origin_of, web_url
 from bot.tools.http import Answer, Resolver
 from bot.tools.readable import readable
+from bot.tools.settings import FetchUrlOptions
 
 MAX_CHARS = 19_000
 """The most text one call returns (the engine cuts any result at 20,000 characters)."""

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from adapters.admin import parse_since
+from bot.api.inbound import ThreadKey
 from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers
-from bot.conversation import ThreadKey
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from tests.adapters.test_cli import threadline
 
 KEY = ThreadKey("slack:T1:C1:1700000000.000100")

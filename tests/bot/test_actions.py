@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot import actions
-from bot.actions import Decide, StopRun
+from bot.api import actions
+from bot.api.actions import Decide, StopRun
 from bot.approvals.models import Choice
 
 

@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
+from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.approvals.models import ApprovalStatus, Choice
 from bot.approvals.policy import arguments_hash
-from bot.clock import ManualClock
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
+from bot.infra.clock import ManualClock
 from bot.llm.messages import AssistantMessage, ToolResult, UserMessage
 from bot.llm.model import Model, ModelRequest, TextPiece
 from bot.sessions.model import RunState
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools import ToolContext, ToolRegistry, tool
 from bot.tools.builtin import builtin_tools
 from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text
@@ -573,14 +573,14 @@ async def test_a_reset_while_waiting_expires_the_card(world: World) -> None:
 
 
 def actions_of(card: Any) -> dict[str, Any]:
-    from bot import actions
+    from bot.api import actions
 
     return {b.label: actions.parse(b.action_id) for b in card.buttons}
 
 
 async def test_a_stop_button_its_run_left_behind_goes_when_clicked(world: World) -> None:
-    from bot import actions
-    from bot.present.surface import Button
+    from bot.api import actions
+    from bot.api.surface import Button
 
     stop = Button(actions.encode(actions.StopRun("ended-long-ago")), "Stop", "danger")
     left = await world.surface.post("an answer cut off by a crash", (stop,))

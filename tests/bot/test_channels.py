@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bot.commands import ChooseModel, run_command
+from bot.api.commands import ChooseModel, run_command
+from bot.api.inbound import ThreadKey
 from bot.config import Settings
-from bot.conversation import ThreadKey
 from bot.engine.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.llm.model import ModelRequest
 from tests.bot.world import ALICE, BOB, World

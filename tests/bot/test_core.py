@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
 from bot.errors import ModelServerError, ModelUnavailable
+from bot.infra.clock import ManualClock
 from bot.llm.messages import AssistantMessage, ToolCall, ToolResult, UserMessage
 from bot.llm.model import ModelPiece, ModelRequest
-from bot.recovery import INTERRUPTED
 from bot.sessions.model import RunState, Session
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
+from bot.thread.recovery import INTERRUPTED
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
 from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
+from bot.infra.clock import ManualClock
 from bot.llm.messages import AssistantMessage, ToolResult, UserMessage
 from bot.llm.openai_model import build_openai_model
 from bot.sessions.model import RunState
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
 from tests.fakes.openai_server import CutOff, FakeCall, FakeOpenAI, Fault, Malformed, Reply

@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
+from bot.api.inbound import Author, Inbound, ThreadKey
+from bot.approvals import inline_waits as asking
 from bot.approvals.models import ApprovalStatus
-from bot.clock import ManualClock, sleep_until_set
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
-from bot.delegate import asking
 from bot.delegate.tool import SUB_AGENT_PROMPT
+from bot.infra.clock import ManualClock, sleep_until_set
 from bot.llm.messages import ToolResult, Usage, UserMessage
 from bot.llm.model import ModelRequest
-from bot.recovery import INTERRUPTED
 from bot.sessions.model import RunState, Session
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
+from bot.thread.recovery import INTERRUPTED
 from bot.tools import ToolContext, ToolRegistry, tool
 from bot.tools.builtin import builtin_tools
 from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text

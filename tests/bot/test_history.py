@@ -3,8 +3,8 @@ whatever a bound left out said where it was, with its true number."""
 
 from __future__ import annotations
 
-from bot.conversation import Earlier, Gap
-from bot.history import HEAD, MAX_MESSAGE_CHARS, earlier_note
+from bot.api.inbound import Earlier, Gap
+from bot.thread.history import HEAD, MAX_MESSAGE_CHARS, earlier_note
 
 
 def test_the_character_cut_says_how_many_older_messages_are_not_shown() -> None:

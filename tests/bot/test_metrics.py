@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot import metrics
 from bot.errors import ContextOverflow, ModelRateLimited
+from bot.infra import metrics
 from bot.llm.messages import Usage
 from bot.llm.model import ModelPiece, TextPiece, UsagePiece
-from bot.threads import ThreadLocks
+from bot.thread.line import ThreadLocks
 
 
 def read(name: str, **labels: str) -> float:
@@ -87,7 +87,7 @@ async def test_a_run_that_raises_is_counted_as_an_error_and_a_cancelled_one_as_c
 
 
 async def test_edits_granted_by_a_budget_are_counted_by_platform_and_priority() -> None:
-    from bot.clock import ManualClock
+    from bot.infra.clock import ManualClock
     from bot.present.budget import EditBudget, Priority
 
     budget = EditBudget(ManualClock(start=0.0), None, platform="slack")

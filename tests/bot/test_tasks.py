@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from bot.tasks import TaskSet
+from bot.infra.tasks import TaskSet
 
 WAIT = 5.0
 
@@ -40,7 +40,7 @@ async def test_a_failure_is_logged_unless_someone_awaits_it(
     async def boom() -> None:
         raise RuntimeError("boom")
 
-    with caplog.at_level(logging.ERROR, logger="bot.tasks"):
+    with caplog.at_level(logging.ERROR, logger="bot.infra.tasks"):
         tasks.spawn(boom())
         awaited = tasks.spawn(boom(), awaited=True)
         await asyncio.wait_for(tasks.idle(), WAIT)

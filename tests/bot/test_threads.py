@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.threads import ThreadLocks
+from bot.thread.line import ThreadLocks
 
 WAIT = 5.0
 

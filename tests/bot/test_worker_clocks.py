@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bot.clock import SystemClock
+from bot.cluster.workers import STRANDED_AFTER_S
+from bot.infra.clock import SystemClock
 from bot.llm.messages import UserMessage
-from bot.recovery import RESUMING
-from bot.workers import STRANDED_AFTER_S
+from bot.thread.recovery import RESUMING
 from tests.bot.test_workers import (
     KEY,
     TTL_S,

@@ -14,18 +14,18 @@ from typing import Any
 import asyncpg
 import pytest
 
-from bot.actions import StopRun, encode
-from bot.clock import Clock, SystemClock
+from bot.api.actions import StopRun, encode
+from bot.api.inbound import Author, Inbound, ThreadKey
+from bot.api.surface import Surface
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
+from bot.infra.clock import Clock, SystemClock
 from bot.llm.messages import AssistantMessage, ToolResult, UserMessage
 from bot.llm.model import ModelPiece, ModelRequest
-from bot.present.surface import Surface
-from bot.recovery import RESUMING
 from bot.scheduler.jobs import Job
 from bot.sessions.model import RunState
-from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.store import PostgresStore
+from bot.thread.recovery import RESUMING
 from bot.tools import ToolContext, ToolRegistry, tool
 from tests.fakes.scripted_model import call, step, text
 from tests.fakes.surface import RecordingSurface
@@ -364,7 +364,7 @@ async def delegation_waiting_on(
 async def test_a_click_elsewhere_reaches_a_delegation_waiting_inline_at_once(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.delegate import gate
+    from bot.approvals import inline as gate
 
     monkeypatch.setattr(gate, "POLL_S", 600.0)  # only the nudge can wake the waiting call in time
     running, b, surface, approve, card_id = await delegation_waiting_on(cluster)
@@ -389,7 +389,7 @@ async def test_a_click_elsewhere_reaches_a_delegation_waiting_inline_at_once(
 async def test_a_nudge_that_fails_leaves_the_decision_to_the_waiting_call_s_own_reread(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from bot.delegate import gate
+    from bot.approvals import inline as gate
 
     monkeypatch.setattr(gate, "POLL_S", 0.2)
     running, b, surface, approve, card_id = await delegation_waiting_on(cluster)

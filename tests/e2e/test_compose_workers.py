@@ -24,7 +24,7 @@ import asyncpg
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.storage.postgres import migrations
+from bot.storage.postgres.store import migrations
 from tests.deploy.dockerfile import env_of
 from tests.deploy.test_compose import database, dockerfile, interpolate, workers
 from tests.e2e.test_process_restart import free_port

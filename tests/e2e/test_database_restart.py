@@ -11,7 +11,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bot.recovery import RESUMING
+from bot.thread.recovery import RESUMING
 from tests.e2e.workers import WAIT, Worker, worker
 from tests.fakes.openai_server import Delay, FakeOpenAI, Reply
 from tests.fakes.slack import MENTION, FakeSlack

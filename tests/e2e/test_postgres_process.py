@@ -13,7 +13,7 @@ from pathlib import Path
 
 import asyncpg
 
-from bot.storage.postgres import migrations
+from bot.storage.postgres.store import migrations
 from tests.e2e.test_process_restart import (
     WAIT,
     browser,

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from bot.recovery import RESUMING
+from bot.thread.recovery import RESUMING
 from tests.e2e.workers import TTL_S, WAIT, sql, until_rows, worker
 from tests.fakes.mcp_server import stdio_command
 from tests.fakes.openai_server import Delay, FakeCall, FakeOpenAI, Reply

@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from bot.clock import Clock, ManualClock
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
+from bot.api.surface import Button, SurfaceLimits
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
-from bot.present.surface import Button, SurfaceLimits
+from bot.infra.clock import Clock, ManualClock
 
 T = TypeVar("T")
 EPSILON = 1e-6

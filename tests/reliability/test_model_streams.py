@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.clock import ManualClock
 from bot.config import Settings
 from bot.errors import ModelError
+from bot.infra.clock import ManualClock
 from bot.llm.messages import UserMessage
 from bot.llm.model import FinishPiece, ModelRequest
 from bot.llm.openai_model import build_openai_model

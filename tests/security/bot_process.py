@@ -16,9 +16,9 @@ import os
 import sys
 from typing import Any
 
-from bot.clock import ManualClock
+from bot.api.inbound import ThreadKey
 from bot.config import load_settings
-from bot.conversation import ThreadKey
+from bot.infra.clock import ManualClock
 from bot.sessions.model import Session
 from bot.tools.base import Tool, ToolContext, ToolError
 from bot.tools.builtin import builtin_tools

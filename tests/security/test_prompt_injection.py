@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bot import actions
+from bot.api import actions
+from bot.api.inbound import Author
 from bot.approvals.models import Choice
-from bot.conversation import Author
 from bot.present.approval_card import arguments_text
 from tests.bot.test_approvals import ALICE, BOB, World, actions_of
 from tests.fakes.scripted_model import call, step, text

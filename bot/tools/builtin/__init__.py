@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bot.clock import Clock
 from bot.config import Settings
 from bot.errors import ConfigError
+from bot.infra.clock import Clock
 from bot.tools.base import Tool
 from bot.tools.builtin.todo import todo_write
 from bot.tools.registry import ToolRegistry

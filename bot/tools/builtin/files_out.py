@@ -15,13 +15,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from bot.api.inbound import ThreadKey
 from bot.config import Settings
-from bot.conversation import ThreadKey
 from bot.errors import SurfaceError
 from bot.files.kinds import size_words
 from bot.files.names import safe_name
 from bot.files.transfer import file_transfer
-from bot.surfaces import Surfaces
+from bot.thread.reach import Surfaces
 from bot.tools.base import Tool, ToolContext, ToolError, tool
 from bot.tools.sandbox import Workspace
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.conversation import Author
+from bot.api.inbound import Author
 from bot.errors import Refused
 from bot.memory.model import Scope
 from bot.memory.service import MAX_NOTE_CHARS, Memories

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bot.conversation import Author
+from bot.api.inbound import Author
 from bot.errors import Refused
 from bot.scheduler.prompts import MAX_PROMPT_CHARS, PromptSchedules
 from bot.scheduler.when import local_time

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.commands import RESET_DONE
+from bot.api.commands import RESET_DONE
 from tests.adapters.discord.conftest import Discord, PuppetModel
 from tests.fakes.discord import Message
 from tests.fakes.discord.rest import EPHEMERAL

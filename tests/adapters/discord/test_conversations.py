@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bot.history import HEAD
 from bot.llm.messages import UserMessage
+from bot.thread.history import HEAD
 from tests.adapters.discord.conftest import Discord, GatedModel
 from tests.fakes.scripted_model import ScriptedModel, text
 

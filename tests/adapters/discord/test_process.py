@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bot.clock import SystemClock
+from bot.infra.clock import SystemClock
 from tests.e2e.test_process_restart import free_port
 from tests.fakes.discord import Channel, FakeDiscord, User
 

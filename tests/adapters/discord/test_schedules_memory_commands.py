@@ -3,7 +3,7 @@ fake Discord: the thread's list, and one cancelled or forgotten by id, answered 
 
 from __future__ import annotations
 
-from bot.conversation import Author
+from bot.api.inbound import Author
 from tests.adapters.discord.conftest import Discord
 from tests.fakes.discord.rest import EPHEMERAL
 from tests.fakes.scripted_model import call, step, text

@@ -8,7 +8,7 @@ from pathlib import Path
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.clock import SystemClock
+from bot.infra.clock import SystemClock
 from tests.adapters.discord.test_process import WAIT, answers_to, threadline
 from tests.e2e.test_process_restart import free_port
 from tests.fakes.discord import FakeDiscord

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.present.surface import Button
+from bot.api.surface import Button
 from tests.adapters.discord.conftest import Discord
 
 

@@ -4,8 +4,8 @@ bound or the character bound left out is said, never with a made-up number."""
 
 from __future__ import annotations
 
-from bot.history import HEAD
 from bot.llm.messages import UserMessage
+from bot.thread.history import HEAD
 from tests.adapters.discord.conftest import Discord
 
 

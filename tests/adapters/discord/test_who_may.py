@@ -3,7 +3,7 @@ not, and the run goes on to its end; the same for ``/threadline stop``."""
 
 from __future__ import annotations
 
-from bot.commands import CANNOT
+from bot.api.commands import CANNOT
 from bot.config import AccessSettings
 from bot.core import STOP_REFUSED
 from tests.adapters.discord.conftest import Discord, PuppetModel

@@ -28,14 +28,14 @@ from adapters.playground import PlaygroundAdapter
 from adapters.playground.access import COOKIE
 from adapters.playground.surface import thread_key
 from adapters.runtime import Runtime
-from bot.clock import ManualClock, SystemClock
 from bot.config import Settings
 from bot.core import Core
+from bot.infra.clock import ManualClock, SystemClock
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelPiece, ModelRequest
 from bot.llm.openai_model import build_openai_model
 from bot.sessions.model import Session
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools import ToolContext, ToolRegistry, tool
 from bot.tools.builtin import builtin_tools
 from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text

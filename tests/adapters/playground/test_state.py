@@ -14,7 +14,7 @@ from adapters.playground.state import (
     UnknownMessage,
     UnknownThread,
 )
-from bot.clock import ManualClock
+from bot.infra.clock import ManualClock
 
 
 def user_message(state: PlaygroundState, thread_id: str, text: str, event_id: str = "e1") -> str:

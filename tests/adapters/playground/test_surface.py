@@ -9,8 +9,8 @@ import pytest
 
 from adapters.playground.state import BOT_NAME, PlaygroundState
 from adapters.playground.surface import LIMITS, PlaygroundSurface
+from bot.api.surface import Button
 from bot.errors import EditRefused, MessageTooLong, SurfaceError
-from bot.present.surface import Button
 
 
 @pytest.fixture

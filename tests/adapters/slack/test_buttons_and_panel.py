@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from adapters.slack.parse import thread_key
-from bot.present.surface import Button
+from bot.api.surface import Button
 from tests.adapters.slack.conftest import World, slack_world
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
 from tests.fakes.slack import MENTION, FakeSlack, Message

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from adapters.slack.commands import NO_THREAD, OTHER_CHANNEL, RESET_NEEDS_LINK
-from bot.commands import RESET_DONE
-from bot.conversation import ThreadKey
+from bot.api.commands import RESET_DONE
+from bot.api.inbound import ThreadKey
 from tests.adapters.slack.conftest import HeldModel, World, slack_world
 from tests.fakes.scripted_model import ScriptedModel, text
 from tests.fakes.slack import MENTION, Message

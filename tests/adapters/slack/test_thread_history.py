@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.history import HEAD
 from bot.llm.messages import UserMessage
 from bot.llm.wire import user_content
+from bot.thread.history import HEAD
 from tests.adapters.slack.conftest import slack_world
 from tests.fakes.slack import MENTION, FakeSlack
 

@@ -12,10 +12,10 @@ from adapters.slack.groups import UserGroups, configured_groups
 from adapters.slack.names import DisplayNames
 from adapters.slack.parse import parse_click, parse_message, plain_text, split_key, thread_key
 from adapters.slack.render import ZWSP, render
-from bot.clock import ManualClock
+from bot.api.surface import Button
 from bot.config import Settings
 from bot.errors import SurfaceError
-from bot.present.surface import Button
+from bot.infra.clock import ManualClock
 
 BOT = "UBOT"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from bot.api.commands import CANNOT
 from bot.approvals.service import NOT_HERE
-from bot.commands import CANNOT
 from bot.core import STOP_REFUSED
 from tests.adapters.slack.conftest import HeldModel, World, slack_world
 from tests.fakes.scripted_model import ScriptedModel, call, step, text

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from bot.clock import ManualClock
-from bot.conversation import Author, ThreadKey
+from bot.api.inbound import Author, ThreadKey
 from bot.engine.compact import SUMMARY_PROMPT, cut_point
 from bot.engine.events import EngineEvent, Failed
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig, RunResult
 from bot.errors import ContextOverflow, ModelServerError
+from bot.infra.clock import ManualClock
 from bot.llm.messages import (
     AssistantMessage,
     Message,
@@ -24,7 +24,7 @@ from bot.llm.messages import (
     Usage,
     UserMessage,
 )
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools import ToolContext, ToolRegistry
 from bot.tools.builtin import builtin_tools
 from tests.fakes.scripted_model import ScriptedModel, call, step, text

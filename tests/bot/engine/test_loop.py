@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.clock import ManualClock
-from bot.conversation import Author, ThreadKey
+from bot.api.inbound import Author, ThreadKey
 from bot.engine.events import (
     EngineEvent,
     Failed,
@@ -21,12 +20,13 @@ from bot.engine.events import (
 from bot.engine.loop import Engine
 from bot.engine.prompt import open_calls
 from bot.engine.states import EngineConfig
-from bot.engine.tool_turn import STOPPED_RESULT
+from bot.engine.tool_round import STOPPED_RESULT
 from bot.errors import ModelServerError, ModelStreamBroken
+from bot.infra.clock import ManualClock
 from bot.llm.messages import AssistantMessage, SystemMessage, ToolResult, Usage, UserMessage
 from bot.llm.model import FinishPiece
 from bot.sessions.model import Session, Todo
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools import Tool, ToolContext, ToolRegistry, tool
 from bot.tools.builtin import builtin_tools
 from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text

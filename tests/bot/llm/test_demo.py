@@ -11,10 +11,10 @@ from typing import Any
 import httpx2
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
+from bot.infra.clock import ManualClock
 from bot.llm.demo import DEMO_LABEL, DemoTransport, demo_turn
 from bot.llm.demo_intent import Kind, understand
 from bot.llm.demo_script import small_talk
@@ -29,7 +29,7 @@ from bot.llm.messages import (
 from bot.llm.model import FinishPiece, ModelRequest, TextPiece, ToolCallPiece, ToolSpec, UsagePiece
 from bot.llm.openai_model import OpenAIModel, build_openai_model
 from bot.sessions.model import Todo
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
 from tests.fakes.surface import RecordingSurface, drive

@@ -9,7 +9,7 @@ import pytest
 
 from bot.config import load_settings
 from bot.errors import ConfigError
-from bot.logs import RedactSecrets, secret_values
+from bot.infra.logs import RedactSecrets, secret_values
 from bot.mcp.endpoint import HttpEndpoint, StdioEndpoint, endpoint
 
 TOML = """

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.inbound import ThreadKey
 from bot.config import McpServerSettings, Settings
-from bot.conversation import ThreadKey
 from bot.errors import McpUnavailable
+from bot.infra.clock import ManualClock
 from bot.mcp.server import McpServer, retry_delay
 from bot.mcp.servers import McpServers
 from bot.sessions.model import Session

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bot.clock import ManualClock
+from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
+from bot.infra.clock import ManualClock
 from bot.llm.messages import ToolResult
 from bot.policy.words import access_lines, tool_lines
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
 from tests.fakes.scripted_model import ScriptedModel, call, step, text

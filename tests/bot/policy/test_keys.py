@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.inbound import ThreadKey
 from bot.config import Settings
-from bot.conversation import ThreadKey
+from bot.infra.clock import ManualClock
 from bot.policy import keys
-from bot.surfaces import Surfaces
+from bot.thread.reach import Surfaces
 from tests.fakes.surface import RecordingSurface
 
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from bot.api.inbound import Author
 from bot.approvals.models import Approvers
 from bot.config import Settings
-from bot.conversation import Author
 from bot.policy.verdict import Verdict
 from bot.policy.who import Policy
 

@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.surface import SurfaceLimits
+from bot.infra.clock import ManualClock
 from bot.present.budget import BudgetRegistry, EditBudget, EditScheduler, Priority
-from bot.present.surface import SurfaceLimits
 from tests.fakes.surface import run_until, settle
 
 

@@ -7,12 +7,12 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.clock import ManualClock
+from bot.api.surface import StreamLimits, StreamTask
 from bot.errors import MessageTooLong, SurfaceError, SurfaceRateLimited
+from bot.infra.clock import ManualClock
 from bot.present.budget import BudgetRegistry
 from bot.present.native import NativeReply
 from bot.present.reply import ReplyStream
-from bot.present.surface import StreamLimits, StreamTask
 from tests.fakes.surface import DEFAULT_LIMITS, RecordingSurface, drive, settle
 
 LIMITS = StreamLimits(

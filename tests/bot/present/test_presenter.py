@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from bot.clock import ManualClock
 from bot.engine.events import (
     EngineEvent,
     Failed,
@@ -14,6 +13,7 @@ from bot.engine.events import (
     ToolFinished,
     ToolStarted,
 )
+from bot.infra.clock import ManualClock
 from bot.llm.messages import Usage
 from bot.present.budget import BudgetRegistry
 from bot.present.presenter import Presenter

@@ -7,12 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.surface import Button, SurfaceLimits
 from bot.errors import SurfaceError
+from bot.infra.clock import ManualClock
 from bot.present.budget import EditBudget
 from bot.present.reply import ReplyStream
 from bot.present.split import open_block, split_message
-from bot.present.surface import Button, SurfaceLimits
 from bot.present.sweep import DraftSweeper
 from tests.fakes.surface import (
     DEFAULT_LIMITS,

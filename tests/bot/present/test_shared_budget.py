@@ -18,11 +18,11 @@ from dataclasses import replace
 import asyncpg
 import pytest
 
-from bot.clock import Clock, ManualClock, SystemClock
+from bot.api.surface import SurfaceLimits
+from bot.cluster.shared_rate import MIN_WORKERS, SharedRates
+from bot.infra.clock import Clock, ManualClock, SystemClock
 from bot.present.budget import BudgetRegistry, EditBudget, Priority
-from bot.present.shared_rate import MIN_WORKERS, SharedRates
-from bot.present.surface import SurfaceLimits
-from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.store import PostgresStore
 from tests.postgres import fresh_schema, postgres_database
 
 __all__ = ["postgres_database"]

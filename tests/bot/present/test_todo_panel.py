@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bot.clock import ManualClock
+from bot.api.surface import SurfaceLimits
+from bot.infra.clock import ManualClock
 from bot.present.budget import EditBudget
-from bot.present.surface import SurfaceLimits
 from bot.present.todo_panel import TodoPanel, content_hash, render_todos
 from bot.sessions.model import PanelRef, Todo, TodoStatus
 from tests.fakes.surface import DEFAULT_LIMITS, RecordingSurface, drive, settle

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from bot.api.inbound import Inbound, ThreadKey
 from bot.config import AccessSettings
-from bot.conversation import Inbound, ThreadKey
 from bot.core import Core
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelPiece, ModelRequest
 from bot.llm.wire import user_content
 from bot.scheduler.prompts import UNREACHABLE_RETRY_S, left_over_notice
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools import ToolRegistry
 from tests.bot.world import ALICE, BOB, KEY, NOW, World
 from tests.fakes.scripted_model import ScriptedModel, call, step, text

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.clock import ManualClock, SystemClock
+from bot.infra.clock import ManualClock, SystemClock
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler, retry_delay
 from bot.scheduler.timer import Timer
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.store import PostgresStore
 from bot.storage.protocol import Store
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from tests.postgres import fresh_schema, postgres_database
 
 __all__ = ["postgres_database"]

@@ -9,10 +9,10 @@ import pytest
 
 from bot.config import Settings
 from bot.errors import ConfigError, StoreError
-from bot.logs import RedactSecrets
+from bot.infra.logs import RedactSecrets
 from bot.storage.choose import store_for, store_label, store_problem
-from bot.storage.postgres import PostgresStore
-from bot.storage.sqlite import SqliteStore
+from bot.storage.postgres.store import PostgresStore
+from bot.storage.sqlite.store import SqliteStore
 from tests.fakes.config import configure
 
 URL = "postgresql://bot:s3cret-pass@db.internal:5433/threadline"

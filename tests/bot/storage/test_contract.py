@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from bot.api.inbound import ThreadKey
 from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers, AuditEntry
-from bot.conversation import ThreadKey
 from bot.llm.messages import AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
 from bot.scheduler.jobs import Job
 from bot.sessions.model import PanelRef, RunState, Todo

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.llm.messages import UserMessage
 from bot.scheduler.schedules import PROMPT_JOB, Schedule
 from bot.storage.protocol import Store

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.errors import LeaseLost
 from bot.llm.messages import UserMessage
 from bot.sessions.model import RunState

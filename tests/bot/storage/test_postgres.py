@@ -14,15 +14,15 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
+from bot.api.inbound import ThreadKey
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Approvers
-from bot.conversation import ThreadKey
 from bot.errors import LeaseLost, StoreError
 from bot.llm.messages import UserMessage
 from bot.sessions.model import RunState
-from bot.storage.postgres import PostgresStore, migrations
-from bot.storage.postgres_leases import _RELEASE
-from bot.storage.postgres_sessions import _LOAD, IN_STATE
-from bot.storage.postgres_work import ORPHANS
+from bot.storage.postgres.leases import _RELEASE
+from bot.storage.postgres.sessions import _LOAD, IN_STATE
+from bot.storage.postgres.store import PostgresStore, migrations
+from bot.storage.postgres.work import ORPHANS
 from tests.postgres import fresh_schema
 
 KEY = ThreadKey("test:c1:t1")
@@ -52,7 +52,7 @@ def closed_port() -> int:
 async def test_workers_starting_together_on_an_empty_database_migrate_it_once(
     url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="bot.storage.postgres")
+    caplog.set_level(logging.INFO, logger="bot.storage.postgres.store")
     workers = [PostgresStore(url, pool_size=2) for _ in range(4)]
     await asyncio.gather(*(w.open() for w in workers))
     try:
@@ -351,7 +351,7 @@ async def until_waiting_on_a_lock(store: PostgresStore, statement: str) -> None:
 
 
 async def test_a_takeover_waits_for_a_fenced_write_in_flight(url: str) -> None:
-    from bot.storage.postgres_leases import FencedSessions
+    from bot.storage.postgres.leases import FencedSessions
 
     a, b = PostgresStore(url, pool_size=2), PostgresStore(url, pool_size=2)
     await a.open()

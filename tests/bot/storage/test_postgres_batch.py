@@ -1,4 +1,4 @@
-"""The PostgreSQL store's gathered statements (``bot/storage/postgres_batch.py``): calls made at
+"""The PostgreSQL store's gathered statements (``bot/storage/postgres/batch.py``): calls made at
 once go as one batch, and each caller still gets its own outcome, as if it had gone alone."""
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from typing import TypeVar
 
 import pytest
 
-from bot import metrics
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.errors import LeaseLost, StoreError
+from bot.infra import metrics
 from bot.llm.messages import AssistantMessage, UserMessage
 from bot.memory.model import Memory
 from bot.scheduler.schedules import Schedule
 from bot.storage.leases import Lease
-from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.store import PostgresStore
 from tests.bot.storage.test_postgres import until_waiting_on_a_lock
 from tests.postgres import fresh_schema
 

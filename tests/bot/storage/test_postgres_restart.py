@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.llm.messages import UserMessage
 from bot.sessions.model import Session
-from bot.storage.postgres import PostgresStore
+from bot.storage.postgres.store import PostgresStore
 from tests.postgres_private import PrivateServer, private_postgres
 
 __all__ = ["private_postgres"]

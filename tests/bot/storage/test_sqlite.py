@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.errors import StoreError
 from bot.llm.messages import UserMessage
-from bot.storage.sqlite import SqliteStore, migrations
+from bot.storage.sqlite.store import SqliteStore, migrations
 
 KEY = ThreadKey("test:c1:t1")
 

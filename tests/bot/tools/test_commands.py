@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.inbound import ThreadKey
 from bot.config import Settings, load_settings
-from bot.conversation import ThreadKey
 from bot.errors import ConfigError
+from bot.infra.clock import ManualClock
 from bot.sessions.model import Session
 from bot.tools.base import ToolContext
 from bot.tools.builtin import builtin_tools

@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.inbound import ThreadKey
 from bot.config import Settings, load_settings
-from bot.conversation import ThreadKey
 from bot.errors import ConfigError
+from bot.infra.clock import ManualClock
 from bot.sessions.model import Session
-from bot.tool_settings import CustomToolSettings
 from bot.tools import Tool, ToolContext, ToolError
 from bot.tools.builtin import builtin_tools
 from bot.tools.commands import CommandRunner
 from bot.tools.custom import command_tool, custom_tools, fill_argv, http_tool
+from bot.tools.settings import CustomToolSettings
 from tests.bot.tools.world import World
 from tests.fakes.scripted_model import call, step, text
 from tests.fakes.web_server import FakeWeb

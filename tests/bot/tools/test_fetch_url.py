@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from bot.clock import ManualClock
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
+from bot.infra.clock import ManualClock
 from bot.sessions.model import Session
-from bot.tool_settings import FetchUrlOptions
 from bot.tools import Tool, ToolContext, ToolError
+from bot.tools.settings import FetchUrlOptions
 from bot.tools.web import MAX_CHARS, fetch_url_tool
 from tests.fakes.web_server import DATA, FakeWeb, NameMap
 

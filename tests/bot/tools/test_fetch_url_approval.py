@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bot.tool_settings import FetchUrlOptions
+from bot.tools.settings import FetchUrlOptions
 from bot.tools.web import fetch_url_tool
 from tests.bot.tools.world import World
 from tests.fakes.scripted_model import call, step, text

@@ -13,10 +13,10 @@ import pytest
 from pydantic import ValidationError
 
 from bot.sessions.model import Session
-from bot.tool_settings import Gating
 from bot.tools import Tool, ToolContext, ToolRegistry
 from bot.tools.base import AnyArguments, tool
 from bot.tools.gating import GatedToolkit, states, values
+from bot.tools.settings import Gating
 from bot.tools.state import state
 from tests.bot.tools.world import KEY, World
 from tests.fakes.scripted_model import call, step, text

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.clock import ManualClock
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
+from bot.infra.clock import ManualClock
 from bot.sessions.model import Session
 from bot.tools import patterns
 from bot.tools.base import ToolContext, ToolError

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
 from bot.sessions.model import Session
 from bot.tools.base import ToolError
 from bot.tools.skill_files import Catalog

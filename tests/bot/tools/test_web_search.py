@@ -8,15 +8,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.clock import ManualClock
+from bot.api.inbound import ThreadKey
 from bot.config import Settings, load_settings
-from bot.conversation import ThreadKey
 from bot.errors import ConfigError
+from bot.infra.clock import ManualClock
 from bot.sessions.model import Session
-from bot.tool_settings import WebSearchOptions
 from bot.tools import Tool, ToolContext, ToolError
 from bot.tools.builtin import web_tools
 from bot.tools.search import web_search_tool
+from bot.tools.settings import WebSearchOptions
 from tests.fakes.search_server import FakeSearch
 
 

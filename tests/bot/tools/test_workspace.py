@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from bot.clock import ManualClock
-from bot.conversation import ThreadKey
+from bot.api.inbound import ThreadKey
+from bot.infra.clock import ManualClock
 from bot.sessions.model import Session
 from bot.tools import ToolRegistry
 from bot.tools.base import Tool, ToolContext, ToolError

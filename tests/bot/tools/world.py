@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bot.clock import ManualClock
+from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
-from bot.conversation import Author, Inbound, ThreadKey
 from bot.core import Core
+from bot.infra.clock import ManualClock
 from bot.sessions.model import Session
-from bot.storage.sqlite import SqliteStore
+from bot.storage.sqlite.store import SqliteStore
 from bot.tools import Tool, ToolRegistry
 from bot.tools.builtin import builtin_tools
 from bot.tools.toolkit import Toolkit

@@ -13,7 +13,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from bot.clock import Clock
+from bot.infra.clock import Clock
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.clock import Clock
+from bot.infra.clock import Clock
 from tests.fakes.discord.cdn import MAX_UPLOAD
 from tests.fakes.discord.gateway import Gateway
 from tests.fakes.discord.limits import GLOBAL_PER_SECOND, RateLimits

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from bot.clock import Clock
+from bot.infra.clock import Clock
 from tests.fakes.discord.model import (
     DM,
     PUBLIC_THREAD,

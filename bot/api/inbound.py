@@ -1,0 +1,77 @@
+"""What an adapter hands the core: who said what, in which thread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NewType
+
+SCHEDULED_BY = "scheduled by "
+"""How the model is told who a scheduled prompt is from: ``[scheduled by Alice]: …``."""
+
+ThreadKey = NewType("ThreadKey", str)
+"""Opaque to the engine: ``slack:{team}:{channel}:{thread_ts}``,
+``discord:{guild}:{thread_id}``, ``playground:{thread_id}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Author:
+    id: str
+    """The platform's user id, prefixed by the platform (``slack:U123``)."""
+    display_name: str
+    roles: frozenset[str] = field(default_factory=frozenset)
+    """Platform roles or user groups, for approval policy."""
+
+    @property
+    def person(self) -> str:
+        """The name to show people: ``Alice``, or ``Alice (scheduled)`` for an answer that a
+        prompt Alice scheduled started (named ``scheduled by Alice`` for the model)."""
+        name = self.display_name
+        if not name.startswith(SCHEDULED_BY):
+            return name
+        while name.startswith(SCHEDULED_BY):
+            name = name.removeprefix(SCHEDULED_BY)
+        return f"{name or 'someone'} (scheduled)"
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file shared with a message, as the platform names it (the name is untrusted)."""
+
+    name: str
+    url: str
+    size: int | None = None
+    mimetype: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Earlier:
+    """A message of the thread from before the bot was first mentioned there."""
+
+    author: str
+    """Its author's display name."""
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    """Where earlier messages of the thread were not read (the adapter's bound on their number)."""
+
+    count: int | None
+    """How many; None when the platform does not say (one or more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """One message for the bot. Whether its thread is a direct message follows from the key
+    (:func:`bot.policy.keys.direct`)."""
+
+    thread_key: ThreadKey
+    author: Author
+    text: str
+    event_id: str
+    """Unique per platform delivery; redeliveries carry the same id."""
+    files: tuple[Attachment, ...] = ()
+    history: tuple[Earlier | Gap, ...] = ()
+    """The thread's earlier messages, oldest first, when this is the bot's first mention in a
+    thread that existed before (shown to the model once, with this message); a :class:`Gap`
+    stands where messages were not read."""

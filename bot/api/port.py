@@ -1,0 +1,82 @@
+"""What an adapter may call on the core: the one narrow interface every adapter is typed
+against (:class:`bot.core.Core` implements it; tests may hand an adapter anything that does)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Literal, Protocol
+
+from bot.api.inbound import Author, Inbound, ThreadKey
+from bot.api.surface import Surface
+from bot.infra.clock import Clock
+from bot.memory.service import Memories
+from bot.scheduler.prompts import PromptSchedules
+from bot.thread.reach import ChannelOf, SurfaceFactory
+
+Stopped = Literal["stopping", "nothing", "refused"]
+"""What a Stop did: the run is being stopped, nothing was running, or the person may not."""
+
+
+class CoreApi(Protocol):
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def model_label(self) -> str: ...
+
+    @property
+    def schedules(self) -> PromptSchedules:
+        """The threads' scheduled prompts (``/threadline schedules``)."""
+        ...
+
+    @property
+    def memory(self) -> Memories:
+        """The threads' and channels' memories (``/threadline memory``)."""
+        ...
+
+    async def admit(self, inbound: Inbound, surface: Surface) -> Awaitable[None] | None:
+        """Take ``inbound``'s place in its thread now; the returned work answers it (None: a
+        redelivery, or handed to the thread's running run)."""
+        ...
+
+    async def handle(self, inbound: Inbound, surface: Surface) -> None:
+        """``admit`` and the work it returns, awaited."""
+        ...
+
+    async def on_action(
+        self, action_id: str, actor: Author, surface: Surface, message_id: str | None = None
+    ) -> str | None:
+        """A button click; returns a private note for the clicker."""
+        ...
+
+    async def has_session(self, key: ThreadKey) -> bool: ...
+
+    async def latest_thread(self, prefix: str) -> ThreadKey | None:
+        """The thread under ``prefix`` (a channel) whose session changed last (None: none)."""
+        ...
+
+    async def describe(self, key: ThreadKey) -> str: ...
+
+    async def reset(self, key: ThreadKey, surface: Surface) -> None: ...
+
+    async def load_skill(self, key: ThreadKey, name: str, actor: Author) -> str:
+        """``/threadline skill NAME``: load a skill into the thread; what to tell the person."""
+        ...
+
+    async def stop(self, key: ThreadKey, actor: Author, run_id: str | None = None) -> Stopped:
+        """Stop the thread's run, if ``actor`` may (the same right as giving a command)."""
+        ...
+
+    async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
+        """``/threadline model [NAME]``: show or change the thread's model; what to tell the person."""
+        ...
+
+    def refusal(self, actor: Author, key: ThreadKey) -> str | None:
+        """Why ``actor`` may not give a command about the thread ``key`` (None: they may)."""
+        ...
+
+    async def wait_idle(self) -> None: ...
+
+    def register_surfaces(
+        self, prefix: str, factory: SurfaceFactory, channel_of: ChannelOf | None = None
+    ) -> None: ...

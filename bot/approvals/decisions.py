@@ -1,0 +1,223 @@
+"""An approval's life once its card is posted: a click decides it, or it expires.
+
+A click is checked against the policy and recorded once (:class:`ApprovalService`), shown on
+the card, and the paused run resumes under the thread's lock in a task the core owns — in this
+process or after a restart. Expiry comes from the request's timer, a reset of the thread, or the
+repair of a run a restart cut off; each expires the request once and says so on its card.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.api.inbound import Author, ThreadKey
+from bot.api.surface import Surface
+from bot.approvals.decided import Decided
+from bot.approvals.inline_waits import recorded
+from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
+from bot.approvals.service import EXPIRE_JOB, ApprovalService
+from bot.approvals.store import ApprovalStore
+from bot.cluster.leases import Leasing, OneProcess
+from bot.engine.prompt import open_calls
+from bot.errors import SurfaceError
+from bot.infra.clock import Clock
+from bot.present.approval_card import post_card, update_card
+from bot.scheduler.jobs import Job
+from bot.scheduler.service import Scheduler
+from bot.sessions.model import RunState, Session
+from bot.sessions.store import SessionStore
+from bot.thread.line import ThreadLocks
+from bot.thread.reach import Surfaces
+from bot.thread.runs import Supervisor
+
+log = logging.getLogger(__name__)
+
+Spawn = Callable[[Coroutine[Any, Any, None]], object]
+Nudge = Callable[[ThreadKey], Awaitable[None]]
+RESET_NOTE = "The thread was reset before anyone decided."
+APPROVED_NOT_RUN = "The thread was reset before the call ran: nothing was run."
+SOMEONE = Author(id="", display_name="someone")
+RESUME_WAIT_S = 60.0
+"""A click just after a run paused on another worker waits this long for it to let go."""
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """The approvals of a paused run's open calls."""
+
+    waiting: bool
+    """A call still waits for a decision."""
+    requester: Author
+    """Whose message the run answers (the run resumes on their behalf)."""
+
+
+@dataclass(eq=False)
+class Decisions:
+    approvals: ApprovalService
+    store: ApprovalStore
+    sessions: SessionStore
+    supervisor: Supervisor
+    locks: ThreadLocks[ThreadKey]
+    clock: Clock
+    scheduler: Scheduler
+    surfaces: Surfaces
+    spawn: Spawn
+    leases: Leasing = field(default_factory=OneProcess)
+    decided: Decided = field(default_factory=Decided)
+    """Wakes the calls that wait for a decision inline (see :mod:`bot.approvals.inline`)."""
+    nudge: Nudge | None = None
+    """Tells the worker that holds a thread to look at it now (with several workers)."""
+
+    def __post_init__(self) -> None:
+        self.scheduler.handle(EXPIRE_JOB, self._expire_job)
+
+    async def decide(
+        self,
+        approval_id: str,
+        actor: Author,
+        choice: Choice,
+        surface: Surface | None = None,
+        *,
+        card_id: str | None = None,
+    ) -> str:
+        """Record a decision (once, if ``actor`` may make it), show it on the card, and resume
+        the run in the background. Returns what the clicker is told.
+
+        ``card_id`` is the clicked message: the card, when its id was not recorded (a crash
+        between posting the card and storing its id)."""
+        outcome = await self.approvals.decide(approval_id, actor, choice)
+        if outcome.changed and outcome.request is not None:
+            request = outcome.request
+            if request.card_id is None and card_id is not None:
+                request.card_id = card_id
+                await self.store.set_approval_card(request.id, card_id)
+            await self._show_and_resume(request, surface)
+        return outcome.note
+
+    async def expire(
+        self, request: ApprovalRequest, surface: Surface | None, note: str | None = None
+    ) -> bool:
+        """Expire a pending request and say so on its card; False when it was decided already."""
+        expired = await self.approvals.expire(request)
+        if expired is None:
+            return False
+        if surface is not None:
+            await update_card(surface, self.clock, expired, note)
+        self.decided.notify(request.id)
+        return True
+
+    async def expire_open(
+        self, session: Session, surface: Surface | None, *, reset: bool = False
+    ) -> None:
+        """End the approvals of the session's open calls (a repair, or a ``reset`` of the
+        thread): pending ones expire; on a reset, an approved call that never ran says so on its
+        card (the reset holds the thread, so nothing of it is running)."""
+        calls = open_calls(session.messages)
+        found = await self.store.approvals_for(session.key, [c.id for c in calls])
+        for request in found.values():
+            if request.pending:
+                if not await self.expire(request, surface, RESET_NOTE if reset else None) and reset:
+                    await self._not_run(request, surface)  # a click won the race: say what happened
+            elif reset and request.status is ApprovalStatus.APPROVED:
+                await self._not_run(request, surface)
+
+    async def _not_run(self, request: ApprovalRequest, surface: Surface | None) -> None:
+        latest = await self.store.get_approval(request.id) or request
+        if surface is not None and latest.status is ApprovalStatus.APPROVED:
+            await update_card(surface, self.clock, latest, APPROVED_NOT_RUN)
+
+    async def batch(self, session: Session, surface: Surface | None) -> Batch:
+        """Whether a call of the paused run still waits for a decision (overdue ones expire)."""
+        calls = open_calls(session.messages)
+        found = await self.store.approvals_for(session.key, [c.id for c in calls])
+        now = self.clock.now()
+        waiting = False
+        for request in found.values():
+            if request.pending and request.expires_at > now:
+                waiting = True
+            elif request.pending:
+                await self.expire(request, surface)
+        first = next(iter(found.values()), None)
+        requester = Author(first.requester_id, first.requester_name) if first else SOMEONE
+        return Batch(waiting, requester)
+
+    async def resume(self, key: ThreadKey, surface: Surface) -> None:
+        """Go on with the thread's paused run once none of its calls waits any more (on
+        another worker's store: once that worker has let the thread go)."""
+        async with self.locks.hold(key), self.leases.hold(key, wait_s=RESUME_WAIT_S) as held:
+            if not held:
+                log.warning("%s is still held by another worker; its decision waits there", key)
+                return
+            session = await self.sessions.load_session(key, self.clock.now())
+            if session.state is not RunState.AWAITING_APPROVAL:
+                return
+            batch = await self.batch(session, surface)
+            if not batch.waiting:
+                await self.supervisor.drive(session, batch.requester, surface, resume=True)
+
+    async def recover(self, key: ThreadKey, surface: Surface) -> None:
+        """After a restart: a paused run whose requests were all decided before it (the process
+        died between the decision and its card or its resume) shows the decisions on their
+        cards and goes on; a request whose card never showed (the process died before posting
+        it) gets its card now."""
+        async with self.locks.hold(key), self.leases.hold(key) as held:
+            if not held:
+                return
+            session = await self.sessions.load_session(key, self.clock.now())
+            if session.state is not RunState.AWAITING_APPROVAL:
+                return
+            calls = open_calls(session.messages)
+            found = await self.store.approvals_for(session.key, [c.id for c in calls])
+            for request in found.values():
+                if not request.pending:
+                    await update_card(surface, self.clock, request)
+                elif request.card_id is None:
+                    await self._post_late_card(request, surface)
+        await self.resume(key, surface)
+
+    async def _post_late_card(self, request: ApprovalRequest, surface: Surface) -> None:
+        try:
+            card_id = await post_card(surface, self.clock, request)
+        except SurfaceError:
+            log.warning("could not post the card of approval %s in %s", request.id, request.key)
+            return
+        await self.store.set_approval_card(request.id, card_id)
+        log.info("approval %s in %s: its card is shown after a restart", request.id, request.key)
+
+    async def _show_and_resume(self, request: ApprovalRequest, surface: Surface | None) -> None:
+        key = ThreadKey(request.key)
+        if surface is None or surface.thread_key != key:
+            surface = self.surfaces.surface_for(key)
+        if surface is None:
+            log.info("approval %s is decided; its thread %s is not reachable now", request.id, key)
+            self.decided.notify(request.id)
+            return
+        await update_card(surface, self.clock, request)
+        if not self.decided.notify(request.id):  # a call waiting for it inline goes on by itself
+            if self.nudge is None or not await self._inline_elsewhere(request):
+                self.spawn(self.resume(key, surface))
+            if self.nudge is not None:  # it may wait inline on the worker that holds the thread
+                try:
+                    await self.nudge(key)
+                except Exception as exc:  # that call reads the store again soon by itself
+                    log.warning(
+                        "could not tell the worker holding %s of the decision: %s", key, exc
+                    )
+
+    async def _inline_elsewhere(self, request: ApprovalRequest) -> bool:
+        """Whether a call waits for ``request`` inline on another worker (its thread's session
+        records it until the decision is in): it goes on there once nudged, and there is no
+        paused run to resume."""
+        session = await self.sessions.load_session(ThreadKey(request.key), self.clock.now())
+        return request.id in recorded(session)
+
+    async def _expire_job(self, job: Job) -> None:
+        request = await self.store.get_approval(str(job.payload["approval_id"]))
+        if request is None or not request.pending:
+            return
+        expired = await self.approvals.expire(request)
+        if expired is not None:
+            await self._show_and_resume(expired, None)

@@ -1,0 +1,2 @@
+"""Several workers on one database: leases per thread, the workers' presence, the shared edit
+pace."""

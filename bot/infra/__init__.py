@@ -1,0 +1,1 @@
+"""The plumbing every package uses: the clock, owned tasks, logs, metrics."""

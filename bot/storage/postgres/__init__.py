@@ -1,0 +1,1 @@
+"""The PostgreSQL store, for several workers: a pool, numbered migrations beside it, leases."""

@@ -1,0 +1,1 @@
+"""The SQLite store: one file in the data directory, numbered migrations beside it."""

@@ -1,0 +1,159 @@
+"""How an accepted message gets answered, as :class:`bot.core.Core` does it: given its place in
+its thread (or handed to the run going on there), then answered in its place in the
+thread's line, under the thread's lease; a scheduled prompt's answer; and, with several workers, a message another worker accepted
+or a thread whose worker died."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+
+from bot.api.inbound import Author, ThreadKey
+from bot.api.surface import Surface
+from bot.approvals.decisions import Decisions
+from bot.cluster.leases import Leasing
+from bot.cluster.workers import Alone, Workers
+from bot.infra.clock import Clock
+from bot.infra.tasks import TaskSet
+from bot.llm.messages import UserMessage
+from bot.scheduler.prompts import left_over_notice
+from bot.sessions.model import RunState
+from bot.sessions.store import SessionStore
+from bot.storage.protocol import Store
+from bot.thread.line import Place, ThreadLocks
+from bot.thread.reach import Surfaces
+from bot.thread.recovery import Recovery
+from bot.thread.runs import Supervisor
+from bot.thread.settings import Channels
+
+WAITING = "I'll read this once the approval above is decided."
+SCHEDULED_WAIT_S = 600.0
+"""A scheduled prompt waits this long for a run on another worker to end."""
+
+
+class Answers:
+    """Mixed into :class:`bot.core.Core`, which holds what they use."""
+
+    store: Store
+    clock: Clock
+    tasks: TaskSet
+    surfaces: Surfaces
+    channels: Channels
+    supervisor: Supervisor
+    decisions: Decisions
+    recovery: Recovery
+    leases: Leasing
+    sessions: SessionStore
+    work: Alone | Workers
+    _locks: ThreadLocks[ThreadKey]
+
+    async def _place(
+        self,
+        key: ThreadKey,
+        message: UserMessage,
+        author: Author,
+        surface: Surface,
+        notice: str | None,
+        *,
+        awaited: bool,
+        fresh: bool = True,
+    ) -> Awaitable[None] | None:
+        """An accepted message: handed to the thread's running run, or given its place in line
+        and the work that answers it (``fresh``: accepted just now by this worker)."""
+        steer = self.channels.during_run(key) == "steer" and notice is None
+        if steer and await self.supervisor.steer(key, message):
+            return None
+        place = self._locks.reserve(key)
+        answer = self._answer(
+            key, place, message, author, surface, notice, arrival=True, fresh=fresh
+        )
+        work = self.tasks.spawn(answer, awaited=awaited)
+        if work is None:  # shutting down
+            place.cancel()
+        else:  # a task cancelled before it began never reaches its place: give it up
+            work.add_done_callback(lambda _: place.cancel())
+        return work
+
+    async def scheduled_answer(
+        self, key: ThreadKey, message: UserMessage, author: Author, surface: Surface, notice: str
+    ) -> Awaitable[None] | None:
+        """A prompt someone scheduled (:mod:`bot.scheduler.prompts`, which checked who may, and
+        accepted ``message`` with the claim of its run): a new answer in its thread after any run
+        going on there (never steered into it), with ``notice`` shown first. Returns the work,
+        started; None when the core is shutting down (the message, kept, is answered after the
+        restart or by another worker)."""
+        place = self._locks.reserve(key)
+        wait_s = SCHEDULED_WAIT_S  # then left to the worker that holds the thread, nudged
+        answer = self._answer(
+            key, place, message, author, surface, notice, arrival=True, fresh=True, wait_s=wait_s
+        )
+        work = self.tasks.spawn(answer)
+        if work is None:
+            place.cancel()
+        else:
+            work.add_done_callback(lambda _: place.cancel())
+        return work
+
+    async def _answer(
+        self,
+        key: ThreadKey,
+        place: Place[ThreadKey],
+        message: UserMessage,
+        author: Author,
+        surface: Surface,
+        notice: str | None,
+        *,
+        arrival: bool = False,
+        fresh: bool = False,
+        wait_s: float = 0.0,
+    ) -> None:
+        """Answer ``message`` in its place in the line, holding the thread's lease. Held elsewhere: the
+        ``arrival`` (a message kept until its session holds it) is left to the holder, nudged
+        when ``fresh``."""
+        async with place, self.leases.hold(key, wait_s=wait_s) as held:
+            if not held:
+                if fresh:
+                    await self.work.nudge(key)
+                return
+            if arrival and await self.work.answered(message):
+                return
+            session = await self.store.load_session(key, self.clock.now())
+            await self.recovery.repair(session, surface)
+            session.inbox.append(message)
+            if session.state is RunState.AWAITING_APPROVAL:
+                await self.sessions.save_state(session)
+                if (await self.decisions.batch(session, surface)).waiting:
+                    await self.supervisor.say(session, surface, WAITING)
+                    return
+                await self.supervisor.drive(session, author, surface, resume=True, notice=notice)
+                return
+            arrived, session.inbox = session.inbox, []
+            session.state = (
+                RunState.RUNNING
+            )  # stored with the message: a crash now is a cut-off run
+            await self.sessions.append_messages(session, arrived)
+            await self.supervisor.drive(session, author, surface, notice=notice, stored=True)
+
+    # --- several workers ---
+
+    def _pick_up(self, key: ThreadKey, message: UserMessage) -> Awaitable[None] | None:
+        """A message another worker accepted that is now this worker's to answer."""
+        surface = self.surfaces.surface_for(key)
+        if surface is None:
+            return None
+        author = Author(message.author_id or "", message.author_name or "someone")
+        notice = left_over_notice(message)
+        return self.tasks.spawn(
+            _settle(self._place(key, message, author, surface, notice, awaited=False, fresh=False))
+        )
+
+    def _take_over(self, key: ThreadKey) -> None:
+        """A thread whose worker died mid-run: resumed here as after a restart."""
+        surface = self.surfaces.surface_for(key)
+        if surface is not None:
+            self.tasks.spawn(self.recovery.recover(key, surface))
+
+
+async def _settle(work: Awaitable[Awaitable[None] | None]) -> None:
+    placed = await work
+    if placed is not None:
+        await placed

@@ -1,0 +1,151 @@
+"""The commands people give in a thread (``/threadline status``, ``model``, ``skill``,
+``reset``) and what adapters ask about threads, as :class:`bot.core.Core` answers them."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+from bot.api.inbound import Author, ThreadKey
+from bot.api.surface import Surface
+from bot.approvals import inline_waits as asking
+from bot.approvals.decisions import Decisions
+from bot.cluster.leases import Leasing
+from bot.config import Settings
+from bot.errors import Refused, SurfaceError
+from bot.infra.clock import Clock
+from bot.llm.model import Model
+from bot.policy import keys
+from bot.policy.who import Policy
+from bot.sessions.model import RunState
+from bot.sessions.store import SessionStore
+from bot.storage.protocol import Store
+from bot.thread.line import ThreadLocks
+from bot.thread.runs import Supervisor
+from bot.thread.settings import Channels
+from bot.tools.base import ToolError
+from bot.tools.registry import ToolRegistry
+from bot.tools.skills import TOOLKIT as SKILLS
+from bot.tools.skills import SkillsToolkit
+
+log = logging.getLogger(__name__)
+
+BUSY = "Another of my workers is busy in this thread; try again once it has answered."
+COMMAND_WAIT_S = 120.0
+"""A reset or a skill waits this long for a run on another worker to end."""
+
+
+class ThreadOperations:
+    """Mixed into :class:`bot.core.Core`, which holds what they use."""
+
+    settings: Settings
+    policy: Policy
+    store: Store
+    model: Model
+    tools: ToolRegistry
+    clock: Clock
+    channels: Channels
+    supervisor: Supervisor
+    decisions: Decisions
+    leases: Leasing
+    sessions: SessionStore
+    _locks: ThreadLocks[ThreadKey]
+
+    async def has_session(self, key: ThreadKey) -> bool:
+        """Whether the bot has joined the thread (adapters answer un-mentioned messages only there)."""
+        return await self.store.has_session(key)
+
+    async def latest_thread(self, prefix: str) -> ThreadKey | None:
+        """The thread under ``prefix`` (a channel: whole parts, ``slack:T1:C1`` is not under
+        ``slack:T1:C``) whose session changed last."""
+        return await self.store.latest_under(keys.as_prefix(prefix))
+
+    async def describe(self, key: ThreadKey) -> str:
+        """A short status of the thread for people: model, state, usage, todos."""
+        session = await self.store.load_session(key, self.clock.now())
+        label = self._model_label(key, session.model)
+        if not session.messages:
+            return "\n".join(
+                [
+                    f"Model: {label}. No conversation in this thread yet.",
+                    *self.tools.status(session),
+                ]
+            )
+        usage = session.usage
+        done = sum(t.status == "completed" for t in session.todos)
+        state = "running" if self.supervisor.running(key) else session.state.value.replace("_", " ")
+        lines = [
+            f"Model: {label}",
+            f"State: {state}",
+            f"Messages: {len(session.messages)}",
+            f"Tokens: {usage.prompt_tokens:,} in, {usage.completion_tokens:,} out",
+        ]
+        if session.cost_usd:
+            lines.append(f"Cost: ${session.cost_usd:.4f}")
+        if session.todos:
+            lines.append(f"Todos: {done} of {len(session.todos)} done")
+        lines.extend(self.tools.status(session))
+        return "\n".join(lines)
+
+    def _model_label(self, key: ThreadKey, chosen: str | None) -> str:
+        model = self.channels.model(key, chosen)
+        if model.source == "THREADLINE_MODEL" or model.name == self.model.name:
+            return self.model.label
+        return f"{model.name} ({model.source})"
+
+    def refusal(self, actor: Author, key: ThreadKey) -> str | None:
+        """Why ``actor`` may not give a command about the thread ``key`` (None: they may)."""
+        return self.policy.command(actor, key).reason
+
+    async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
+        """``/threadline model [NAME]``: show or change the model of this thread only (kept with
+        its session; ``default`` goes back to the channel's); what to tell the person."""
+        async with self._locks.hold(key):
+            session = await self.store.load_session(key, self.clock.now())
+            try:
+                chosen, note = self.channels.choose(key, session.model, name)
+            except Refused as exc:
+                return f"Nothing changed: {exc}"
+            if chosen != session.model:
+                session.model = chosen
+                session.updated_at = self.clock.now()
+                await self.store.save_state(session)
+                log.info("%s chose the model %s for %s", actor.id, chosen or "of the channel", key)
+        return note
+
+    async def load_skill(self, key: ThreadKey, name: str, actor: Author) -> str:
+        """Load the skill ``name`` into the thread (``/threadline skill NAME``), once the run
+        going on there, if any, has ended; what to tell the person."""
+        skills = self.tools.toolkit(SKILLS)
+        if not isinstance(skills, SkillsToolkit):
+            return "No skills are set up for this bot."
+        async with self._locks.hold(key), self.leases.hold(key, wait_s=COMMAND_WAIT_S) as held:
+            if not held:
+                return BUSY
+            session = await self.store.load_session(key, self.clock.now())
+            try:
+                note = await skills.load(session, name, actor.display_name)
+            except ToolError as exc:
+                return f"Not loaded: {exc}."
+            session.updated_at = self.clock.now()
+            await self.sessions.save_state(session)
+        return note
+
+    async def reset(self, key: ThreadKey, surface: Surface) -> None:
+        """Start a fresh session in the thread (after the running run, if any, ends)."""
+        async with self._locks.hold(key), self.leases.hold(key, wait_s=COMMAND_WAIT_S) as held:
+            if not held:
+                await surface.post(BUSY)
+                return
+            session = await self.store.load_session(key, self.clock.now())
+            if session.panel is not None and session.panel.pinned:
+                with contextlib.suppress(SurfaceError):
+                    await surface.unpin(session.panel.message_id)
+            await self.decisions.expire_open(session, surface, reset=True)  # also of a paused run
+            await asking.close(self.decisions, session, surface, asking.RESET)  # left by a crash
+            session.todos, session.panel, session.inbox = (), None, []
+            session.toolkits = {}
+            session.state = RunState.IDLE
+            session.updated_at = self.clock.now()
+            await self.sessions.replace_messages(session, [])
+            log.info("session %s reset", key)
