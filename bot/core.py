@@ -19,6 +19,7 @@ from bot.api import actions
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.port import Stopped
 from bot.api.surface import Surface
+from bot.approvals.decided import Decided
 from bot.approvals.decisions import Decisions
 from bot.approvals.inline import InlineGate
 from bot.approvals.service import ApprovalService
@@ -50,6 +51,7 @@ from bot.storage.protocol import Store
 from bot.thread.answer import Answers
 from bot.thread.deliveries import Deliveries
 from bot.thread.history import earlier_note
+from bot.thread.hold import Holds
 from bot.thread.line import ThreadLocks
 from bot.thread.operations import ThreadOperations
 from bot.thread.reach import ChannelOf, SurfaceFactory, Surfaces
@@ -70,7 +72,7 @@ log = logging.getLogger(__name__)
 STOP_REFUSED = "You can't use Threadline here, so you can't stop its run; it goes on."
 
 
-class Core(ThreadOperations, Answers):
+class Core:
     def __init__(
         self, settings: Settings, store: Store, model: Model, tools: ToolRegistry, clock: Clock
     ) -> None:
@@ -94,7 +96,7 @@ class Core(ThreadOperations, Answers):
             self.scheduler,
             clock,
             self.surfaces,
-            self.scheduled_answer,
+            self._scheduled_answer,
             self.policy,
         )
         self.memory = Memories(settings, store, clock, self.surfaces.channel_of)
@@ -107,7 +109,6 @@ class Core(ThreadOperations, Answers):
         tools.attach(MemoryToolkit(self.memory), own=memory_tools.NAMES)
         config = EngineConfig.from_settings(settings)
         self.channels = Channels(settings, config)
-        self._locks: ThreadLocks[ThreadKey] = ThreadLocks()
         self.leases: Leasing = OneProcess()
         self.sessions: SessionStore = store
         """The sessions as this worker may write them (with several workers: under a lease)."""
@@ -118,6 +119,8 @@ class Core(ThreadOperations, Answers):
             self.leases, self.sessions = leases, LeasedSessions(store, leases)
             if isinstance(store, BudgetStore):
                 shared = SharedRates(store, owner, clock)
+        self.holds = Holds(ThreadLocks(), self.leases, self.sessions, clock)
+        """Every piece of work on a thread holds it this way: line, lease, session."""
         self.engine = Engine(
             model,
             tools,
@@ -131,17 +134,29 @@ class Core(ThreadOperations, Answers):
         self.supervisor = Supervisor(
             self.engine, self.sessions, store, clock, BudgetRegistry(clock, shared=shared)
         )
+        decided = Decided()
+        self.work: Alone | Workers = Alone()
+        if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
+            self.work = Workers(
+                store,
+                self.leases.owner,
+                self.supervisor,
+                poll_s=settings.worker_poll_s,
+                busy=self.holds.locks.busy,
+                place=self._pick_up,
+                recover=self._take_over,
+                wake=decided.wake_all,
+            )
         self.decisions = Decisions(
             self.approvals,
             store,
-            self.sessions,
             self.supervisor,
-            self._locks,
-            clock,
+            self.holds,
             self.scheduler,
             self.surfaces,
             self.tasks.spawn,
-            self.leases,
+            decided,
+            nudge=self.work.nudge if isinstance(self.work, Workers) else None,
         )
         self.delegations = Delegations(
             settings,
@@ -152,22 +167,29 @@ class Core(ThreadOperations, Answers):
             lambda parent, sink, say: InlineGate(self.approvals, self.decisions, parent, sink, say),
         )
         tools.add(self.delegations.tool())
-        self.recovery = Recovery(
-            self.sessions, self.decisions, self.supervisor, clock, self._locks, self.leases
+        self.recovery = Recovery(self.holds, self.decisions, self.supervisor)
+        self.answers = Answers(
+            self.tasks,
+            self.surfaces,
+            self.channels,
+            self.supervisor,
+            self.decisions,
+            self.recovery,
+            self.holds,
+            self.work,
         )
-        self.work: Alone | Workers = Alone()
-        if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
-            self.work = Workers(
-                store,
-                self.leases.owner,
-                self.supervisor,
-                poll_s=settings.worker_poll_s,
-                busy=self._locks.busy,
-                place=self._pick_up,
-                recover=self._take_over,
-                wake=self.decisions.decided.wake_all,
-            )
-            self.decisions.nudge = self.work.nudge
+        """How an accepted message is answered in its thread."""
+        self.operations = ThreadOperations(
+            self.policy,
+            store,
+            model,
+            tools,
+            self.channels,
+            self.supervisor,
+            self.decisions,
+            self.holds,
+        )
+        """What commands and adapters ask of a thread."""
         self.decide = self.decisions.decide
         """``decide(approval_id, actor, choice, surface=None, *, card_id=None)``: a decision
         on an approval request, as a click makes it (see :class:`Decisions`)."""
@@ -212,7 +234,7 @@ class Core(ThreadOperations, Answers):
         for key in keys:
             surface = self.surfaces.surface_for(key)
             if surface is not None:
-                self.tasks.spawn(self.recovery.recover(key, surface, self._locks.reserve(key)))
+                self.tasks.spawn(self.recovery.recover(key, surface, self.holds.locks.reserve(key)))
         if keys:
             log.warning("%d threads were cut off mid-run by a restart", len(keys))
         for key in await self.store.keys_in_state(RunState.AWAITING_APPROVAL):
@@ -224,7 +246,7 @@ class Core(ThreadOperations, Answers):
             surface = self.surfaces.surface_for(key)
             if surface is not None:
                 author = Author(message.author_id or "", message.author_name or "someone")
-                await self._place(
+                await self.answers.place(
                     key, message, author, surface, left_over_notice(message), awaited=False
                 )
         if arrived:
@@ -294,7 +316,9 @@ class Core(ThreadOperations, Answers):
         notices = [_cut_notice(len(inbound.text), len(text))] if cut else []
         notices.extend(_file_notice(files.problems))
         notice = " ".join(notices) or None
-        return await self._place(inbound.thread_key, message, author, surface, notice, awaited=True)
+        return await self.answers.place(
+            inbound.thread_key, message, author, surface, notice, awaited=True
+        )
 
     async def _files(self, inbound: Inbound, surface: Surface) -> Received:
         """The message's files, saved in the thread's workspace and worded for the model."""
@@ -356,6 +380,42 @@ class Core(ThreadOperations, Answers):
             case None:
                 log.info("click on unknown action %r by %s", action_id, actor.id)
                 return "This button is no longer active."
+
+    # --- what commands and adapters ask of a thread (bot.thread.operations) ---
+
+    async def has_session(self, key: ThreadKey) -> bool:
+        return await self.operations.has_session(key)
+
+    async def latest_thread(self, prefix: str) -> ThreadKey | None:
+        return await self.operations.latest_thread(prefix)
+
+    async def describe(self, key: ThreadKey) -> str:
+        return await self.operations.describe(key)
+
+    def refusal(self, actor: Author, key: ThreadKey) -> str | None:
+        return self.operations.refusal(actor, key)
+
+    async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
+        return await self.operations.choose_model(key, name, actor)
+
+    async def load_skill(self, key: ThreadKey, name: str, actor: Author) -> str:
+        return await self.operations.load_skill(key, name, actor)
+
+    async def reset(self, key: ThreadKey, surface: Surface) -> None:
+        await self.operations.reset(key, surface)
+
+    # --- work that comes from elsewhere: a schedule, another worker ---
+
+    async def _scheduled_answer(
+        self, key: ThreadKey, message: UserMessage, author: Author, surface: Surface, notice: str
+    ) -> Awaitable[None] | None:
+        return await self.answers.scheduled_answer(key, message, author, surface, notice)
+
+    def _pick_up(self, key: ThreadKey, message: UserMessage) -> Awaitable[None] | None:
+        return self.answers.pick_up(key, message)
+
+    def _take_over(self, key: ThreadKey) -> None:
+        self.answers.take_over(key)
 
     def _lost(self, key: ThreadKey) -> None:
         self.supervisor.abandon(key)

@@ -20,16 +20,13 @@ from bot.approvals.inline_waits import recorded
 from bot.approvals.models import ApprovalRequest, ApprovalStatus, Choice
 from bot.approvals.service import EXPIRE_JOB, ApprovalService
 from bot.approvals.store import ApprovalStore
-from bot.cluster.leases import Leasing, OneProcess
 from bot.engine.prompt import open_calls
 from bot.errors import SurfaceError
-from bot.infra.clock import Clock
 from bot.present.approval_card import post_card, update_card
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
 from bot.sessions.model import RunState, Session
-from bot.sessions.store import SessionStore
-from bot.thread.line import ThreadLocks
+from bot.thread.hold import Holds
 from bot.thread.reach import Surfaces
 from bot.thread.runs import Supervisor
 
@@ -58,14 +55,11 @@ class Batch:
 class Decisions:
     approvals: ApprovalService
     store: ApprovalStore
-    sessions: SessionStore
     supervisor: Supervisor
-    locks: ThreadLocks[ThreadKey]
-    clock: Clock
+    holds: Holds
     scheduler: Scheduler
     surfaces: Surfaces
     spawn: Spawn
-    leases: Leasing = field(default_factory=OneProcess)
     decided: Decided = field(default_factory=Decided)
     """Wakes the calls that wait for a decision inline (see :mod:`bot.approvals.inline`)."""
     nudge: Nudge | None = None
@@ -105,7 +99,7 @@ class Decisions:
         if expired is None:
             return False
         if surface is not None:
-            await update_card(surface, self.clock, expired, note)
+            await update_card(surface, self.holds.clock, expired, note)
         self.decided.notify(request.id)
         return True
 
@@ -127,13 +121,13 @@ class Decisions:
     async def _not_run(self, request: ApprovalRequest, surface: Surface | None) -> None:
         latest = await self.store.get_approval(request.id) or request
         if surface is not None and latest.status is ApprovalStatus.APPROVED:
-            await update_card(surface, self.clock, latest, APPROVED_NOT_RUN)
+            await update_card(surface, self.holds.clock, latest, APPROVED_NOT_RUN)
 
     async def batch(self, session: Session, surface: Surface | None) -> Batch:
         """Whether a call of the paused run still waits for a decision (overdue ones expire)."""
         calls = open_calls(session.messages)
         found = await self.store.approvals_for(session.key, [c.id for c in calls])
-        now = self.clock.now()
+        now = self.holds.clock.now()
         waiting = False
         for request in found.values():
             if request.pending and request.expires_at > now:
@@ -147,11 +141,10 @@ class Decisions:
     async def resume(self, key: ThreadKey, surface: Surface) -> None:
         """Go on with the thread's paused run once none of its calls waits any more (on
         another worker's store: once that worker has let the thread go)."""
-        async with self.locks.hold(key), self.leases.hold(key, wait_s=RESUME_WAIT_S) as held:
-            if not held:
+        async with self.holds.session(key, wait_s=RESUME_WAIT_S) as session:
+            if session is None:
                 log.warning("%s is still held by another worker; its decision waits there", key)
                 return
-            session = await self.sessions.load_session(key, self.clock.now())
             if session.state is not RunState.AWAITING_APPROVAL:
                 return
             batch = await self.batch(session, surface)
@@ -163,24 +156,21 @@ class Decisions:
         died between the decision and its card or its resume) shows the decisions on their
         cards and goes on; a request whose card never showed (the process died before posting
         it) gets its card now."""
-        async with self.locks.hold(key), self.leases.hold(key) as held:
-            if not held:
-                return
-            session = await self.sessions.load_session(key, self.clock.now())
-            if session.state is not RunState.AWAITING_APPROVAL:
+        async with self.holds.session(key) as session:
+            if session is None or session.state is not RunState.AWAITING_APPROVAL:
                 return
             calls = open_calls(session.messages)
             found = await self.store.approvals_for(session.key, [c.id for c in calls])
             for request in found.values():
                 if not request.pending:
-                    await update_card(surface, self.clock, request)
+                    await update_card(surface, self.holds.clock, request)
                 elif request.card_id is None:
                     await self._post_late_card(request, surface)
         await self.resume(key, surface)
 
     async def _post_late_card(self, request: ApprovalRequest, surface: Surface) -> None:
         try:
-            card_id = await post_card(surface, self.clock, request)
+            card_id = await post_card(surface, self.holds.clock, request)
         except SurfaceError:
             log.warning("could not post the card of approval %s in %s", request.id, request.key)
             return
@@ -195,7 +185,7 @@ class Decisions:
             log.info("approval %s is decided; its thread %s is not reachable now", request.id, key)
             self.decided.notify(request.id)
             return
-        await update_card(surface, self.clock, request)
+        await update_card(surface, self.holds.clock, request)
         if not self.decided.notify(request.id):  # a call waiting for it inline goes on by itself
             if self.nudge is None or not await self._inline_elsewhere(request):
                 self.spawn(self.resume(key, surface))
@@ -211,7 +201,9 @@ class Decisions:
         """Whether a call waits for ``request`` inline on another worker (its thread's session
         records it until the decision is in): it goes on there once nudged, and there is no
         paused run to resume."""
-        session = await self.sessions.load_session(ThreadKey(request.key), self.clock.now())
+        session = await self.holds.sessions.load_session(
+            ThreadKey(request.key), self.holds.clock.now()
+        )
         return request.id in recorded(session)
 
     async def _expire_job(self, job: Job) -> None:

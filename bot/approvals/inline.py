@@ -70,16 +70,16 @@ class InlineGate:
         try:
             if verdict.new:  # recorded before its card shows: a restart from now on closes it
                 asking.remember(self._parent, request)
-                await self._decisions.sessions.save_state(self._parent)
+                await self._decisions.holds.sessions.save_state(self._parent)
                 shown = asyncio.ensure_future(self._sink(ApprovalNeeded(request, inline=True)))
                 await asyncio.shield(shown)
                 if self._say is not None:  # below the card, with the Stop button
                     await self._say(f"waiting for a decision on {call.name}")
             while isinstance(verdict, Wait):
-                await sleep_until_set(self._decisions.clock, POLL_S, woken)
+                await sleep_until_set(self._decisions.holds.clock, POLL_S, woken)
                 woken.clear()
                 waited = verdict.request
-                if waited.pending and waited.expires_at <= self._decisions.clock.now():
+                if waited.pending and waited.expires_at <= self._decisions.holds.clock.now():
                     await self._decisions.expire(waited, self._surface())  # its card says so
                 verdict = await self._approvals.check(ctx, call, tool)
         except asyncio.CancelledError:
@@ -90,7 +90,7 @@ class InlineGate:
         finally:
             self._decisions.decided.unwatch(request.id, woken)
         asking.forget(self._parent, request.id)  # stored before the call runs
-        await self._decisions.sessions.save_state(self._parent)
+        await self._decisions.holds.sessions.save_state(self._parent)
         return verdict
 
     def _surface(self) -> Surface | None:

@@ -62,10 +62,10 @@ async def close(
             continue
         latest = await decisions.store.get_approval(approval_id) or request
         if latest.status is ApprovalStatus.APPROVED and surface is not None:
-            await update_card(surface, decisions.clock, latest, note)
+            await update_card(surface, decisions.holds.clock, latest, note)
     if found:
         for approval_id in found:
             forget(session, approval_id)
-        session.updated_at = decisions.clock.now()
-        await decisions.sessions.save_state(session)
+        session.updated_at = decisions.holds.clock.now()
+        await decisions.holds.sessions.save_state(session)
     return len(found)

@@ -1,7 +1,7 @@
-"""How an accepted message gets answered, as :class:`bot.core.Core` does it: given its place in
-its thread (or handed to the run going on there), then answered in its place in the
-thread's line, under the thread's lease; a scheduled prompt's answer; and, with several workers, a message another worker accepted
-or a thread whose worker died."""
+"""How an accepted message gets answered: handed to the run going on in its thread, or given its
+place in the thread's line and answered there, holding the thread (:mod:`bot.thread.hold`); a
+scheduled prompt's answer; and, with several workers, a message another worker accepted or a
+thread whose worker died."""
 
 from __future__ import annotations
 
@@ -10,16 +10,13 @@ from collections.abc import Awaitable
 from bot.api.inbound import Author, ThreadKey
 from bot.api.surface import Surface
 from bot.approvals.decisions import Decisions
-from bot.cluster.leases import Leasing
 from bot.cluster.workers import Alone, Workers
-from bot.infra.clock import Clock
 from bot.infra.tasks import TaskSet
 from bot.llm.messages import UserMessage
 from bot.scheduler.prompts import left_over_notice
 from bot.sessions.model import RunState
-from bot.sessions.store import SessionStore
-from bot.storage.protocol import Store
-from bot.thread.line import Place, ThreadLocks
+from bot.thread.hold import Holds
+from bot.thread.line import Place
 from bot.thread.reach import Surfaces
 from bot.thread.recovery import Recovery
 from bot.thread.runs import Supervisor
@@ -31,22 +28,27 @@ SCHEDULED_WAIT_S = 600.0
 
 
 class Answers:
-    """Mixed into :class:`bot.core.Core`, which holds what they use."""
+    def __init__(
+        self,
+        tasks: TaskSet,
+        surfaces: Surfaces,
+        channels: Channels,
+        supervisor: Supervisor,
+        decisions: Decisions,
+        recovery: Recovery,
+        holds: Holds,
+        work: Alone | Workers,
+    ) -> None:
+        self.tasks = tasks
+        self.surfaces = surfaces
+        self.channels = channels
+        self.supervisor = supervisor
+        self.decisions = decisions
+        self.recovery = recovery
+        self.holds = holds
+        self.work = work
 
-    store: Store
-    clock: Clock
-    tasks: TaskSet
-    surfaces: Surfaces
-    channels: Channels
-    supervisor: Supervisor
-    decisions: Decisions
-    recovery: Recovery
-    leases: Leasing
-    sessions: SessionStore
-    work: Alone | Workers
-    _locks: ThreadLocks[ThreadKey]
-
-    async def _place(
+    async def place(
         self,
         key: ThreadKey,
         message: UserMessage,
@@ -62,7 +64,7 @@ class Answers:
         steer = self.channels.during_run(key) == "steer" and notice is None
         if steer and await self.supervisor.steer(key, message):
             return None
-        place = self._locks.reserve(key)
+        place = self.holds.locks.reserve(key)
         answer = self._answer(
             key, place, message, author, surface, notice, arrival=True, fresh=fresh
         )
@@ -81,7 +83,7 @@ class Answers:
         going on there (never steered into it), with ``notice`` shown first. Returns the work,
         started; None when the core is shutting down (the message, kept, is answered after the
         restart or by another worker)."""
-        place = self._locks.reserve(key)
+        place = self.holds.locks.reserve(key)
         wait_s = SCHEDULED_WAIT_S  # then left to the worker that holds the thread, nudged
         answer = self._answer(
             key, place, message, author, surface, notice, arrival=True, fresh=True, wait_s=wait_s
@@ -109,18 +111,17 @@ class Answers:
         """Answer ``message`` in its place in the line, holding the thread's lease. Held elsewhere: the
         ``arrival`` (a message kept until its session holds it) is left to the holder, nudged
         when ``fresh``."""
-        async with place, self.leases.hold(key, wait_s=wait_s) as held:
-            if not held:
+        async with self.holds.session(key, place=place, wait_s=wait_s) as session:
+            if session is None:
                 if fresh:
                     await self.work.nudge(key)
                 return
             if arrival and await self.work.answered(message):
                 return
-            session = await self.store.load_session(key, self.clock.now())
             await self.recovery.repair(session, surface)
             session.inbox.append(message)
             if session.state is RunState.AWAITING_APPROVAL:
-                await self.sessions.save_state(session)
+                await self.holds.sessions.save_state(session)
                 if (await self.decisions.batch(session, surface)).waiting:
                     await self.supervisor.say(session, surface, WAITING)
                     return
@@ -130,12 +131,12 @@ class Answers:
             session.state = (
                 RunState.RUNNING
             )  # stored with the message: a crash now is a cut-off run
-            await self.sessions.append_messages(session, arrived)
+            await self.holds.sessions.append_messages(session, arrived)
             await self.supervisor.drive(session, author, surface, notice=notice, stored=True)
 
     # --- several workers ---
 
-    def _pick_up(self, key: ThreadKey, message: UserMessage) -> Awaitable[None] | None:
+    def pick_up(self, key: ThreadKey, message: UserMessage) -> Awaitable[None] | None:
         """A message another worker accepted that is now this worker's to answer."""
         surface = self.surfaces.surface_for(key)
         if surface is None:
@@ -143,10 +144,10 @@ class Answers:
         author = Author(message.author_id or "", message.author_name or "someone")
         notice = left_over_notice(message)
         return self.tasks.spawn(
-            _settle(self._place(key, message, author, surface, notice, awaited=False, fresh=False))
+            _settle(self.place(key, message, author, surface, notice, awaited=False, fresh=False))
         )
 
-    def _take_over(self, key: ThreadKey) -> None:
+    def take_over(self, key: ThreadKey) -> None:
         """A thread whose worker died mid-run: resumed here as after a restart."""
         surface = self.surfaces.surface_for(key)
         if surface is not None:

@@ -1,5 +1,6 @@
-"""The commands people give in a thread (``/threadline status``, ``model``, ``skill``,
-``reset``) and what adapters ask about threads, as :class:`bot.core.Core` answers them."""
+"""What people ask of a thread through commands (``/threadline status``, ``model``, ``skill``,
+``reset``) and what adapters ask about threads; :class:`bot.core.Core` hands these to
+:class:`ThreadOperations`."""
 
 from __future__ import annotations
 
@@ -10,17 +11,13 @@ from bot.api.inbound import Author, ThreadKey
 from bot.api.surface import Surface
 from bot.approvals import inline_waits as asking
 from bot.approvals.decisions import Decisions
-from bot.cluster.leases import Leasing
-from bot.config import Settings
 from bot.errors import Refused, SurfaceError
-from bot.infra.clock import Clock
 from bot.llm.model import Model
 from bot.policy import keys
 from bot.policy.who import Policy
 from bot.sessions.model import RunState
-from bot.sessions.store import SessionStore
 from bot.storage.protocol import Store
-from bot.thread.line import ThreadLocks
+from bot.thread.hold import Holds
 from bot.thread.runs import Supervisor
 from bot.thread.settings import Channels
 from bot.tools.base import ToolError
@@ -36,20 +33,25 @@ COMMAND_WAIT_S = 120.0
 
 
 class ThreadOperations:
-    """Mixed into :class:`bot.core.Core`, which holds what they use."""
-
-    settings: Settings
-    policy: Policy
-    store: Store
-    model: Model
-    tools: ToolRegistry
-    clock: Clock
-    channels: Channels
-    supervisor: Supervisor
-    decisions: Decisions
-    leases: Leasing
-    sessions: SessionStore
-    _locks: ThreadLocks[ThreadKey]
+    def __init__(
+        self,
+        policy: Policy,
+        store: Store,
+        model: Model,
+        tools: ToolRegistry,
+        channels: Channels,
+        supervisor: Supervisor,
+        decisions: Decisions,
+        holds: Holds,
+    ) -> None:
+        self.policy = policy
+        self.store = store
+        self.model = model
+        self.tools = tools
+        self.channels = channels
+        self.supervisor = supervisor
+        self.decisions = decisions
+        self.holds = holds
 
     async def has_session(self, key: ThreadKey) -> bool:
         """Whether the bot has joined the thread (adapters answer un-mentioned messages only there)."""
@@ -62,7 +64,7 @@ class ThreadOperations:
 
     async def describe(self, key: ThreadKey) -> str:
         """A short status of the thread for people: model, state, usage, todos."""
-        session = await self.store.load_session(key, self.clock.now())
+        session = await self.store.load_session(key, self.holds.clock.now())
         label = self._model_label(key, session.model)
         if not session.messages:
             return "\n".join(
@@ -100,16 +102,17 @@ class ThreadOperations:
     async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
         """``/threadline model [NAME]``: show or change the model of this thread only (kept with
         its session; ``default`` goes back to the channel's); what to tell the person."""
-        async with self._locks.hold(key):
-            session = await self.store.load_session(key, self.clock.now())
+        async with self.holds.session(key, wait_s=COMMAND_WAIT_S) as session:
+            if session is None:
+                return BUSY
             try:
                 chosen, note = self.channels.choose(key, session.model, name)
             except Refused as exc:
                 return f"Nothing changed: {exc}"
             if chosen != session.model:
                 session.model = chosen
-                session.updated_at = self.clock.now()
-                await self.store.save_state(session)
+                session.updated_at = self.holds.clock.now()
+                await self.holds.sessions.save_state(session)
                 log.info("%s chose the model %s for %s", actor.id, chosen or "of the channel", key)
         return note
 
@@ -119,25 +122,23 @@ class ThreadOperations:
         skills = self.tools.toolkit(SKILLS)
         if not isinstance(skills, SkillsToolkit):
             return "No skills are set up for this bot."
-        async with self._locks.hold(key), self.leases.hold(key, wait_s=COMMAND_WAIT_S) as held:
-            if not held:
+        async with self.holds.session(key, wait_s=COMMAND_WAIT_S) as session:
+            if session is None:
                 return BUSY
-            session = await self.store.load_session(key, self.clock.now())
             try:
                 note = await skills.load(session, name, actor.display_name)
             except ToolError as exc:
                 return f"Not loaded: {exc}."
-            session.updated_at = self.clock.now()
-            await self.sessions.save_state(session)
+            session.updated_at = self.holds.clock.now()
+            await self.holds.sessions.save_state(session)
         return note
 
     async def reset(self, key: ThreadKey, surface: Surface) -> None:
         """Start a fresh session in the thread (after the running run, if any, ends)."""
-        async with self._locks.hold(key), self.leases.hold(key, wait_s=COMMAND_WAIT_S) as held:
-            if not held:
+        async with self.holds.session(key, wait_s=COMMAND_WAIT_S) as session:
+            if session is None:
                 await surface.post(BUSY)
                 return
-            session = await self.store.load_session(key, self.clock.now())
             if session.panel is not None and session.panel.pinned:
                 with contextlib.suppress(SurfaceError):
                     await surface.unpin(session.panel.message_id)
@@ -146,6 +147,6 @@ class ThreadOperations:
             session.todos, session.panel, session.inbox = (), None, []
             session.toolkits = {}
             session.state = RunState.IDLE
-            session.updated_at = self.clock.now()
-            await self.sessions.replace_messages(session, [])
+            session.updated_at = self.holds.clock.now()
+            await self.holds.sessions.replace_messages(session, [])
             log.info("session %s reset", key)

@@ -15,14 +15,12 @@ from bot.api.inbound import Author, ThreadKey
 from bot.api.surface import Surface
 from bot.approvals import inline_waits as asking
 from bot.approvals.decisions import Decisions
-from bot.cluster.leases import Leasing, OneProcess
 from bot.engine.prompt import open_calls
 from bot.errors import SurfaceError
-from bot.infra.clock import Clock
 from bot.llm.messages import Message, ToolResult, UserMessage
 from bot.sessions.model import RunState, Session
-from bot.sessions.store import SessionStore
-from bot.thread.line import Place, ThreadLocks
+from bot.thread.hold import Holds
+from bot.thread.line import Place
 from bot.thread.runs import Supervisor
 
 log = logging.getLogger(__name__)
@@ -37,21 +35,11 @@ CUT_OFF = (RunState.RUNNING, RunState.RESUMED)
 
 
 class Recovery:
-    def __init__(
-        self,
-        store: SessionStore,
-        decisions: Decisions,
-        supervisor: Supervisor,
-        clock: Clock,
-        locks: ThreadLocks[ThreadKey],
-        leases: Leasing | None = None,
-    ) -> None:
-        self._store = store
+    def __init__(self, holds: Holds, decisions: Decisions, supervisor: Supervisor) -> None:
+        self._holds = holds
+        self._store = holds.sessions
         self._decisions = decisions
         self._supervisor = supervisor
-        self._clock = clock
-        self._locks = locks
-        self._leases = leases or OneProcess()
 
     async def cut_off(self) -> list[ThreadKey]:
         """The threads whose run a restart cut off, oldest first."""
@@ -62,12 +50,9 @@ class Recovery:
     ) -> None:
         """Mend one thread cut off mid-run (its surface reaches it without an incoming event),
         in its ``place`` in the thread's line when one was reserved."""
-        async with (
-            place if place is not None else self._locks.hold(key),
-            self._leases.hold(key) as held,  # not held: another worker has it in hand
-        ):
-            session = await self._store.load_session(key, self._clock.now())
-            if not held or session.state not in CUT_OFF:
+        # None: another worker has it in hand
+        async with self._holds.session(key, place=place) as session:
+            if session is None or session.state not in CUT_OFF:
                 return
             again = session.state is RunState.RESUMED
             await self.repair(session, surface)
@@ -93,9 +78,8 @@ class Recovery:
     async def paused(self, key: ThreadKey, surface: Surface) -> None:
         """Mend one thread whose run a restart found paused: the Stop buttons its run left go,
         and a run whose calls were all decided before the restart goes on."""
-        async with self._locks.hold(key), self._leases.hold(key) as held:
-            session = await self._store.load_session(key, self._clock.now())
-            if not held or session.state is not RunState.AWAITING_APPROVAL:
+        async with self._holds.session(key) as session:
+            if session is None or session.state is not RunState.AWAITING_APPROVAL:
                 return
             await self._drop_stop_buttons(session, surface)
         await self._decisions.recover(key, surface)

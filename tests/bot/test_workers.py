@@ -291,7 +291,7 @@ async def test_a_scheduled_run_claimed_by_a_worker_killed_before_its_turn_is_ans
     async def killed(*_: object) -> None:  # a dies once the run is claimed, before its turn begins
         reached.set()
 
-    a.schedules._turn = killed  # type: ignore[assignment]
+    a.schedules._answer = killed  # type: ignore[assignment]
     await until(lambda: time.time() >= schedule.next_at)
     assert await a.scheduler.run_due() >= 1 and reached.is_set()
     await kill(a)

@@ -96,7 +96,7 @@ async def test_a_run_claimed_by_a_process_that_stopped_before_its_turn_is_answer
     async def stopped(key: ThreadKey, message: UserMessage, *_: object) -> None:
         reached.append(message.text)  # the process ends here: the turn never begins
 
-    world.core.schedules._turn = stopped  # type: ignore[assignment]
+    world.core.schedules._answer = stopped  # type: ignore[assignment]
     assert await world.until(schedule.next_at) == 1
     assert reached == ["Check the build"] and await world.schedules() == []  # the run was claimed
     world.model.steps = [text("The build is green.")]
