@@ -19,6 +19,7 @@ from bot.api import actions
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.port import Stopped
 from bot.api.surface import Surface
+from bot.api.transfer import file_transfer
 from bot.approvals.decided import Decided
 from bot.approvals.decisions import Decisions
 from bot.approvals.inline import InlineGate
@@ -32,7 +33,6 @@ from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
 from bot.errors import SurfaceError
 from bot.files.intake import Intake, Received, sees_images
-from bot.files.transfer import file_transfer
 from bot.infra.clock import Clock, SystemClock
 from bot.infra.tasks import TaskSet
 from bot.llm.messages import SystemMessage, UserMessage

@@ -1,5 +1,5 @@
-"""The core never imports a platform SDK or an adapter; adapters never import each other; each
-vendor library has one home."""
+"""The core never imports a platform SDK or an adapter; adapters never import each other and
+reach the core only through ``bot.api``; each vendor library has one home."""
 
 from __future__ import annotations
 
@@ -79,6 +79,29 @@ def test_adapters_do_not_import_each_other() -> None:
             if found:
                 offenders[str(path.relative_to(ROOT))] = found
     assert offenders == {}
+
+
+PORT = ("bot.api", "bot.config", "bot.errors")
+"""All a platform adapter may import of the core."""
+
+
+def test_platform_adapters_import_the_core_only_through_its_port() -> None:
+    offenders = {}
+    for adapter in PLATFORM_ADAPTERS:
+        for path in _sources(f"adapters/{adapter}"):
+            found = sorted(
+                m
+                for m in _modules(path)
+                if m.split(".")[0] == "bot" and not (m in PORT or m.startswith(PORT[0] + "."))
+            )
+            if found:
+                offenders[str(path.relative_to(ROOT))] = found
+    assert offenders == {}
+
+
+def test_bot_has_at_most_six_modules_loose_at_its_top() -> None:
+    loose = sorted(p.name for p in (ROOT / "bot").glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= 6, loose
 
 
 def test_importing_bot_starts_nothing() -> None:

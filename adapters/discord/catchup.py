@@ -37,7 +37,7 @@ import discord
 
 from adapters.discord.parse import from_a_person, mentions_me
 from adapters.discord.ratelimit import GlobalPacer
-from bot.infra.clock import Clock
+from bot.api.kit import Clock
 
 log = logging.getLogger(__name__)
 

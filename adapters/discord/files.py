@@ -16,8 +16,8 @@ import discord
 
 from adapters.discord.endpoints import from_discord
 from bot.api.inbound import Attachment
+from bot.api.kit import size_words
 from bot.errors import FileRefused, SurfaceError
-from bot.files.kinds import size_words
 
 
 class DiscordFileTransfer:

@@ -44,11 +44,9 @@ from adapters.discord.ratelimit import GlobalPacer, RateLimitWatch
 from adapters.discord.surface import NO_PINGS, DiscordSurface, Link
 from bot.api.commands import Command, run_command
 from bot.api.inbound import Earlier, Gap, ThreadKey
+from bot.api.kit import Clock, TaskSet, ThreadLocks
 from bot.api.port import CoreApi
 from bot.errors import SurfaceError
-from bot.infra.clock import Clock
-from bot.infra.tasks import TaskSet
-from bot.thread.line import ThreadLocks
 
 log = logging.getLogger(__name__)
 

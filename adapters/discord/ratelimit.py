@@ -31,7 +31,7 @@ import aiohttp
 from yarl import URL
 
 from adapters.metering import request_trace
-from bot.infra.clock import Clock
+from bot.api.kit import Clock
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from bot.present.markdown import map_prose
+from bot.api.kit import map_prose
 
 _DEEP_HEADING = re.compile(r"^( {0,3})#{4,6}(?=\s|$)")
 _INLINE_CODE = re.compile(r"(`+)(?:.+?)(?<!`)\1(?!`)")

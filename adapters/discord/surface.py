@@ -33,9 +33,9 @@ from adapters.discord.ratelimit import GlobalPacer, RateLimitedNow, RateLimitWat
 from adapters.discord.render import render
 from adapters.discord.views import build_view
 from bot.api.inbound import ThreadKey
+from bot.api.kit import Clock
 from bot.api.surface import Button, SurfaceLimits
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
-from bot.infra.clock import Clock
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class DiscordSurface:
         self.files = DiscordFileTransfer(
             link.client, self._channel, lambda what, make: self._call(what, make, messages=True)
         )
-        """Attachments downloaded, workspace files posted (``bot.files.transfer``)."""
+        """Attachments downloaded, workspace files posted (``bot.api.transfer``)."""
 
     @property
     def thread_key(self) -> ThreadKey:

@@ -23,8 +23,8 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from bot.api.kit import private_dir
 from bot.errors import ConfigError
-from bot.storage.private import private_dir
 
 COOKIE = "threadline_session"
 COOKIE_MAX_AGE_S = 365 * 24 * 3600

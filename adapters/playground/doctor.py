@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from adapters.playground.access import check_exposure
 from adapters.playground.uploads import body_limit
+from bot.api.kit import size_words
 from bot.config import Settings
 from bot.errors import ConfigError
-from bot.files.kinds import size_words
 
 
 def check_playground(settings: Settings) -> list[tuple[bool | None, str]]:

@@ -30,9 +30,8 @@ from adapters.playground.state import (
     new_id,
 )
 from bot.api.inbound import Attachment
+from bot.api.kit import safe_name, size_words, sniff
 from bot.errors import FileRefused, SurfaceError
-from bot.files.kinds import size_words, sniff
-from bot.files.names import safe_name
 
 URL_PREFIX = "playground-file:"
 """An :class:`Attachment`'s ``url`` in the playground: this prefix and the file's id."""
@@ -111,7 +110,7 @@ class FileStore:
 
 
 class PlaygroundFiles:
-    """The :class:`~bot.files.transfer.FileTransfer` of one playground thread."""
+    """The :class:`~bot.api.transfer.FileTransfer` of one playground thread."""
 
     def __init__(self, state: PlaygroundState, store: FileStore, thread_id: str) -> None:
         self._state = state

@@ -43,9 +43,8 @@ from adapters.playground.state import BOT_NAME, PlaygroundState, UnknownThread
 from adapters.playground.surface import PREFIX, PlaygroundSurface, thread_key
 from adapters.playground.uploads import Staged, UploadError, keep, read_upload
 from bot.api.inbound import Author, Inbound, ThreadKey
+from bot.api.kit import Clock, TaskSet
 from bot.config import Settings
-from bot.infra.clock import Clock
-from bot.infra.tasks import TaskSet
 
 if TYPE_CHECKING:
     from bot.api.port import CoreApi

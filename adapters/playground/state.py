@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from bot.infra.clock import Clock, SystemClock
+from bot.api.kit import Clock, SystemClock
 
 log = logging.getLogger(__name__)
 

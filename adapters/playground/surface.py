@@ -15,8 +15,8 @@ from adapters.playground.state import (
 )
 from bot.api.inbound import ThreadKey
 from bot.api.surface import Button, SurfaceLimits
+from bot.api.transfer import FileTransfer
 from bot.errors import EditRefused, MessageTooLong, SurfaceError
-from bot.files.transfer import FileTransfer
 
 PREFIX = "playground:"
 LIMITS = SurfaceLimits(
@@ -46,7 +46,7 @@ class PlaygroundSurface:
         self._thread_id = thread_id
         self._key = thread_key(thread_id)
         self.files = files
-        """Shared files read, workspace files posted as downloads (``bot.files.transfer``)."""
+        """Shared files read, workspace files posted as downloads (``bot.api.transfer``)."""
 
     @property
     def thread_key(self) -> ThreadKey:

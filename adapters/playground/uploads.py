@@ -19,9 +19,7 @@ from aiohttp.http_exceptions import HttpProcessingError
 
 from adapters.playground.files import FileStore, mimetype_of
 from adapters.playground.state import FileData, new_id
-from bot.files.intake import MAX_FILES
-from bot.files.kinds import size_words
-from bot.files.names import safe_name
+from bot.api.kit import MAX_FILES, safe_name, size_words
 
 FIELDS = frozenset({"thread_id", "text", "event_id", "user_name"})
 FIELD_CHARS = 200_000

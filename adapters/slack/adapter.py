@@ -41,11 +41,10 @@ from adapters.slack.socket_mode import SocketLink
 from adapters.slack.streams import StreamSettings, StreamSupport
 from adapters.slack.surface import SlackSurface, slack_limits
 from bot.api.inbound import ThreadKey
+from bot.api.kit import Clock, SystemClock, TaskSet
 from bot.api.port import CoreApi
 from bot.config import Settings
 from bot.errors import ConfigError
-from bot.infra.clock import Clock, SystemClock
-from bot.infra.tasks import TaskSet
 
 log = logging.getLogger(__name__)
 

@@ -19,8 +19,8 @@ import aiohttp
 
 from adapters.slack.api import TIMEOUT_S, SlackApi, guarded
 from bot.api.inbound import Attachment
+from bot.api.kit import size_words
 from bot.errors import FileRefused, SurfaceError
-from bot.files.kinds import size_words
 
 CHUNK = 64 * 1024
 NO_TOKEN = "the bot's token may not download it (is the files:read scope granted?)"

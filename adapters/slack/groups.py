@@ -14,9 +14,9 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from adapters.slack.lookups import KeptLookups
+from bot.api.kit import Clock
 from bot.config import ApproversSettings, Settings
 from bot.errors import SurfaceError
-from bot.infra.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -41,11 +41,10 @@ from adapters.slack.streams import StreamSupport
 from adapters.slack.surface import SlackSurface, StatusSupport
 from bot.api.commands import run_command
 from bot.api.inbound import Author, Earlier, Gap, Inbound, ThreadKey
+from bot.api.kit import TaskSet, ThreadLocks
 from bot.api.port import CoreApi
 from bot.api.surface import SurfaceLimits
 from bot.errors import SurfaceError
-from bot.infra.tasks import TaskSet
-from bot.thread.line import ThreadLocks
 
 log = logging.getLogger(__name__)
 

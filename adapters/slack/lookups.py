@@ -12,8 +12,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
+from bot.api.kit import Clock
 from bot.errors import SurfaceError
-from bot.infra.clock import Clock
 
 V = TypeVar("V")
 

@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from adapters.slack.lookups import KeptLookups
+from bot.api.kit import Clock
 from bot.errors import SurfaceError
-from bot.infra.clock import Clock
 
 log = logging.getLogger(__name__)
 

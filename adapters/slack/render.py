@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from bot.present.markdown import map_prose
+from bot.api.kit import map_prose
 
 ZWSP = "\u200b"
 _SPECIAL = re.compile(r"<(?=!)")

@@ -87,7 +87,7 @@ class SlackSurface:
         self._status = status
         _, self.channel, self.thread_ts = split_key(key)
         self.files = SlackFileTransfer(api, self.channel, self.thread_ts)
-        """Shared files downloaded, workspace files uploaded (``bot.files.transfer``)."""
+        """Shared files downloaded, workspace files uploaded (``bot.api.transfer``)."""
         self.streams: SlackStreams | None = None
         """Slack's native streaming in this thread (``THREADLINE_SLACK_STREAMING``)."""
         if streams is not None and streams.enabled:

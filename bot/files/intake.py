@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bot.api.inbound import Attachment
+from bot.api.transfer import FileTransfer
 from bot.config import Settings
 from bot.errors import FileRefused, SurfaceError
 from bot.files.kinds import Sniffed, data_url, preview, size_words, sniff
 from bot.files.names import safe_name
-from bot.files.transfer import FileTransfer
 from bot.tools.base import ToolError
 from bot.tools.readable import pdf_text
 from bot.tools.sandbox import Workspace

@@ -16,11 +16,11 @@ from types import MappingProxyType
 from typing import Any
 
 from bot.api.inbound import ThreadKey
+from bot.api.transfer import file_transfer
 from bot.config import Settings
 from bot.errors import SurfaceError
 from bot.files.kinds import size_words
 from bot.files.names import safe_name
-from bot.files.transfer import file_transfer
 from bot.thread.reach import Surfaces
 from bot.tools.base import Tool, ToolContext, ToolError, tool
 from bot.tools.sandbox import Workspace

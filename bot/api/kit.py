@@ -1,0 +1,29 @@
+"""What a platform adapter builds with, besides the port: the clock, owned background tasks,
+per-key order (a thread's messages prepared one at a time), the prose mapping both chat
+markdowns need, file names and kinds, and the bot's private folders. Platform adapters import
+from ``bot.api`` only (and ``bot.config``, ``bot.errors``): ``tests/test_layers.py`` holds them
+to it, so what they depend on is listed here, once."""
+
+from __future__ import annotations
+
+from bot.files.intake import MAX_FILES
+from bot.files.kinds import size_words, sniff
+from bot.files.names import safe_name
+from bot.infra.clock import Clock, SystemClock
+from bot.infra.tasks import TaskSet
+from bot.present.markdown import map_prose
+from bot.storage.private import private_dir
+from bot.thread.line import ThreadLocks
+
+__all__ = [
+    "MAX_FILES",
+    "Clock",
+    "SystemClock",
+    "TaskSet",
+    "ThreadLocks",
+    "map_prose",
+    "private_dir",
+    "safe_name",
+    "size_words",
+    "sniff",
+]
