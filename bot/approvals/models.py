@@ -121,7 +121,7 @@ EXACT_MARK = "#"
 
 def exact_rule_tool(tool: str, args_hash: str) -> str:
     """The ``tool`` of an allow rule covering only calls of ``tool`` whose arguments hash to
-    ``args_hash`` (:func:`bot.approvals.needed.arguments_hash`)."""
+    ``args_hash`` (:func:`bot.approvals.rules.arguments_hash`)."""
     return f"{tool}{EXACT_MARK}{args_hash}"
 
 

@@ -1,8 +1,13 @@
-"""Each tool's approval settings, resolved for a thread: the most specific channel section
+"""Whether a call asks first (:func:`needs_approval`), the hash that pins a call's arguments,
+and each tool's approval settings resolved for a thread: the most specific channel section
 first, then the global ``[tools.NAME]``, then what the tool says of the call at hand
-(:attr:`Tool.approval_for`), then the tool's own default. Pure: no I/O."""
+(:attr:`Tool.approval_for`), then the tool's own default. Pure: no I/O. Who may decide is
+:meth:`bot.policy.who.Policy.decide`."""
 
 from __future__ import annotations
+
+import hashlib
+import json
 
 from pydantic import BaseModel
 
@@ -62,3 +67,21 @@ class ToolRules:
             if item.offer_always is not None:
                 return item.offer_always
         return mode == "ask" and not tool.executes
+
+
+def needs_approval(mode: Approval, *, allowed_here: bool) -> bool:
+    """``always`` asks every time; ``ask`` unless the tool was allowed in this channel."""
+    if mode == "always":
+        return True
+    if mode == "ask":
+        return not allowed_here
+    return False
+
+
+def arguments_hash(arguments: str) -> str:
+    """A hash of the exact arguments (canonical JSON when they parse, else the raw text)."""
+    try:
+        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        canonical = arguments
+    return hashlib.sha256(canonical.encode()).hexdigest()

@@ -24,8 +24,7 @@ from bot.approvals.models import (
     exact_rule_tool,
     rule_tool,
 )
-from bot.approvals.needed import arguments_hash, needs_approval
-from bot.approvals.rules import ToolRules
+from bot.approvals.rules import ToolRules, arguments_hash, needs_approval
 from bot.approvals.store import ApprovalStore
 from bot.config import Settings
 from bot.engine.gate import Proceed, Refuse, Verdict, Wait

@@ -13,13 +13,50 @@ win on every path.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bot.api.inbound import Author
 from bot.approvals.models import Approvers
-from bot.config import AccessSettings, ChannelSettings, Settings, ToolSettings
-from bot.policy import keys, people
-from bot.policy.verdict import ALLOWED, Verdict, refused
+from bot.config import AccessSettings, ChannelSettings, PeopleSettings, Settings, ToolSettings
+from bot.policy import keys
 
 SOMEONE = Author(id="", display_name="someone")
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A decision of the policy: allowed, or refused with the reason (for logs and the
+    operator; the person is told in the caller's words)."""
+
+    reason: str | None = None
+    """Why not; None when allowed."""
+
+    @property
+    def allowed(self) -> bool:
+        return self.reason is None
+
+
+ALLOWED = Verdict()
+
+
+def refused(reason: str) -> Verdict:
+    return Verdict(reason)
+
+
+# --- allow and deny lists over a person, by user id and by role: a deny list wins; an empty
+# allow list allows everyone, a non-empty one the people it names ---
+
+
+def denied(people: PeopleSettings, author: Author) -> bool:
+    return author.id in people.deny_users or bool(author.roles & set(people.deny_roles))
+
+
+def named(people: PeopleSettings, author: Author) -> bool:
+    return author.id in people.users or bool(author.roles & set(people.roles))
+
+
+def open_to_all(people: PeopleSettings) -> bool:
+    return not people.users and not people.roles
 
 
 class Policy:
@@ -45,7 +82,7 @@ class Policy:
             return self._dm(author, admin=admin)
         if self._access.channels and not keys.any_covers(self._access.channels, key):
             return refused("the channel is not on the allow list")
-        if admin or people.open_to_all(self._access) or people.named(self._access, author):
+        if admin or open_to_all(self._access) or named(self._access, author):
             return ALLOWED
         return refused("the person is not on the allow list")
 
@@ -91,10 +128,10 @@ class Policy:
         (the most specific channel section's tool settings first, then the global ones)."""
         sections = self._tool_sections(key, tool)
         who = requester or SOMEONE
-        if any(people.denied(s, who) for s in sections):
+        if any(denied(s, who) for s in sections):
             return refused(f"the person is on {tool}'s deny list")
-        listed = [s for s in sections if not people.open_to_all(s)]
-        if not listed or people.named(listed[0], who) or who.id in self._access.admins:
+        listed = [s for s in sections if not open_to_all(s)]
+        if not listed or named(listed[0], who) or who.id in self._access.admins:
             return ALLOWED
         return refused(f"the person is not on {tool}'s allow list")
 
@@ -102,7 +139,7 @@ class Policy:
 
     def _barred(self, author: Author, key: str) -> Verdict:
         """The deny lists: they win over everything else."""
-        if people.denied(self._access, author):
+        if denied(self._access, author):
             return refused("the person is on a deny list")
         if not keys.direct(key) and keys.any_covers(self._access.deny_channels, key):
             return refused("the channel is on the deny list")
@@ -112,10 +149,10 @@ class Policy:
         dms = self._access.dms
         if dms == "closed":
             return refused("direct messages are closed")
-        listed = admin or people.named(self._access, author)
+        listed = admin or named(self._access, author)
         if dms == "allowlist" and not listed:
             return refused("direct messages are open only to listed people")
-        if listed or people.open_to_all(self._access):
+        if listed or open_to_all(self._access):
             return ALLOWED
         return refused("the person is not on the allow list")
 

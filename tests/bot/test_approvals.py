@@ -15,7 +15,7 @@ import pytest
 
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.approvals.models import ApprovalStatus, Choice
-from bot.approvals.needed import arguments_hash
+from bot.approvals.rules import arguments_hash
 from bot.config import Settings
 from bot.core import Core
 from bot.infra.clock import ManualClock

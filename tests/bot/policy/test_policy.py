@@ -12,8 +12,7 @@ import pytest
 from bot.api.inbound import Author
 from bot.approvals.models import Approvers
 from bot.config import Settings
-from bot.policy.verdict import Verdict
-from bot.policy.who import Policy
+from bot.policy.who import Policy, Verdict
 
 ALICE = Author("slack:UALICE", "Alice")
 MALLORY = Author("slack:UMALLORY", "Mallory", frozenset({"slack:group:SOPS"}))
