@@ -1,4 +1,4 @@
-"""Declared gating for a toolkit's tools (Yggdrasil): which tools a thread is offered follows
+"""Declared gating for a toolkit's tools: which tools a thread is offered follows
 the toolkit's state in that thread, as each tool declares it (:class:`~bot.tools.settings.Gating`).
 
 The toolkit's state (:mod:`bot.tools.state`, saved with the session) then holds two things::

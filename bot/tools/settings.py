@@ -221,8 +221,8 @@ STATE_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
 class Gating(BaseModel):
-    """What a toolkit's tool declares about the toolkit's state in a thread (Yggdrasil's
-    gating): the states it requires or forbids, the states a successful call enables or
+    """What a toolkit's tool declares about the toolkit's state in a thread (its gating): the
+    states it requires or forbids, the states a successful call enables or
     disables, the context keys it needs, which parameters take their values from the context
     (an enum of what exists now), and which arguments a successful call adds to the context.
     In ``threadline.toml``: ``[mcp_servers.NAME.gating.TOOL]``; in code: beside the tool
