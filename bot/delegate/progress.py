@@ -35,9 +35,9 @@ class SubAgentEvents:
 
     async def __call__(self, event: EngineEvent) -> None:
         match event:
-            case ModelCallStarted(turn):
-                self.step = turn
-                await self.say(f"working: step {turn}")
+            case ModelCallStarted(round):
+                self.step = round
+                await self.say(f"working: step {round}")
             case ToolStarted(name=name):
                 await self.say(f"working: step {self.step}, {name}")
             case CallAllowed() if self._parent is not None:

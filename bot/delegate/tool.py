@@ -3,7 +3,7 @@
 The sub-agent is the same engine (:mod:`bot.engine.loop`) on a mini-session kept in memory
 (:mod:`bot.sessions.scratch`): the task is its only message; it is offered the tools the call
 names, as the thread offers them now, never ``delegate_task`` itself (no further delegation);
-its own turn and token limits end a sub-agent that loops, with words; the thread's approval
+its own round and token limits end a sub-agent that loops, with words; the thread's approval
 rules hold, with the wait done inline (:mod:`bot.approvals.inline`). Its final text is the call's
 result and its usage counts toward the thread's. Calls of one batch run side by side
 (:attr:`~bot.tools.base.Tool.concurrent`), a few at a time per thread.
@@ -195,7 +195,7 @@ class Delegations:
         log.info(
             "sub-agent in %s: %d steps, %d tokens, %s",
             parent.key,
-            result.turns,
+            result.rounds,
             scratch.usage.total,
             "answered" if result.ok else "stopped",
         )
@@ -227,7 +227,7 @@ class Delegations:
                 why = events.failed or result.message or "it failed"
             wrote = f"\nWhat it had written last:\n{text}" if text else ""
             raise ToolError(f"the sub-agent stopped before finishing: {why.rstrip('.')}.{wrote}")
-        if result.turns > self.max_turns:
+        if result.rounds > self.max_turns:
             return f"(The sub-agent used all {self.max_turns} of its steps and had to stop there.)\n\n{text}"
         return text or "(The sub-agent finished without saying anything.)"
 

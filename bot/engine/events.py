@@ -12,7 +12,7 @@ from bot.sessions.model import Todo
 
 @dataclass(frozen=True, slots=True)
 class ModelCallStarted:
-    turn: int
+    round: int
     """1 for the first model call of the run."""
     after_messages: bool = False
     """The call reads messages people wrote while the run went on (below its reply so far)."""

@@ -1,9 +1,9 @@
-"""The agent loop: a typed state machine with a hard turn limit.
+"""The agent loop: a typed state machine with a hard round limit.
 
     CallModel ──text only──▶ Finish
         │ tool calls
         ▼
-    RunTools ──▶ CallModel (next turn) … ──turn limit──▶ WrapUp (one call, no tools) ──▶ Finish
+    RunTools ──▶ CallModel (next round) … ──round limit──▶ WrapUp (one call, no tools) ──▶ Finish
         │ a call waits for a person's approval
         ▼
     Pause (the run ends; ``run(resume=True)`` later starts at RunTools with the open calls)
@@ -145,23 +145,23 @@ class Engine:
         sink, max_turns = run.sink, run.deps.config.max_turns
         while True:
             match state:
-                case CallModel(turn) if turn > max_turns:
-                    state = WrapUp(turn)
-                case CallModel(turn):
-                    state = await run.call_model(turn, with_tools=True)
-                case RunTools(turn, calls):
-                    state = await run.run_tools(turn, calls)
-                case WrapUp(turn):
-                    state = await run.call_model(turn, with_tools=False)
+                case CallModel(n) if n > max_turns:
+                    state = WrapUp(n)
+                case CallModel(n):
+                    state = await run.call_model(n, with_tools=True)
+                case RunTools(n, calls):
+                    state = await run.run_tools(n, calls)
+                case WrapUp(n):
+                    state = await run.call_model(n, with_tools=False)
                 case Finish():
                     await sink(Finished(run.usage))
-                    return RunResult(True, run.turns, run.usage)
+                    return RunResult(True, run.rounds, run.usage)
                 case Pause():
                     await sink(Finished(run.usage))
-                    return RunResult(True, run.turns, run.usage, paused=True)
+                    return RunResult(True, run.rounds, run.usage, paused=True)
                 case Fail(message):
                     await sink(Failed(message))
-                    return RunResult(False, run.turns, run.usage, message)
+                    return RunResult(False, run.rounds, run.usage, message)
 
 
 class _Run(ToolRounds):
@@ -173,7 +173,7 @@ class _Run(ToolRounds):
         self.sink = sink
         self.ctx = ctx
         self.usage = Usage()
-        self.turns = 0
+        self.rounds = 0
         self._note_for: object = None
         self._note: SystemMessage | None = None
         self._shown = ""
@@ -211,8 +211,8 @@ class _Run(ToolRounds):
             extra.append(SystemMessage(text=EMPTY_NOTE))
         return [*self.session.messages, *extra]
 
-    async def call_model(self, turn: int, *, with_tools: bool) -> State:
-        self.turns = turn
+    async def call_model(self, round: int, *, with_tools: bool) -> State:
+        self.rounds = round
         arrived, self.session.inbox = self.session.inbox, []
         if arrived:  # messages that arrived meanwhile: the model reads them now
             await self._persist(arrived)
@@ -230,7 +230,7 @@ class _Run(ToolRounds):
             max_tokens=self.deps.config.max_output_tokens,
             model=self.deps.config.model,
         )
-        await self.sink(ModelCallStarted(turn, after_messages=bool(arrived)))
+        await self.sink(ModelCallStarted(round, after_messages=bool(arrived)))
         got = ResponseCollector()
         try:
             await self._stream(request, got)
@@ -240,7 +240,7 @@ class _Run(ToolRounds):
                 return await self._failed(exc, got.shown_text)
             self._overflow_retried = True  # compact and try once more
             log.info("context overflow in %s: compacting and retrying", self.session.key)
-            return CallModel(turn) if await self._compact() else await self._failed(exc, "")
+            return CallModel(round) if await self._compact() else await self._failed(exc, "")
         except ModelError as exc:
             log.warning("model call failed in %s: %s", self.session.key, exc)
             await self._account(got.usage)
@@ -255,7 +255,7 @@ class _Run(ToolRounds):
         if not with_tools and message.tool_calls:
             message = AssistantMessage(text=message.text)
         if not message.text and not message.tool_calls:
-            return await self._empty(turn, wrap_up=not with_tools)
+            return await self._empty(round, wrap_up=not with_tools)
         self._answering()
         if got.finish_reason == "length" and message.tool_calls:  # the arguments may be cut off
             self._cut.update(c.id for c in message.tool_calls)
@@ -264,7 +264,7 @@ class _Run(ToolRounds):
         else:
             await self._persist([message])
         if message.tool_calls:
-            return RunTools(turn, message.tool_calls)
+            return RunTools(round, message.tool_calls)
         return Finish()
 
     def _offered(self) -> Sequence[ToolSpec]:
@@ -286,12 +286,12 @@ class _Run(ToolRounds):
         prompt = self.deps.config.system_prompt
         return f"{prompt}\n\n{extra}" if extra else prompt
 
-    async def _empty(self, turn: int, *, wrap_up: bool) -> State:
+    async def _empty(self, round: int, *, wrap_up: bool) -> State:
         """An answer with neither text nor calls: asked again once, then explained in words."""
         if not wrap_up and not self._nudged:
             self._nudged = True
             log.info("empty answer in %s: asking once more", self.session.key)
-            return CallModel(turn)
+            return CallModel(round)
         words = (
             TURN_LIMIT_WORDS.format(turns=self.deps.config.max_turns) if wrap_up else EMPTY_WORDS
         )

@@ -78,18 +78,18 @@ def _matches(pattern: str, name: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class CallModel:
-    turn: int
+    round: int
 
 
 @dataclass(frozen=True, slots=True)
 class RunTools:
-    turn: int
+    round: int
     calls: tuple[ToolCall, ...]
 
 
 @dataclass(frozen=True, slots=True)
 class WrapUp:
-    turn: int
+    round: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +113,7 @@ State = CallModel | RunTools | WrapUp | Finish | Pause | Fail
 @dataclass(frozen=True, slots=True)
 class RunResult:
     ok: bool
-    turns: int
+    rounds: int
     usage: Usage
     message: str | None = None
     paused: bool = False

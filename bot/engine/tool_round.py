@@ -1,4 +1,4 @@
-"""The tool calls of a run's turn (a part of :class:`bot.engine.loop._Run`): each call run,
+"""The tool calls of a run's round (a part of :class:`bot.engine.loop._Run`): each call run,
 refused or held for a person's approval, in call order; calls of different lanes side by side;
 every result recorded, so the transcript stays consistent whatever happens, a Stop included."""
 
@@ -64,7 +64,7 @@ class ToolRounds:
         """Append ``messages`` to the stored transcript (the run's)."""
         raise NotImplementedError
 
-    async def run_tools(self, turn: int, calls: tuple[ToolCall, ...]) -> State:
+    async def run_tools(self, round: int, calls: tuple[ToolCall, ...]) -> State:
         """Run the calls in order; a call waiting for approval holds back the calls after it.
 
         A call that proceeds with nothing to ask and no side effect (or of a concurrent tool:
@@ -85,7 +85,7 @@ class ToolRounds:
         await self._save_unsaved()
         if self.session.todos is not before:  # stored with the result of the call that changed them
             await self.sink(TodosChanged(self.session.todos))
-        return Pause() if waiting else CallModel(turn + 1)
+        return Pause() if waiting else CallModel(round + 1)
 
     async def _save_unsaved(self) -> None:
         if self._unsaved:

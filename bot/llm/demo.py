@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx2
 
-from bot.llm.demo_script import DEMO_COMMAND, DemoTurn, demo_turn
+from bot.llm.demo_script import DEMO_COMMAND, DemoReply, demo_reply
 
 __all__ = [
     "DEMO_BASE_URL",
@@ -25,9 +25,9 @@ __all__ = [
     "DEMO_LABEL",
     "DEMO_MODEL",
     "DemoTransport",
-    "DemoTurn",
+    "DemoReply",
     "demo_chunks",
-    "demo_turn",
+    "demo_reply",
 ]
 
 DEMO_MODEL = "threadline-demo"
@@ -45,7 +45,7 @@ def _pieces(text: str) -> list[str]:
     return ["".join(words[i : i + WORDS_PER_CHUNK]) for i in range(0, len(words), WORDS_PER_CHUNK)]
 
 
-def demo_chunks(body: dict[str, Any], turn: DemoTurn, prompt_chars: int) -> list[dict[str, Any]]:
+def demo_chunks(body: dict[str, Any], turn: DemoReply, prompt_chars: int) -> list[dict[str, Any]]:
     """The ``chat.completion.chunk`` objects of one streamed answer."""
     model = str(body.get("model") or DEMO_MODEL)
 
@@ -113,7 +113,7 @@ class DemoTransport(httpx2.AsyncBaseTransport):
             return _error(request, 400, "The request body is not JSON.")
         if not isinstance(body, dict) or not body.get("stream"):
             return _error(request, 400, "The demo model answers streamed requests only.")
-        chunks = demo_chunks(body, demo_turn(body), len(raw))
+        chunks = demo_chunks(body, demo_reply(body), len(raw))
         events = [f"data: {json.dumps(c)}\n\n".encode() for c in chunks]
         events.append(b"data: [DONE]\n\n")
         return httpx2.Response(

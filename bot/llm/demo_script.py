@@ -43,7 +43,7 @@ Message = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
-class DemoTurn:
+class DemoReply:
     """What the demo model says on one call."""
 
     text: str
@@ -64,38 +64,38 @@ class DemoTurn:
         return None
 
 
-def demo_turn(body: dict[str, Any]) -> DemoTurn:
+def demo_reply(body: dict[str, Any]) -> DemoReply:
     """The scripted answer to a request body."""
     messages: list[Message] = [m for m in body.get("messages") or () if isinstance(m, dict)]
     last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
     if last_user < 0:
-        return DemoTurn(_cannot_answer(Ask(None, "", Kind.QUESTION)))
+        return DemoReply(_cannot_answer(Ask(None, "", Kind.QUESTION)))
     ask = understand(_text(messages[last_user]))
     if ask.small_talk:
-        return DemoTurn(small_talk(ask))
+        return DemoReply(small_talk(ask))
     offered = _offered(body.get("tools"))
     turn = messages[last_user + 1 :]
     results = [m for m in turn if m.get("role") == "tool"]
     if ask.kind is Kind.QUESTION or "todo_write" not in offered:
-        return DemoTurn(_final(ask, turn))
+        return DemoReply(_final(ask, turn))
     action = _action(ask, offered)
     plan = ["plan", "act", "report", "done"] if action else ["plan", "report", "done"]
     step = len(results)
     if step >= len(plan):
-        return DemoTurn(_final(ask, turn))
+        return DemoReply(_final(ask, turn))
     call_id = f"call_demo{step + 1}"
     items = _items(ask, action)
     match plan[step]:
         case "plan":
             text, statuses = "Let me plan this out first.", ("in_progress", "pending", "pending")
         case "act":
-            return DemoTurn(_before(action), call_id=call_id, action=action)
+            return DemoReply(_before(action), call_id=call_id, action=action)
         case "report":
             text = _report(_last_spoken(messages)) if action else "The request is clear."
             statuses = ("completed", "in_progress", "pending")
         case _:
             text, statuses = "That's everything; writing it up.", ("completed",) * 3
-    return DemoTurn(text, tuple(zip(items, statuses, strict=True)), call_id)
+    return DemoReply(text, tuple(zip(items, statuses, strict=True)), call_id)
 
 
 def small_talk(ask: Ask) -> str:

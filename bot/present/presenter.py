@@ -136,7 +136,7 @@ class Presenter:
     async def _model_call(self, event: ModelCallStarted) -> None:
         if event.after_messages and self._reply.has_text:
             await self._below()  # the answer to messages written meanwhile goes under them
-        self._paragraph = self._paragraph or event.turn > 1
+        self._paragraph = self._paragraph or event.round > 1
         self._status_while_silent(THINKING)
 
     def _tool_started(self, event: ToolStarted | ToolProgress) -> None:

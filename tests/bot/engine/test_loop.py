@@ -75,7 +75,7 @@ class Harness:
         result = await self.engine.run(
             session, self.sink, ToolContext(KEY, session, ALICE, self.clock)
         )
-        assert result.turns >= 1
+        assert result.rounds >= 1
         return session
 
     async def stored(self) -> Session:

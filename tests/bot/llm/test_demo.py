@@ -15,7 +15,7 @@ from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
 from bot.core import Core
 from bot.infra.clock import ManualClock
-from bot.llm.demo import DEMO_LABEL, DemoTransport, demo_turn
+from bot.llm.demo import DEMO_LABEL, DemoTransport, demo_reply
 from bot.llm.demo_intent import Kind, understand
 from bot.llm.demo_script import small_talk
 from bot.llm.messages import (
@@ -285,14 +285,18 @@ def test_the_step_comes_from_the_messages_after_the_last_user_message() -> None:
             "tools": tools,
         }
 
-    assert demo_turn(body("system", "user")).todos is not None
-    assert demo_turn(body("user", "assistant", "tool", "assistant", "tool")).call_id == "call_demo3"
+    assert demo_reply(body("system", "user")).todos is not None
     assert (
-        demo_turn(body("user", "assistant", "tool", "assistant", "tool", "assistant", "tool")).todos
+        demo_reply(body("user", "assistant", "tool", "assistant", "tool")).call_id == "call_demo3"
+    )
+    assert (
+        demo_reply(
+            body("user", "assistant", "tool", "assistant", "tool", "assistant", "tool")
+        ).todos
         is None
     )
-    assert demo_turn(body("user", "assistant", "tool", "user")).call_id == "call_demo1"
-    assert demo_turn({"messages": []}).todos is None
+    assert demo_reply(body("user", "assistant", "tool", "user")).call_id == "call_demo1"
+    assert demo_reply({"messages": []}).todos is None
 
 
 @pytest.mark.parametrize(
