@@ -14,18 +14,19 @@ from the origin of ``DISCORD_API_BASE`` (a test's fake Discord): :func:`from_dis
 from __future__ import annotations
 
 import re
-from urllib.parse import urlsplit
 
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import INTERNAL_API_VERSION, Route
+
+from bot.api.kit import origin_of
 
 DEFAULT_API_BASE = Route.BASE
 DEFAULT_GATEWAY = DiscordWebSocket.DEFAULT_GATEWAY
 _VERSIONED = re.compile(r"/v\d+$")
 CDN_HOSTS = frozenset({"cdn.discordapp.com", "media.discordapp.net"})
 """Where Discord serves attachments (their URLs are signed; no token is sent)."""
-_PORTS = {"http": 80, "https": 443}
+CDN_ORIGINS = frozenset(f"https://{host}" for host in CDN_HOSTS)
 
 
 def rest_base(api_base: str | None) -> str:
@@ -42,18 +43,7 @@ def point_at(api_base: str | None, gateway_url: str | None) -> None:
     DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(gateway_url) if gateway_url else DEFAULT_GATEWAY
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    try:
-        port = parts.port or _PORTS.get(parts.scheme)
-    except ValueError:
-        port = None
-    return parts.scheme, (parts.hostname or "").lower(), port
-
-
 def from_discord(url: str) -> bool:
     """Whether ``url`` is on Discord's CDN over HTTPS, or at the origin of the REST base in use."""
-    scheme, host, port = _origin(url)
-    if scheme == "https" and host in CDN_HOSTS and port == 443:
-        return True
-    return bool(host) and (scheme, host, port) == _origin(Route.BASE)
+    origin = origin_of(url)
+    return origin is not None and (origin in CDN_ORIGINS or origin == origin_of(Route.BASE))

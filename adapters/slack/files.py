@@ -19,7 +19,7 @@ import aiohttp
 
 from adapters.slack.api import TIMEOUT_S, SlackApi, guarded
 from bot.api.inbound import Attachment
-from bot.api.kit import size_words
+from bot.api.kit import origin_of, size_words
 from bot.errors import FileRefused, SurfaceError
 
 CHUNK = 64 * 1024
@@ -28,25 +28,14 @@ FILE_HOSTS = frozenset({"files.slack.com", "files.slack-gov.com"})
 """Where Slack serves ``url_private`` (commercial Slack and GovSlack), always over HTTPS."""
 MAX_REDIRECTS = 3
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_PORTS = {"http": 80, "https": 443}
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
-    try:
-        port = parts.port or _PORTS.get(parts.scheme)
-    except ValueError:
-        port = None
-    return parts.scheme, (parts.hostname or "").lower(), port
+FILE_ORIGINS = frozenset(f"https://{host}" for host in FILE_HOSTS)
 
 
 def token_may_go(url: str, api_url: str) -> bool:
     """Whether the bot token may be sent with a GET of ``url``: one of Slack's file hosts over
     HTTPS, or the very origin (scheme, host, port) of the Web API base."""
-    scheme, host, port = _origin(url)
-    if scheme == "https" and host in FILE_HOSTS and port == 443:
-        return True
-    return bool(host) and (scheme, host, port) == _origin(api_url)
+    origin = origin_of(url)
+    return origin is not None and (origin in FILE_ORIGINS or origin == origin_of(api_url))
 
 
 def _where(url: str) -> str:

@@ -1,6 +1,6 @@
 """What a platform adapter builds with, besides the port: the clock, owned background tasks,
 per-key order (a thread's messages prepared one at a time), the prose mapping both chat
-markdowns need, file names and kinds, and the bot's private folders. Platform adapters import
+markdowns need, file names and kinds, URL origins, and the bot's private folders. Platform adapters import
 from ``bot.api`` only (and ``bot.config``, ``bot.errors``): ``tests/test_layers.py`` holds them
 to it, so what they depend on is listed here, once."""
 
@@ -14,6 +14,7 @@ from bot.infra.tasks import TaskSet
 from bot.present.markdown import map_prose
 from bot.storage.private import private_dir
 from bot.thread.line import ThreadLocks
+from bot.tools.origins import origin_of
 
 __all__ = [
     "MAX_FILES",
@@ -22,6 +23,7 @@ __all__ = [
     "TaskSet",
     "ThreadLocks",
     "map_prose",
+    "origin_of",
     "private_dir",
     "safe_name",
     "size_words",

@@ -16,8 +16,9 @@ from typing import Annotated
 from pydantic import AfterValidator, BaseModel, Field
 
 from bot.tools.base import Approval, Tool, ToolContext, ToolError, tool
-from bot.tools.fetch import fetch, host_of, origin_of, web_url
+from bot.tools.fetch import fetch, web_url
 from bot.tools.http import Answer, Resolver
+from bot.tools.origins import host_of, origin_of
 from bot.tools.readable import readable
 from bot.tools.settings import FetchUrlOptions
 
