@@ -2,7 +2,8 @@
 
 ``audit`` prints every approval request, decision, expiry and "Always allow" rule (who, when,
 tool, hash of the arguments, outcome), oldest first, optionally for one thread or channel (a
-key prefix) and since a time. ``rules`` lists the "Always allow here" rules and revokes one.
+key or its first parts, matched part by part: ``slack:T1:C1`` is not ``slack:T1:C10``) and since
+a time. ``rules`` lists the "Always allow here" rules, of every channel or one, and revokes one.
 """
 
 from __future__ import annotations
@@ -23,13 +24,17 @@ OPERATOR = "operator"
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = sub.add_parser("audit", help="print the approval audit trail")
-    audit.add_argument("--thread", default="", help="only threads whose key starts with this")
+    audit.add_argument(
+        "--thread", default="", help="only this thread key, or the threads under its first parts"
+    )
     audit.add_argument(
         "--since", default=None, help="an ISO date or time (UTC), or 30m, 12h, 7d ago"
     )
     audit.add_argument("--limit", type=int, default=1000)
     rules = sub.add_parser("rules", help='list the "Always allow here" rules, or revoke one')
-    rules.add_argument("--channel", default="", help="only rules whose channel starts with this")
+    rules.add_argument(
+        "--channel", default="", help="only rules of this channel key, or under its first parts"
+    )
     rules.add_argument("--revoke", metavar="RULE_ID", default=None, help="remove this rule")
 
 
@@ -62,7 +67,7 @@ async def run_audit(settings: Settings, args: argparse.Namespace) -> int:
     store = store_for(settings)
     await store.open()
     try:
-        entries = await store.audit_trail(key_prefix=args.thread, since=since, limit=args.limit)
+        entries = await store.audit_trail(within=args.thread, since=since, limit=args.limit)
     finally:
         await store.close()
     for entry in entries:
@@ -83,7 +88,7 @@ async def run_rules(settings: Settings, args: argparse.Namespace) -> int:
                 return 1
             print(f"revoked {rule.id}: {rule.describe()}")
             return 0
-        rules = await store.allow_rules(args.channel)
+        rules = await store.allow_rules(within=args.channel)
     finally:
         await store.close()
     for rule in rules:

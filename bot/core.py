@@ -267,7 +267,7 @@ class Core:
     def register_surfaces(
         self, prefix: str, factory: SurfaceFactory, channel_of: ChannelOf | None = None
     ) -> None:
-        """How to reach threads whose key starts with ``prefix`` without an incoming event
+        """How to reach threads whose key begins with the parts of ``prefix`` without an event
         (an approval that expires, a resumed run), and, if the adapter knows it, the channel
         of such a thread (where "Always allow here" applies)."""
         self.surfaces.register(prefix, factory, channel_of)

@@ -43,8 +43,10 @@ class ApprovalStore(Protocol):
         """A rule that lets ``person``'s calls of ``tool`` run without a card in ``scope``."""
         ...
 
-    async def allow_rules(self, scope_prefix: str = "") -> list[AllowRule]:
-        """The rules whose scope starts with ``scope_prefix``, oldest first."""
+    async def allow_rules(self, within: str = "") -> list[AllowRule]:
+        """The rules whose scope is ``within`` (a key or its first parts) or under it, parts
+        compared whole (``slack:T1:C1`` lists ``slack:T1:C1``, not ``slack:T1:C10``); all of them
+        for ``""``. Oldest first."""
         ...
 
     async def revoke_allow_rule(
@@ -56,8 +58,9 @@ class ApprovalStore(Protocol):
     async def record_audit(self, entry: AuditEntry) -> None: ...
 
     async def audit_trail(
-        self, *, key_prefix: str = "", since: float = 0.0, limit: int = 1000
+        self, *, within: str = "", since: float = 0.0, limit: int = 1000
     ) -> list[AuditEntry]:
-        """Entries of threads whose key starts with ``key_prefix``, at or after ``since``, oldest
-        first."""
+        """The first ``limit`` entries, oldest first, at or after ``since``, whose key is
+        ``within`` (a key or its first parts) or under it, parts compared whole as for
+        :meth:`allow_rules`; every key for ``""``."""
         ...

@@ -13,6 +13,7 @@ from bot.api.inbound import ThreadKey
 from bot.errors import StoreError
 from bot.llm.messages import Message, Usage, UserMessage, load_message
 from bot.memory.model import Memory
+from bot.policy import keys
 from bot.scheduler.schedules import Schedule
 from bot.sessions.model import PanelRef, RunState, Session, Todo
 
@@ -21,6 +22,16 @@ def number(prefixed: str, letter: str) -> int | None:
     """``s12`` → 12 (for ``letter`` ``s``); None for anything else."""
     digits = prefixed[1:] if prefixed[:1] == letter else ""
     return int(digits) if digits.isdigit() and len(digits) < 19 else None
+
+
+def keys_within(rule: str) -> tuple[str, str]:
+    """For a store's search of the keys ``rule`` covers (a key or its first parts, compared
+    whole, as in :mod:`bot.policy.keys`): the key it names, and the text every key under it
+    begins with. ``slack:T1:C1`` → ``slack:T1:C1`` and ``slack:T1:C1:``, which
+    ``slack:T1:C10:…`` does not begin with. A rule with no parts (``""``) → ``""`` and ``""``:
+    every key begins with ``""``."""
+    named = ":".join(keys.parts(rule))
+    return named, keys.as_prefix(rule) if named else ""
 
 
 def schedule(row: Any) -> Schedule:

@@ -8,7 +8,13 @@ import pytest
 
 from adapters.admin import parse_since
 from bot.api.inbound import ThreadKey
-from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers
+from bot.approvals.models import (
+    AllowRule,
+    ApprovalRequest,
+    ApprovalStatus,
+    Approvers,
+    AuditEntry,
+)
 from bot.storage.sqlite.store import SqliteStore
 from tests.adapters.test_cli import threadline
 
@@ -87,6 +93,39 @@ async def test_rules_are_listed_and_revoked(tmp_path: Path) -> None:
     assert 'no "Always allow here" rules' in threadline("rules", env=env, cwd=tmp_path).stdout
     trail = threadline("audit", env=env, cwd=tmp_path).stdout
     assert "rule revoked" in trail and "operator" in trail
+
+
+async def test_a_channel_lists_its_own_rules_and_records_not_those_of_a_longer_name(
+    tmp_path: Path,
+) -> None:
+    general, generalx = "slack:T1:C0GENERAL", "slack:T1:C0GENERALX"
+    store = SqliteStore(tmp_path / "data" / "threadline.sqlite3")
+    await store.open()
+    try:
+        for n, scope in enumerate([generalx, general], start=1):
+            await store.add_allow_rule(
+                AllowRule(f"rule{n}", scope, "deploy", frozenset({"slack:U1"}), "slack:U1", "A", n)
+            )
+        for n, key in enumerate([f"{generalx}:1.1", f"{general}:2.2"], start=10):
+            await store.record_audit(AuditEntry(n, key, "allowed by rule", "deploy", "h", "u", "U"))
+    finally:
+        await store.close()
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
+
+    def listed(*args: str) -> list[str]:
+        out = threadline(*args, env=env, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.splitlines()
+
+    [rule] = listed("rules", "--channel", general)
+    assert rule.startswith("rule2  deploy in slack:T1:C0GENERAL for")
+    assert [ln.split()[0] for ln in listed("rules", "--channel", generalx)] == ["rule1"]
+    assert listed("rules", "--channel", "slack:T1:C0GEN") == ['no "Always allow here" rules']
+    keys = [ln.split("  ")[1] for ln in listed("audit", "--thread", general, "--limit", "2")]
+    assert keys == [general, f"{general}:2.2"]  # its rule, then its thread
+    assert [ln.split("  ")[1] for ln in listed("audit", "--thread", f"{general}:2.2")] == [
+        f"{general}:2.2"
+    ]
 
 
 def test_since_accepts_durations_and_dates() -> None:

@@ -20,6 +20,7 @@ from bot.storage.postgres.db import PgDb
 if TYPE_CHECKING:
     from bot.storage.postgres.db import Conn
 from bot.storage.postgres.sessions import changed
+from bot.storage.rows import keys_within
 
 _APPROVAL_COLUMNS = (
     "id, key, call_id, tool, arguments, args_hash, requester_id, requester_name, approvers,"
@@ -69,11 +70,6 @@ def _approval(row: asyncpg.Record) -> ApprovalRequest:
 
 def _rule(row: asyncpg.Record) -> AllowRule:
     return AllowRule(row[0], row[1], row[2], frozenset(row[3]), row[4], row[5], row[6])
-
-
-def _like(prefix: str) -> str:
-    """A LIKE pattern (with ``ESCAPE '\\'``) for text starting with ``prefix`` literally."""
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 async def _audit(db: Conn | asyncpg.Pool, entry: AuditEntry) -> None:
@@ -218,11 +214,11 @@ class ApprovalTables:
         )
         return _rule(row) if row else None
 
-    async def allow_rules(self: PgDb, scope_prefix: str = "") -> list[AllowRule]:
+    async def allow_rules(self: PgDb, within: str = "") -> list[AllowRule]:
         rows = await self.pool.fetch(
-            f"SELECT {_RULE_COLUMNS} FROM allow_rules WHERE scope LIKE $1 ESCAPE '\\'"
-            " ORDER BY created_at, id",
-            _like(scope_prefix),
+            f"SELECT {_RULE_COLUMNS} FROM allow_rules"
+            " WHERE scope = $1 OR starts_with(scope, $2) ORDER BY created_at, id",
+            *keys_within(within),
         )
         return [_rule(r) for r in rows]
 
@@ -237,12 +233,12 @@ class ApprovalTables:
         await _audit(self.pool, entry)
 
     async def audit_trail(
-        self: PgDb, *, key_prefix: str = "", since: float = 0.0, limit: int = 1000
+        self: PgDb, *, within: str = "", since: float = 0.0, limit: int = 1000
     ) -> list[AuditEntry]:
         rows = await self.pool.fetch(
-            f"SELECT {_AUDIT_COLUMNS} FROM audit WHERE key LIKE $1 ESCAPE '\\' AND at >= $2"
-            " ORDER BY seq LIMIT $3",
-            _like(key_prefix),
+            f"SELECT {_AUDIT_COLUMNS} FROM audit WHERE (key = $1 OR starts_with(key, $2))"
+            " AND at >= $3 ORDER BY seq LIMIT $4",
+            *keys_within(within),
             since,
             limit,
         )

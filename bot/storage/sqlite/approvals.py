@@ -9,6 +9,7 @@ from typing import Any
 import aiosqlite
 
 from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers, AuditEntry
+from bot.storage.rows import keys_within
 from bot.storage.sqlite.db import Db
 
 _APPROVAL_COLUMNS = (
@@ -183,11 +184,12 @@ class ApprovalTables:
             rules = [_rule(r) for r in await cur.fetchall()]
         return next((r for r in rules if person in r.covers), None)
 
-    async def allow_rules(self: Db, scope_prefix: str = "") -> list[AllowRule]:
-        pattern = _like(scope_prefix)
+    async def allow_rules(self: Db, within: str = "") -> list[AllowRule]:
+        exact, under = keys_within(within)
         async with self.db.execute(
-            f"SELECT {_RULE_COLUMNS} FROM allow_rules WHERE scope LIKE ? ESCAPE '\\' ORDER BY created_at",
-            (pattern,),
+            f"SELECT {_RULE_COLUMNS} FROM allow_rules WHERE scope = ?"
+            " OR substr(scope, 1, ?) = ? ORDER BY created_at",
+            (exact, len(under), under),
         ) as cur:
             return [_rule(r) for r in await cur.fetchall()]
 
@@ -222,24 +224,19 @@ class ApprovalTables:
             await _audit(db, entry)
 
     async def audit_trail(
-        self: Db, *, key_prefix: str = "", since: float = 0.0, limit: int = 1000
+        self: Db, *, within: str = "", since: float = 0.0, limit: int = 1000
     ) -> list[AuditEntry]:
-        pattern = _like(key_prefix)
+        exact, under = keys_within(within)
         async with self.db.execute(
-            f"SELECT {_AUDIT_COLUMNS} FROM audit WHERE key LIKE ? ESCAPE '\\' AND at >= ?"
-            " ORDER BY seq LIMIT ?",
-            (pattern, since, limit),
+            f"SELECT {_AUDIT_COLUMNS} FROM audit WHERE (key = ? OR substr(key, 1, ?) = ?)"
+            " AND at >= ? ORDER BY seq LIMIT ?",
+            (exact, len(under), under, since, limit),
         ) as cur:
             return [AuditEntry(*row) for row in await cur.fetchall()]
 
 
 _RULE_COLUMNS = "id, scope, tool, covers, created_by, created_by_name, created_at"
 _AUDIT_COLUMNS = "at, key, event, tool, args_hash, actor_id, actor_name, approval_id, detail"
-
-
-def _like(prefix: str) -> str:
-    """A LIKE pattern (with ``ESCAPE '\\'``) for text starting with ``prefix`` literally."""
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _rule(row: Sequence[Any]) -> AllowRule:

@@ -229,11 +229,11 @@ async def test_allow_rules_cover_a_scope_a_tool_and_people_until_revoked(store: 
     assert await store.allow_rule_for("slack:T:C", "write_file", "slack:U1") is None
     assert [r.id for r in await store.allow_rules()] == ["r1", "r2"]
     assert [r.id for r in await store.allow_rules("slack:T:D")] == ["r2"]
-    assert await store.allow_rules("slack:T_") == []  # a prefix, literally
+    assert await store.allow_rules("slack:T_") == []
     assert await store.revoke_allow_rule("r1", "slack:U3", "Cy", 5.0) == rule
     assert await store.revoke_allow_rule("r1", "slack:U3", "Cy", 6.0) is None
     assert await store.allow_rule_for("slack:T:C", "deploy", "slack:U1") is None
-    trail = [(e.event, e.actor_name, e.at) for e in await store.audit_trail(key_prefix="slack:T:C")]
+    trail = [(e.event, e.actor_name, e.at) for e in await store.audit_trail(within="slack:T:C")]
     assert trail == [("rule created", "Bob", 1.0), ("rule revoked", "Cy", 5.0)]
 
 
@@ -251,7 +251,40 @@ async def test_requests_and_decisions_are_audited_once(store: Store) -> None:
         ("allowed by rule", "U", "", "h"),
     ]
     assert [e.event for e in await store.audit_trail(since=5.5)] == ["allowed by rule"]
-    assert [e.event for e in await store.audit_trail(key_prefix=KEY, limit=1)] == ["requested"]
+    assert [e.event for e in await store.audit_trail(within=KEY, limit=1)] == ["requested"]
+
+
+async def test_rules_and_the_audit_of_a_channel_are_matched_part_by_part(store: Store) -> None:
+    general, generalx = "slack:T1:C0GENERAL", "slack:T1:C0GENERALX"
+    for n, scope in enumerate([generalx, general, generalx, "slack:T1:C0", general], start=1):
+        await store.add_allow_rule(
+            AllowRule(f"r{n}", scope, "deploy", frozenset({"slack:U1"}), "slack:U2", "B", n)
+        )
+    for n, key in enumerate([f"{generalx}:1.1", f"{general}:2.2", f"{generalx}:3.3"], start=10):
+        await store.record_audit(AuditEntry(n, key, "allowed by rule", "deploy", "h", "u", "U"))
+
+    def ids(rules: list[AllowRule]) -> list[str]:
+        return [r.id for r in rules]
+
+    assert ids(await store.allow_rules(general)) == ["r2", "r5"]
+    assert ids(await store.allow_rules(f"{general}:")) == ["r2", "r5"]  # the same parts
+    assert ids(await store.allow_rules(generalx)) == ["r1", "r3"]
+    assert ids(await store.allow_rules("slack:T1")) == ["r1", "r2", "r3", "r4", "r5"]
+    assert ids(await store.allow_rules("slack:T1:C0GEN")) == []  # no part is cut
+    assert ids(await store.allow_rules("slack:T1:c0general")) == []  # parts are compared exactly
+
+    def keys_of(trail: list[AuditEntry]) -> list[str]:
+        return [e.key for e in trail]
+
+    # the limit counts the channel's entries, not those of C0GENERALX before them
+    assert keys_of(await store.audit_trail(within=general, since=10.0, limit=1)) == [
+        f"{general}:2.2"
+    ]
+    assert keys_of(await store.audit_trail(within=f"{general}:2.2")) == [f"{general}:2.2"]
+    assert keys_of(await store.audit_trail(within=f"{general}:2")) == []
+    assert keys_of(await store.audit_trail(within=general)) == [general, general, f"{general}:2.2"]
+    assert len(await store.audit_trail(within="slack:T1", since=10.0)) == 3
+    assert len(await store.audit_trail(since=10.0)) == 3
 
 
 async def test_jobs_come_due_in_order_and_are_replaced_by_id(stores: Stores, store: Store) -> None:
