@@ -21,6 +21,7 @@ from bot.config import Settings
 from bot.core import Core
 from bot.llm.messages import Usage
 from bot.llm.model import FinishPiece, ModelPiece, ModelRequest, TextPiece, UsagePiece
+from bot.mcp.servers import McpServers
 from tests.fakes.discord import Channel, FakeDiscord, FastClock, Guild, Message, User
 from tests.fakes.scripted_model import ScriptedModel, Step, text
 
@@ -125,6 +126,7 @@ class Discord:
     settings: Settings
     discord: DiscordSettings
     core: Core | None = None
+    mcp: McpServers | None = None
     adapter: DiscordAdapter | None = None
     adapters: list[DiscordAdapter] = field(default_factory=list)
 
@@ -136,12 +138,16 @@ class Discord:
         return f"<@{self.bot.id}> {text}".rstrip()
 
     async def start(self, *, model: Any = None, **settings: Any) -> DiscordAdapter:
-        """A fresh core and adapter on the data directory (a restart, when one ran before)."""
+        """A fresh core, its MCP servers and adapter on the data directory (a restart, when
+        one ran before)."""
         await self.stop()
         if settings:
             self.settings = self.settings.model_copy(update=settings)
         self.core = Core.create(self.settings, clock=self.clock, model=model or self.model)
+        self.mcp = McpServers(self.settings, self.clock)  # as the runtime does
+        self.mcp.install(self.core.tools)
         await self.core.start()
+        await self.mcp.start()
         self.adapter = DiscordAdapter(self.core, self.settings, self.discord)
         self.adapters.append(self.adapter)
         await self.adapter.start()
@@ -157,15 +163,18 @@ class Discord:
         if self.adapter is not None:
             await self.adapter.stop()
             self.adapter = None
+        if self.mcp is not None:
+            await self.mcp.aclose()
+            self.mcp = None
         if self.core is not None:
             await self.core.aclose()
             self.core = None
 
-    async def idle(self) -> None:
+    async def idle(self, within: float = WITHIN) -> None:
         """Wait until no message, click or command is handled, nor a run resumed by a click."""
         assert self.adapter is not None and self.core is not None
-        await asyncio.wait_for(self.adapter.listeners.idle(), WITHIN)
-        await asyncio.wait_for(self.core.wait_idle(), WITHIN)
+        await asyncio.wait_for(self.adapter.listeners.idle(), within)
+        await asyncio.wait_for(self.core.wait_idle(), within)
 
     async def wait_for(self, predicate: Callable[[], object], within: float = WITHIN) -> None:
         await self.fake.wait_for(predicate, within)
