@@ -363,9 +363,9 @@ for _ in range(24):
         except MemoryError:
             pass
         print(len(held), flush=True)
-        time.sleep(60)
+        time.sleep(60)  # sleep-ok: the program in the sandbox holds its memory until stopped
         os._exit(0)
-time.sleep(60)
+time.sleep(60)  # sleep-ok: as above
 """
 """Forks as many processes as it may, each holding as much memory as it can get."""
 
