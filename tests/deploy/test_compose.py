@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import pytest
 import yaml
 
 from adapters.discord.config import DiscordSettings
@@ -173,3 +175,43 @@ def test_the_volumes_are_where_the_image_expects_them() -> None:
     tomllib.loads(example.read_text(encoding="utf-8"))
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "deploy/config/threadline.toml" in readme
+
+
+def test_the_workers_may_make_the_sandboxs_namespaces_and_the_file_says_why() -> None:
+    """bubblewrap needs user namespaces, which Docker's default seccomp and AppArmor profiles
+    refuse: without these the workers would start without run_command."""
+    for worker in workers().values():
+        assert set(worker["security_opt"]) == {"seccomp=unconfined", "apparmor=unconfined"}
+        assert not worker.get("privileged") and "cap_add" not in worker
+    lines = (DEPLOY / "compose.yaml").read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip() == "security_opt:")
+    above = []
+    while lines[at - 1 - len(above)].strip().startswith("#"):
+        above.append(lines[at - 1 - len(above)])
+    comment = " ".join(above)
+    assert "bubblewrap" in comment and "user" in comment and "namespaces" in comment
+    assert "allow" in comment  # what it allows
+
+
+def test_the_compose_file_is_valid_against_the_compose_specification() -> None:
+    """check-jsonschema's bundled copy of the Compose specification's schema (nothing is
+    downloaded)."""
+    try:
+        import check_jsonschema  # noqa: F401
+    except ImportError:
+        pytest.fail("check-jsonschema is missing: pip install -e '.[test]'")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "check_jsonschema",
+            "--builtin-schema",
+            "vendor.compose-spec",
+            str(DEPLOY / "compose.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

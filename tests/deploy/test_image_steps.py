@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.deploy import constraints
 from tests.deploy.dockerfile import Instruction, env_of, healthcheck_command, last, read
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +48,35 @@ def test_the_image_installs_bubblewrap_and_runs_as_its_own_user() -> None:
     health = healthcheck_command(last(IMAGE, "HEALTHCHECK"))
     assert health == ["threadline", "healthcheck"]  # the port comes from the settings
     assert last(IMAGE, "CMD").words() == ["threadline", "run"]
+
+
+def test_the_image_installs_the_tested_versions_from_the_constraints_file() -> None:
+    (install,) = runs("pip install")
+    words = install.words()
+    assert words[words.index("-c") + 1] == "constraints.txt" and words[-1] == "."
+    (copy,) = (i for i in IMAGE if i.keyword == "COPY" and "deploy/constraints.txt" in i.words())
+    assert copy.words()[-1] == "./"  # beside pyproject.toml, in the WORKDIR pip runs in
+    assert IMAGE.index(copy) < IMAGE.index(install)
+
+
+def test_the_constraints_pin_every_runtime_dependency_within_the_projects_ranges() -> None:
+    """deploy/constraints.txt pins each of the project's dependencies at a version its range in
+    pyproject.toml admits, and no test or docs tool. (It is not compared with what is installed
+    here: a fresh virtualenv may hold newer releases. After a dependency change, regenerate it:
+    python -m tests.deploy.constraints > deploy/constraints.txt)"""
+    pinned = constraints.read(ROOT / "deploy" / "constraints.txt")
+    for requirement in constraints.project_requirements():
+        name = constraints.canonicalize_name(requirement.name)
+        assert name in pinned, f"{name} is not pinned"
+        assert requirement.specifier.contains(pinned[name]), (name, pinned[name])
+    assert not {"pytest", "ruff", "mypy", "mkdocs-material"} & set(pinned)
+
+
+def test_the_base_image_is_pinned_or_says_how_to_pin_it() -> None:
+    base = last(IMAGE, "FROM").value
+    if "@sha256:" not in base:
+        text = (ROOT / "deploy" / "Dockerfile").read_text(encoding="utf-8")
+        assert f"FROM {base}@sha256:" in text  # the comment showing how to pin it
 
 
 @dataclass
