@@ -12,10 +12,11 @@ import argparse
 import re
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
-from bot.approvals.models import AuditEntry
-from bot.config import Settings
-from bot.storage.choose import store_for
+if TYPE_CHECKING:  # ``threadline --help`` builds the parser from this module: it stays light
+    from bot.approvals.models import AuditEntry
+    from bot.config import Settings
 
 _AGO = re.compile(r"^(\d+)\s*([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -30,12 +31,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     audit.add_argument(
         "--since", default=None, help="an ISO date or time (UTC), or 30m, 12h, 7d ago"
     )
-    audit.add_argument("--limit", type=int, default=1000)
+    audit.add_argument("--limit", type=int, default=1000, help="print at most this many records")
     rules = sub.add_parser("rules", help='list the "Always allow here" rules, or revoke one')
     rules.add_argument(
         "--channel", default="", help="only rules of this channel key, or under its first parts"
     )
-    rules.add_argument("--revoke", metavar="RULE_ID", default=None, help="remove this rule")
+    rules.add_argument(
+        "--revoke", metavar="RULE_ID", default=None, help="remove this rule (its id as listed)"
+    )
 
 
 def parse_since(text: str | None, now: float) -> float:
@@ -63,6 +66,8 @@ def line(entry: AuditEntry) -> str:
 
 
 async def run_audit(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.storage.choose import store_for
+
     since = parse_since(args.since, time.time())
     store = store_for(settings)
     await store.open()
@@ -78,6 +83,8 @@ async def run_audit(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def run_rules(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.storage.choose import store_for
+
     store = store_for(settings)
     await store.open()
     try:

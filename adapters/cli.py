@@ -1,25 +1,55 @@
-"""``threadline``: run the bot, or check its configuration."""
+"""``threadline``: run the bot, or check its configuration.
+
+The parser is built from light modules only, and each command imports what it runs inside the
+function that runs it: ``threadline --help``, ``threadline COMMAND --help``, ``--version`` and
+``healthcheck`` (Docker's, every 30 s) load neither the model client, the MCP SDK, the chat
+SDKs nor the database drivers.
+"""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
-import logging
-import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from adapters.admin import add_commands, run_audit, run_rules
-from adapters.doctor import run_doctor
-from adapters.platforms import Platforms
-from adapters.runtime import Runtime
-from bot.config import Settings, load_settings
-from bot.errors import ConfigError, StoreError
-from bot.infra.logs import configure_logging
-from bot.storage.choose import store_problem
+from adapters.admin import add_commands
 
-log = logging.getLogger("threadline")
+if TYPE_CHECKING:
+    from adapters.platforms import Platforms
+    from bot.config import Settings
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def package_version() -> str:
+    """The installed package's version, else (a checkout run without installing) pyproject's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("threadline")
+    except PackageNotFoundError:
+        import tomllib
+
+        try:
+            return str(tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["version"])
+        except (OSError, ValueError, KeyError):
+            return "unknown"
+
+
+class _Version(argparse.Action):
+    """``--version``: the version is looked up only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "print the version of Threadline and exit")
+        super().__init__(
+            option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0, **kwargs
+        )
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"{parser.prog} {package_version()}")
+        parser.exit()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -28,7 +58,10 @@ def _parser() -> argparse.ArgumentParser:
         description="An LLM agent that lives in Slack and Discord threads. With nothing "
         "configured, `threadline run` serves a local playground on an offline demo model.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action=_Version)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", help="what to do; `threadline COMMAND --help` tells more"
+    )
     sub.add_parser("run", help="run the bot (the local playground when no platform is configured)")
     sub.add_parser("doctor", help="check the configuration, the model endpoint and each platform")
     sub.add_parser("discord-invite", help="print the link that adds the Discord bot to a server")
@@ -40,6 +73,13 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _serve(settings: Settings, platforms: Platforms) -> None:
+    import asyncio
+    import contextlib
+    import logging
+    import signal
+
+    from adapters.runtime import Runtime
+
     runtime = Runtime(settings, platforms=platforms)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -59,12 +99,18 @@ async def _serve(settings: Settings, platforms: Platforms) -> None:
                 flush=True,
             )
         await stop.wait()
-        log.info("stopping")
+        logging.getLogger("threadline").info("stopping")
     finally:
         await runtime.stop()
 
 
 def _admin(settings: Settings, args: argparse.Namespace) -> int:
+    import asyncio
+
+    from adapters.admin import run_audit, run_rules
+    from bot.errors import StoreError
+    from bot.storage.choose import store_problem
+
     command = run_audit if args.command == "audit" else run_rules
     try:
         return asyncio.run(command(settings, args))
@@ -76,11 +122,36 @@ def _admin(settings: Settings, args: argparse.Namespace) -> int:
         return 1
 
 
+def _healthcheck() -> int:
+    """Reads the core settings only (the host and port it asks): the platforms' settings are
+    the running bot's concern, and Docker runs this every 30 s."""
+    from adapters.healthcheck import run_healthcheck
+    from bot.config import load_settings
+    from bot.errors import ConfigError
+
+    try:
+        settings = load_settings()
+    except ConfigError as exc:
+        print(f"threadline: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    return run_healthcheck(settings)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
     if args.command is None:
-        _parser().print_help()
+        parser.print_help()
         return 0
+    if args.command == "healthcheck":
+        return _healthcheck()
+    import asyncio
+
+    from adapters.platforms import Platforms
+    from bot.config import load_settings
+    from bot.errors import ConfigError, StoreError
+    from bot.infra.logs import configure_logging
+
     try:
         settings = load_settings()
         platforms = Platforms.load()
@@ -89,13 +160,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings, *platforms.settings())
     if args.command == "doctor":
+        from adapters.doctor import run_doctor
+
         return asyncio.run(run_doctor(settings, platforms))
     if args.command in ("audit", "rules"):
         return _admin(settings, args)
-    if args.command == "healthcheck":
-        from adapters.healthcheck import run_healthcheck
-
-        return asyncio.run(run_healthcheck(settings))
     if args.command == "discord-invite":
         from adapters.discord.invite import print_invite  # imports discord.py only when asked
 
@@ -106,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"threadline: invalid configuration: {exc}", file=sys.stderr)
         return 2
     except StoreError as exc:
+        from bot.storage.choose import store_problem
+
         print(f"threadline: {store_problem(settings, exc)}", file=sys.stderr)
         return 1
     except OSError as exc:

@@ -2,17 +2,30 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib.metadata
 import os
 import subprocess
 import sys
+import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def threadline(
     *args: str, env: dict[str, str] | None = None, cwd: Path
 ) -> subprocess.CompletedProcess[str]:
+    return threadline_code(None, *args, env=env, cwd=cwd)
+
+
+def threadline_code(
+    code: str | None, *args: str, env: dict[str, str] | None = None, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """``threadline ARGS``, or (``code``) ``python -c CODE ARGS`` where the command runs."""
     clean = {
         k: v
         for k, v in os.environ.items()
@@ -20,10 +33,10 @@ def threadline(
     }
     clean.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "adapters.cli", *args],
+        [sys.executable, *(("-c", code) if code else ("-m", "adapters.cli")), *args],
         capture_output=True,
         text=True,
-        env=clean | {"PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        env=clean | {"PYTHONPATH": str(ROOT)},
         cwd=cwd,
         timeout=60,
     )
@@ -33,6 +46,82 @@ def test_help_lists_the_commands(tmp_path: Path) -> None:
     out = threadline("--help", cwd=tmp_path)
     assert out.returncode == 0
     assert "run" in out.stdout and "doctor" in out.stdout
+
+
+HEAVY = ("openai", "mcp", "slack_bolt", "slack_sdk", "discord", "asyncpg", "aiosqlite", "aiohttp")
+LOADED = f"""
+import sys
+from adapters.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as exit:
+    code = exit.code
+heavy = sorted({{name.split(".")[0] for name in sys.modules}} & {set(HEAVY)!r})
+print("LOADED", ",".join(heavy), code)
+"""
+"""Runs the command's ``main`` in the process, then names the heavy libraries it imported."""
+
+
+@pytest.mark.parametrize(
+    "args", [("--help",), ("healthcheck", "--help"), ("audit", "--help"), ("--version",)]
+)
+def test_help_and_version_import_none_of_the_heavy_libraries(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    out = threadline_code(LOADED, *args, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] in ("LOADED  0", "LOADED  None")
+
+
+def test_the_healthcheck_imports_none_of_the_heavy_libraries(tmp_path: Path) -> None:
+    # nothing listens on the discard port: the check runs to its end and says unhealthy
+    env = {"THREADLINE_HTTP_HOST": "127.0.0.1", "THREADLINE_HTTP_PORT": "9"}
+    out = threadline_code(LOADED, "healthcheck", env=env, cwd=tmp_path)
+    assert out.stdout.startswith("unhealthy: http://127.0.0.1:9/healthz"), out.stdout + out.stderr
+    assert out.stdout.splitlines()[-1] == "LOADED  1"
+
+
+def test_version_prints_the_installed_version(tmp_path: Path) -> None:
+    out = threadline("--version", cwd=tmp_path)
+    assert out.returncode == 0
+    assert out.stdout == f"threadline {importlib.metadata.version('threadline')}\n"
+
+
+def test_version_falls_back_to_pyproject_when_not_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from adapters import cli
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert cli.package_version() == project["version"]
+
+
+def test_every_command_and_option_has_help() -> None:
+    from adapters.cli import _parser
+
+    def walk(
+        parser: argparse.ArgumentParser, path: str
+    ) -> Iterator[tuple[str, argparse.Action | None, str | None]]:
+        for action in parser._actions:
+            yield path, action, action.help
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help for a in action._choices_actions}
+                for name, sub in action.choices.items():
+                    yield f"{path} {name}", None, helps.get(name)
+                    yield from walk(sub, f"{path} {name}")
+
+    walked = list(walk(_parser(), "threadline"))
+    assert len({path for path, _, _ in walked}) == 7  # the command and its six subcommands
+    missing = [
+        f"{path} {'/'.join(action.option_strings) or action.dest if action else ''}"
+        for path, action, help in walked
+        if not (help or "").strip() or help == argparse.SUPPRESS
+    ]
+    assert missing == []
 
 
 @pytest.mark.parametrize(
