@@ -13,12 +13,14 @@ import difflib
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from types import UnionType
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from dotenv import dotenv_values
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -431,15 +433,11 @@ class Settings(SettingsBase):
     def _mcp_servers(cls, servers: dict[str, McpServerSettings]) -> dict[str, McpServerSettings]:
         for name, server in servers.items():
             if not MCP_SERVER_NAME.match(name) or "__" in name:
-                raise _invalid(
-                    f"[mcp_servers.{name}]: a server name is 1-60 letters, digits, _ or - (no '__')"
-                )
+                raise _invalid("a server name is 1-60 letters, digits, _ or - (no '__')", name)
             if (problem := server.problem()) is not None:
-                raise _invalid(f"[mcp_servers.{name}]: {problem}")
+                raise _invalid(problem, name)
             if server.enabled and (missing := server.missing_variables(os.environ)):
-                raise _invalid(
-                    f"[mcp_servers.{name}]: the environment variable {missing[0]} is not set"
-                )
+                raise _invalid(f"the environment variable {missing[0]} is not set", name)
         return servers
 
     @field_validator("tools", mode="before")
@@ -454,12 +452,10 @@ class Settings(SettingsBase):
                 try:
                     found[name] = section.model_validate(value)
                 except ValidationError as exc:
-                    first = exc.errors()[0]
-                    where = ".".join(str(p) for p in first["loc"])
-                    raise _invalid(f"[tools.{name}] {where}: {first['msg']}") from None
+                    raise _nested((name,), section, exc) from None
         search = found.get("web_search")
         if isinstance(search, WebSearchSettings) and (problem := search.problem(os.environ)):
-            raise _invalid(f"[tools.web_search]: {problem}")
+            raise _invalid(problem, "web_search")
         return found
 
     @field_validator("custom_tools", mode="before")
@@ -472,15 +468,12 @@ class Settings(SettingsBase):
             try:
                 found[name] = CustomToolSettings.model_validate(value)
             except ValidationError as exc:
-                first = exc.errors()[0]
-                raise _invalid(
-                    f"[custom_tools.{name}] {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-                ) from None
+                raise _nested((name,), CustomToolSettings, exc) from None
             if (
                 found[name].enabled
                 and (problem := found[name].problem(name, os.environ)) is not None
             ):
-                raise _invalid(f"[custom_tools.{name}]: {problem}")
+                raise _invalid(problem, name)
         return found
 
     @field_validator("models")
@@ -497,7 +490,7 @@ class Settings(SettingsBase):
         for prefix, channel in channels.items():
             unknown = sorted(set(channel.mcp_servers or ()) - known)
             if unknown:
-                raise _invalid(f'[channels."{prefix}"] mcp_servers: no server named {unknown[0]!r}')
+                raise _invalid(f"no server named {unknown[0]!r}", prefix, "mcp_servers")
         return channels
 
     @property
@@ -544,8 +537,16 @@ class Settings(SettingsBase):
 S = TypeVar("S", bound=SettingsBase)
 
 
-def _invalid(message: str) -> PydanticCustomError:
-    return PydanticCustomError("invalid", message)
+def _invalid(message: str, *where: str | int) -> PydanticCustomError:
+    """A validator's refusal; ``where`` is the key path below the field (a server's name…)."""
+    return PydanticCustomError("invalid", message, {"threadline_loc": where} if where else None)
+
+
+def _nested(where: tuple[str, ...], model: type[BaseModel], exc: ValidationError) -> Any:
+    """A section validated by a validator of its own (``[tools.fetch_url]``), refused as the
+    first of its errors, described as :func:`load` describes any."""
+    first = exc.errors()[0]
+    return _invalid(describe_error(model, first), *where, *first["loc"])
 
 
 def setting_name(cls: type[SettingsBase], field: str) -> str:
@@ -559,43 +560,199 @@ def setting_name(cls: type[SettingsBase], field: str) -> str:
     return f"THREADLINE_{field.upper()}"
 
 
+def _unwrap(kind: Any) -> Any:
+    """``X | None`` → ``X`` (the model, dict or list among the choices first)."""
+    if get_origin(kind) in (Union, UnionType):
+        choices = [k for k in get_args(kind) if k is not type(None)]
+        for choice in choices:
+            if get_origin(choice) in (dict, list) or (
+                isinstance(choice, type) and issubclass(choice, BaseModel)
+            ):
+                return choice
+        return choices[0] if choices else kind
+    return kind
+
+
+def _model_at(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseModel] | None:
+    """The model that holds the keys at ``loc`` below ``model`` (``("access",)``: AccessSettings)."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            info = current.model_fields.get(str(part))
+            if info is None:
+                return None
+            current = info.annotation
+        elif get_origin(current) in (dict, list):
+            current = get_args(current)[-1]
+        else:
+            return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _keys_of(model: type[BaseModel]) -> list[str]:
+    """The keys a model accepts: its fields, and the lower-case names of aliased ones."""
+    known: set[str] = set()
+    for name, info in model.model_fields.items():
+        known.add(name)
+        if isinstance(alias := info.validation_alias, AliasChoices):
+            known.update(a.lower() for a in alias.choices if isinstance(a, str))
+    return sorted(known)
+
+
+def _unknown_key(key: str, known: Sequence[str], what: str = "key") -> str:
+    close = difflib.get_close_matches(key, known, n=1)
+    return f"unknown {what} {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
+def describe_error(model: type[BaseModel], error: Any) -> str:
+    """One pydantic error in an operator's words: the allowed values of a choice, the likely
+    key for an unknown one, and no "Value error, " prefix."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "literal_error":
+        allowed = re.findall(r"'((?:[^'\\]|\\.)*)'", str(ctx.get("expected", "")))
+        if allowed:
+            return f"must be one of {', '.join(allowed)} (not {error['input']!r})"
+    if kind == "extra_forbidden" and error["loc"]:
+        owner = _model_at(model, error["loc"][:-1])
+        return _unknown_key(str(error["loc"][-1]), _keys_of(owner) if owner else [])
+    message = str(error["msg"])
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message
+
+
+def _key_path(loc: Sequence[str | int]) -> str:
+    """``("channels", "slack:T1:C1", "model")`` → ``channels."slack:T1:C1".model``."""
+    return ".".join(
+        str(p) if isinstance(p, int) or re.fullmatch(r"[A-Za-z0-9_-]+", p) else f'"{p}"'
+        for p in loc
+    )
+
+
+TOML_KEY = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([A-Za-z0-9_-]+))\s*""")
+TOML_TABLE = re.compile(r"\s*\[\[?(.*?)\]\]?\s*(?:#.*)?$")
+
+
+def _dotted(text: str) -> tuple[list[str], str]:
+    """The dotted key at the start of ``text``, and what follows it."""
+    found: list[str] = []
+    while (m := TOML_KEY.match(text)) is not None and m.end() > 0:
+        found.append(next(g for g in m.groups() if g is not None))
+        text = text[m.end() :]
+        if not text.startswith("."):
+            break
+        text = text[1:]
+    return found, text
+
+
+def line_of(text: str, loc: Sequence[str | int]) -> int | None:
+    """The line of a TOML document that sets the key at ``loc`` (tomllib gives no positions):
+    where the key itself is written, else the nearest enclosing table or key."""
+    target = [str(p) for p in loc]
+    table: list[str] = []
+    best: tuple[int, int] | None = None  # (depth, line)
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("#") or not line.strip():
+            continue
+        if (header := TOML_TABLE.match(line)) is not None and line.lstrip().startswith("["):
+            table, _ = _dotted(header.group(1))
+            defined = table
+        else:
+            keys, rest = _dotted(line)
+            if not keys or not rest.startswith("="):
+                continue
+            defined = table + keys
+        if defined == target:
+            return number
+        if defined == target[: len(defined)] and (best is None or len(defined) > best[0]):
+            best = (len(defined), number)
+    return best[1] if best is not None else None
+
+
+def config_file() -> tuple[Path, str, dict[str, Any]] | None:
+    """The configuration file's path, text and contents; None when there is none. A path
+    ``THREADLINE_CONFIG`` names must be a readable file, and the file valid TOML (ConfigError)."""
+    path = config_path()
+    named = "THREADLINE_CONFIG" in os.environ
+    if not named and not path.is_file():
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("THREADLINE_CONFIG", f"{path} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError("THREADLINE_CONFIG", f"{path} is a directory, not a file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigError("THREADLINE_CONFIG", f"{path} cannot be read ({why})") from None
+    try:
+        return path, text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        at = re.search(r" \(at line (\d+), column \d+\)$", message)
+        if at is None:
+            raise ConfigError(str(path), f"not valid TOML: {message}") from None
+        problem = message[: at.start()]
+        raise ConfigError(f"{path}, line {at.group(1)}", f"not valid TOML: {problem}") from None
+
+
+def _set_outside_file(cls: type[SettingsBase], field: str, overrides: Mapping[str, Any]) -> bool:
+    """Whether ``field`` is given by the caller, the environment or ``.env`` (which win over
+    the file)."""
+    info = cls.model_fields.get(field)
+    if field in overrides or (info is not None and info.alias in overrides):
+        return True
+    name = setting_name(cls, field).upper()
+    if any(k.upper() == name for k in os.environ):
+        return True
+    env_file = overrides.get("_env_file", cls.model_config.get("env_file"))
+    if isinstance(env_file, str | Path) and Path(env_file).is_file():
+        return any(k.upper() == name for k in dotenv_values(env_file))
+    return False
+
+
 def load(cls: type[S], **overrides: Any) -> S:
-    """Read ``cls``'s settings; invalid ones raise a :class:`ConfigError` naming the first."""
+    """Read ``cls``'s settings; invalid ones raise a :class:`ConfigError` naming the first:
+    by its environment variable, or by the file, line and key path when the file set it."""
+    found = config_file()
     try:
         return cls(**overrides)
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else "configuration"
-        if field == "channels" and len(first["loc"]) > 2:  # name the section and the key
-            where = ".".join(str(p) for p in first["loc"][2:])
-            raise ConfigError(f'[channels."{first["loc"][1]}"] {where}', first["msg"]) from None
-        raise ConfigError(setting_name(cls, field), first["msg"]) from None
-    except (ValueError, OSError) as exc:  # unreadable TOML, bad .env
+        loc: tuple[str | int, ...] = (
+            *first["loc"],
+            *(first.get("ctx") or {}).get("threadline_loc", ()),
+        )
+        problem = describe_error(cls, first)
+        if not loc:
+            raise ConfigError("configuration", problem) from None
+        field = str(loc[0])
+        if found is not None and field in found[2] and not _set_outside_file(cls, field, overrides):
+            path, text, _ = found
+            line = line_of(text, loc)
+            where = f"{path}, line {line}" if line is not None else str(path)
+            raise ConfigError(f"{where}: {_key_path(loc)}", problem) from None
+        below = f"{_key_path(loc[1:])}: " if len(loc) > 1 else ""
+        raise ConfigError(setting_name(cls, field), f"{below}{problem}") from None
+    except (ValueError, OSError) as exc:  # a bad .env
         raise ConfigError(str(config_path()), str(exc)) from None
 
 
 def check_config_file(*models: type[SettingsBase]) -> None:
     """Refuse a ``threadline.toml`` with a top-level key no settings model knows (a misspelling
     would otherwise be ignored), naming the closest known key."""
-    path = config_path()
-    if not path.is_file():
+    found = config_file()
+    if found is None:
         return
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(str(path), str(exc)) from None
-    known: set[str] = set()
-    for model in models:
-        for name, info in model.model_fields.items():
-            alias = info.validation_alias
-            known.add(name)
-            if isinstance(alias, AliasChoices):
-                known.update(a.lower() for a in alias.choices if isinstance(a, str))
+    path, text, data = found
+    known = sorted({key for model in models for key in _keys_of(model)})
     for key in data:
         if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(str(path), f"unknown setting {key!r}{hint}")
+            line = line_of(text, (key,))
+            where = f"{path}, line {line}" if line is not None else str(path)
+            raise ConfigError(where, _unknown_key(key, known, "setting"))
 
 
 def load_settings(**overrides: Any) -> Settings:

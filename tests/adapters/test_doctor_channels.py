@@ -36,7 +36,8 @@ def test_a_mistaken_channel_setting_is_named(tmp_path: Path) -> None:
     out = threadline("doctor", env={"THREADLINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
     assert (
-        '[channels."slack:T1:C1"] system_prompt_mode' in out.stderr
-        and "'add' or 'replace'" in out.stderr
+        'threadline.toml, line 2: channels."slack:T1:C1".system_prompt_mode: '
+        "must be one of add, replace (not 'append')"
+        in out.stderr
         and "Traceback" not in out.stderr
     )

@@ -89,30 +89,30 @@ def test_values_read_from_the_environment_never_reach_the_log(
     [
         (
             '[mcp_servers.docs]\nurl = "https://x/mcp"\nheaders = { A = "${NO_SUCH_TOKEN}" }\n',
-            "[mcp_servers.docs]: the environment variable NO_SUCH_TOKEN is not set",
+            "mcp_servers.docs: the environment variable NO_SUCH_TOKEN is not set",
         ),
         (
             '[mcp_servers."two words"]\ncommand = "x"\n',
-            "[mcp_servers.two words]: a server name is 1-60 letters",
+            'mcp_servers."two words": a server name is 1-60 letters',
         ),
         ('[mcp_servers.a__b]\ncommand = "x"\n', "no '__'"),
         (
             '[mcp_servers.both]\ncommand = "x"\nurl = "https://x/mcp"\n',
-            "[mcp_servers.both]: give either command",
+            "mcp_servers.both: give either command",
         ),
-        ("[mcp_servers.neither]\ntimeout_s = 3\n", "[mcp_servers.neither]: give either command"),
+        ("[mcp_servers.neither]\ntimeout_s = 3\n", "mcp_servers.neither: give either command"),
         (
             '[mcp_servers.h]\ncommand = "x"\nheaders = { A = "b" }\n',
-            "[mcp_servers.h]: headers go with url",
+            "mcp_servers.h: headers go with url",
         ),
         (
             '[mcp_servers.u]\nurl = "ftp://x"\n',
-            "[mcp_servers.u]: url must start with http:// or https://",
+            "mcp_servers.u: url must start with http:// or https://",
         ),
         ('[mcp_servers.t]\ncommand = "x"\ntimeout_s = 0\n', "greater than 0"),
         (
             '[channels."slack:T1"]\nmcp_servers = ["ghost"]\n',
-            "[channels.\"slack:T1\"] mcp_servers: no server named 'ghost'",
+            "channels.\"slack:T1\".mcp_servers: no server named 'ghost'",
         ),
     ],
 )

@@ -157,7 +157,7 @@ def test_a_network_setting_that_is_not_a_yes_or_no_is_refused(tmp_path: Path) ->
     (tmp_path / "threadline.toml").write_text('[tools.run_command]\nnetwork = "sometimes"\n')
     with pytest.raises(ConfigError) as caught:
         load_settings()
-    assert caught.value.setting == "THREADLINE_TOOLS"
+    assert caught.value.setting == "threadline.toml, line 2: tools.run_command.network"
 
 
 # -- the network, per tool and per channel --------------------------------------------------
