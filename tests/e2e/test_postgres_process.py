@@ -150,7 +150,7 @@ async def test_a_database_url_that_is_not_postgresql_is_refused_by_name(tmp_path
     )
     assert code == 2
     assert err.strip() == (
-        "threadline: invalid configuration: THREADLINE_DATABASE_URL: Value error, must be a URL "
+        "threadline: invalid configuration: THREADLINE_DATABASE_URL: must be a URL "
         "starting with postgresql://"
     )
 
