@@ -54,7 +54,7 @@ from bot.thread.history import earlier_note
 from bot.thread.hold import Holds
 from bot.thread.line import ThreadLocks
 from bot.thread.operations import ThreadOperations
-from bot.thread.reach import ChannelOf, SurfaceFactory, Surfaces
+from bot.thread.reach import ChannelOf, DirectOf, SurfaceFactory, Surfaces
 from bot.thread.recovery import Recovery
 from bot.thread.runs import Supervisor
 from bot.thread.settings import Channels
@@ -83,7 +83,7 @@ class Core:
         self.clock = clock
         self.tasks = TaskSet("the core")
         self.surfaces = Surfaces()
-        self.policy = Policy(settings)
+        self.policy = Policy(settings, direct=self.surfaces.direct)
         """Who may do what: every entry point asks it."""
         self.scheduler = Scheduler(store, clock)
         self.deliveries = Deliveries(store, clock, self.scheduler)
@@ -265,12 +265,17 @@ class Core:
         await self.store.close()
 
     def register_surfaces(
-        self, prefix: str, factory: SurfaceFactory, channel_of: ChannelOf | None = None
+        self,
+        prefix: str,
+        factory: SurfaceFactory,
+        channel_of: ChannelOf | None = None,
+        direct: DirectOf | None = None,
     ) -> None:
         """How to reach threads whose key begins with the parts of ``prefix`` without an event
-        (an approval that expires, a resumed run), and, if the adapter knows it, the channel
-        of such a thread (where "Always allow here" applies)."""
-        self.surfaces.register(prefix, factory, channel_of)
+        (an approval that expires, a resumed run), and, if the adapter knows them, the channel
+        of such a thread (where "Always allow here" applies) and whether it is a direct message
+        (``[access] dms`` applies)."""
+        self.surfaces.register(prefix, factory, channel_of, direct)
 
     def surface_for(self, key: ThreadKey) -> Surface | None:
         return self.surfaces.surface_for(key)

@@ -18,6 +18,7 @@ from aiohttp import web
 from adapters.discord.client import ThreadlineClient, make_client
 from adapters.discord.config import DiscordSettings
 from adapters.discord.endpoints import point_at
+from adapters.discord.identity import is_direct
 from adapters.discord.listeners import Listeners
 from bot.api.port import CoreApi
 from bot.config import Settings
@@ -79,7 +80,9 @@ class DiscordAdapter:
     async def start(self) -> None:
         point_at(self._discord.discord_api_base, self._discord.discord_gateway_url)
         self._client = await self._login(message_content=True)
-        self.listeners.core.register_surfaces(KEY_PREFIX, self.listeners.surface_for_key)
+        self.listeners.core.register_surfaces(
+            KEY_PREFIX, self.listeners.surface_for_key, direct=is_direct
+        )
         self._runner = asyncio.get_running_loop().create_task(self._run())
         if self._shards is not None:
             log.info("Discord: connecting %s", self._shards.describe())

@@ -24,6 +24,12 @@ def parse_key(key: str) -> tuple[int | None, int] | None:
     return (int(parts[1]), int(parts[2])) if parts[1].isdigit() else None
 
 
+def is_direct(key: str) -> bool:
+    """Whether a key made by :func:`thread_key` names a direct message."""
+    parsed = parse_key(key)
+    return parsed is not None and parsed[0] is None
+
+
 def author_of(user: discord.User | discord.Member) -> Author:
     """The speaker: ``discord:{id}``, the name the server shows, roles as ``discord:role:{id}``."""
     roles: frozenset[str] = frozenset()

@@ -127,7 +127,10 @@ class SlackAdapter:
             streams,
         )
         self.core.register_surfaces(
-            f"slack:{identity.team_id}:", self.listeners.surface, channel_of=_channel_of
+            f"slack:{identity.team_id}:",
+            self.listeners.surface,
+            channel_of=_channel_of,
+            direct=_direct,
         )
         bolt = _bolt_app(
             build_client(None, config.api_url, session),
@@ -224,6 +227,12 @@ def _bolt_app(
     app.action(re.compile(".*"))(handlers.on_action)
     app.command(COMMAND)(handlers.on_command)
     return app
+
+
+def _direct(key: ThreadKey) -> bool:
+    """A direct message's channel id starts with ``D``."""
+    _, channel, _ = split_key(key)
+    return channel.startswith("D")
 
 
 def _channel_of(key: ThreadKey) -> str:

@@ -62,8 +62,8 @@ class Gap:
 
 @dataclass(frozen=True, slots=True)
 class Inbound:
-    """One message for the bot. Whether its thread is a direct message follows from the key
-    (:func:`bot.policy.keys.direct`)."""
+    """One message for the bot. Whether its thread is a direct message its adapter says when it
+    registers its keys (:meth:`bot.core.Core.register_surfaces`)."""
 
     thread_key: ThreadKey
     author: Author

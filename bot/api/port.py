@@ -11,7 +11,7 @@ from bot.api.surface import Surface
 from bot.infra.clock import Clock
 from bot.memory.service import Memories
 from bot.scheduler.prompts import PromptSchedules
-from bot.thread.reach import ChannelOf, SurfaceFactory
+from bot.thread.reach import ChannelOf, DirectOf, SurfaceFactory
 
 Stopped = Literal["stopping", "nothing", "refused"]
 """What a Stop did: the run is being stopped, nothing was running, or the person may not."""
@@ -78,5 +78,9 @@ class CoreApi(Protocol):
     async def wait_idle(self) -> None: ...
 
     def register_surfaces(
-        self, prefix: str, factory: SurfaceFactory, channel_of: ChannelOf | None = None
+        self,
+        prefix: str,
+        factory: SurfaceFactory,
+        channel_of: ChannelOf | None = None,
+        direct: DirectOf | None = None,
     ) -> None: ...

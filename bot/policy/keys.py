@@ -39,12 +39,3 @@ def as_prefix(rule: str) -> str:
     """The text every key the rule covers begins with (its parts and a ``:``), for a store's
     prefix search."""
     return ":".join(parts(rule)) + ":"
-
-
-def direct(key: str) -> bool:
-    """Whether the thread is a direct message with the bot: ``discord:dm:…``, or a Slack
-    channel whose id starts with ``D`` (Slack's direct-message channels)."""
-    found = parts(key)
-    if found[:2] == ("discord", "dm"):
-        return True
-    return len(found) > 2 and found[0] == "slack" and found[2].startswith("D")

@@ -13,6 +13,7 @@ win on every path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.api.inbound import Author
@@ -59,10 +60,19 @@ def open_to_all(people: PeopleSettings) -> bool:
     return not people.users and not people.roles
 
 
+def _no_direct_messages(_key: str) -> bool:
+    return False
+
+
 class Policy:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(
+        self, settings: Settings, direct: Callable[[str], bool] = _no_direct_messages
+    ) -> None:
+        """``direct``: whether a thread is a direct message with the bot, as the adapters say
+        (:meth:`bot.thread.reach.Surfaces.direct`)."""
         self._settings = settings
         self._access: AccessSettings = settings.access
+        self._direct = direct
 
     # --- where ---
 
@@ -78,7 +88,7 @@ class Policy:
         if not barred.allowed:
             return barred
         admin = author.id in self._access.admins
-        if keys.direct(key):
+        if self._direct(key):
             return self._dm(author, admin=admin)
         if self._access.channels and not keys.any_covers(self._access.channels, key):
             return refused("the channel is not on the allow list")
@@ -102,7 +112,7 @@ class Policy:
         barred = self._barred(author, key)
         if not barred.allowed:
             return barred
-        if keys.direct(key):
+        if self._direct(key):
             dms_closed = self._access.dms == "closed"
             return refused("direct messages are closed") if dms_closed else ALLOWED
         if self._access.channels and not keys.any_covers(self._access.channels, key):
@@ -141,7 +151,7 @@ class Policy:
         """The deny lists: they win over everything else."""
         if denied(self._access, author):
             return refused("the person is on a deny list")
-        if not keys.direct(key) and keys.any_covers(self._access.deny_channels, key):
+        if not self._direct(key) and keys.any_covers(self._access.deny_channels, key):
             return refused("the channel is on the deny list")
         return ALLOWED
 

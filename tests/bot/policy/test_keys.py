@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.discord.adapter import KEY_PREFIX as DISCORD_PREFIX
+from adapters.discord.identity import is_direct
+from adapters.slack.adapter import _direct as slack_direct
 from bot.api.inbound import ThreadKey
 from bot.config import Settings
 from bot.infra.clock import ManualClock
@@ -43,10 +46,20 @@ def test_the_most_specific_rule_names_the_most_parts() -> None:
     assert keys.most_specific(rules, "discord:1:2") is None
 
 
-def test_direct_messages_and_prefixes_follow_from_the_key() -> None:
-    assert keys.direct("discord:dm:9") and keys.direct("slack:T1:D0DM:1.0")
-    assert not keys.direct("discord:42:7") and not keys.direct("slack:T1:C0DM:1.0")
-    assert not keys.direct("playground:D1")
+def _unreachable(key: ThreadKey) -> RecordingSurface:
+    raise AssertionError(f"no surface is made for {key}")
+
+
+def test_the_adapters_say_which_threads_are_direct_messages() -> None:
+    surfaces = Surfaces()
+    surfaces.register("slack:T1:", _unreachable, direct=slack_direct)
+    surfaces.register(DISCORD_PREFIX, _unreachable, direct=is_direct)
+    assert surfaces.direct("discord:dm:9") and surfaces.direct("slack:T1:D0DM:1.0")
+    assert not surfaces.direct("discord:42:7") and not surfaces.direct("slack:T1:C0DM:1.0")
+    assert not surfaces.direct("playground:D1") and not surfaces.direct("slack:T2:D0DM:1.0")
+
+
+def test_a_prefix_ends_at_a_whole_part() -> None:
     assert keys.as_prefix("slack:T1:C1") == keys.as_prefix("slack:T1:C1:") == "slack:T1:C1:"
 
 

@@ -24,6 +24,8 @@ DM = "slack:T1:D0DM:1.0"
 GUILD = "discord:42:7"
 GUILDX = "discord:420:7"
 DISCORD_DM = "discord:dm:9"
+DIRECT = frozenset({DM, DISCORD_DM})
+"""The direct messages, as their adapters say (:meth:`bot.thread.reach.Surfaces.direct`)."""
 
 ANYONE = Approvers(requester=False, anyone=True)
 REQUESTER = Approvers()
@@ -149,7 +151,7 @@ CASES: list[tuple[Ask, Author, str, str, str | None]] = [
     ids=[f"{a.name}-{w.display_name}-{c}-{k}" for a, w, c, k, _ in CASES],
 )
 def test_who_may_do_what(ask: Ask, who: Author, config: str, key: str, refused: str | None) -> None:
-    policy = Policy(Settings(_env_file=None, **CONFIGS[config]))
+    policy = Policy(Settings(_env_file=None, **CONFIGS[config]), direct=DIRECT.__contains__)
     verdict = ask.ask(policy, who, key)
     if refused is None:
         assert verdict.allowed, verdict.reason
@@ -158,6 +160,8 @@ def test_who_may_do_what(ask: Ask, who: Author, config: str, key: str, refused: 
 
 
 def test_a_tool_with_an_allow_list_is_not_used_for_nobody() -> None:
-    policy = Policy(Settings(_env_file=None, **CONFIGS["tool for SOPS"]))
+    policy = Policy(
+        Settings(_env_file=None, **CONFIGS["tool for SOPS"]), direct=DIRECT.__contains__
+    )
     assert not policy.use_tool(None, GENERAL, "run_command").allowed
     assert policy.use_tool(None, GENERAL, "read_file").allowed
