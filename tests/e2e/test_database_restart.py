@@ -6,6 +6,7 @@ message that arrived meanwhile is answered (nothing lost, nothing twice)."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import aiohttp
 from bot.thread.recovery import RESUMING
 from tests.e2e.workers import WAIT, Worker, worker
 from tests.fakes.openai_server import Delay, FakeOpenAI, Reply
-from tests.fakes.slack import MENTION, FakeSlack
+from tests.fakes.slack import MENTION, FakeSlack, Message
 from tests.postgres_private import PrivateServer, private_postgres
 
 __all__ = ["private_postgres"]
@@ -39,6 +40,11 @@ async def until_ready(
                 return body
             await asyncio.sleep(0.05)
     raise TimeoutError("/readyz never said so")
+
+
+def answered(messages: list[Message]) -> bool:
+    """Whether a whole answer has been shown (a reply still streaming reads ``Answer`` alone)."""
+    return any(re.fullmatch(r"Answer .+\.", m.shown) for m in messages)
 
 
 async def test_a_database_restart_under_load_loses_nothing_and_readyz_follows_it(
@@ -85,10 +91,7 @@ async def test_a_database_restart_under_load_loses_nothing_and_readyz_follows_it
                         ] is True
                     everything = [*roots, late]
                     await slack.wait_for(
-                        lambda: all(
-                            any(m.shown.startswith("Answer") for m in slack.replies(CHANNEL, r.ts))
-                            for r in everything
-                        ),
+                        lambda: all(answered(slack.replies(CHANNEL, r.ts)) for r in everything),
                         WAIT,
                     )
                     replies = {
