@@ -54,6 +54,7 @@ class Walk:
     start: str
     seen: set[Any] = field(default_factory=set)
     files: list[str] = field(default_factory=list)
+    functions: list[str] = field(default_factory=list)
 
     def profile(self, frame: FrameType, event: str, _arg: object) -> None:
         if event != "call":
@@ -67,6 +68,7 @@ class Walk:
             return
         self.seen.add(code)
         self.files.append(str(Path(code.co_filename).relative_to(ROOT)))
+        self.functions.append(code.co_qualname)
 
     def figures(self) -> tuple[int, int, int]:
         """(files, hops, returns)."""
@@ -116,8 +118,11 @@ def main() -> None:
         walk = measure(test, start)
         rows.append((name, *walk.figures()))
         if args.show:
-            order = [f for i, f in enumerate(walk.files) if i == 0 or walk.files[i - 1] != f]
-            print(f"\n{name}:\n  " + "\n  ".join(order))
+            print(f"\n{name}:")
+            for i, (file, function) in enumerate(zip(walk.files, walk.functions, strict=True)):
+                if i == 0 or walk.files[i - 1] != file:
+                    print(f"  {file}: ", end="")
+                print(function, end="\n" if walk.files[i + 1 : i + 2] != [file] else ", ")
     print(f"\n{'walk':<8} {'files':>6} {'hops':>6} {'returns':>8}")
     for name, files, hops, returns in rows:
         print(f"{name:<8} {files:>6} {hops:>6} {returns:>8}")

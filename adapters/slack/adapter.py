@@ -32,11 +32,10 @@ from adapters.slack.api import (
     http_session,
 )
 from adapters.slack.config import COMMAND, EVENTS_PATH, SlackConfig, SlackSettings
-from adapters.slack.groups import UserGroups, configured_groups
 from adapters.slack.http_mode import EventsEndpoint
 from adapters.slack.listeners import SlackListeners
-from adapters.slack.names import DisplayNames
 from adapters.slack.parse import split_key
+from adapters.slack.people import DisplayNames, UserGroups, configured_groups
 from adapters.slack.socket_mode import SocketLink
 from adapters.slack.streams import StreamSettings, StreamSupport
 from adapters.slack.surface import SlackSurface, slack_limits

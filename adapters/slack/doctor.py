@@ -8,7 +8,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.api import auth_problem, build_client, error_code
 from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig, SlackSettings
-from adapters.slack.groups import configured_groups
+from adapters.slack.people import configured_groups
 from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES, GROUP_SCOPE
 from bot.config import Settings
 from bot.errors import ConfigError

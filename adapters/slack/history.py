@@ -15,8 +15,8 @@ import logging
 from typing import Any
 
 from adapters.slack.api import Identity, SlackApi, guarded
-from adapters.slack.names import DisplayNames
 from adapters.slack.parse import mentioned_users, plain_text
+from adapters.slack.people import DisplayNames
 from bot.api.inbound import Earlier, Gap
 from bot.errors import SurfaceError
 

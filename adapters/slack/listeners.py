@@ -24,9 +24,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
 from adapters.slack.commands import SlashCommand, read_payload, respond, target
-from adapters.slack.groups import UserGroups
 from adapters.slack.history import earlier
-from adapters.slack.names import DisplayNames
 from adapters.slack.parse import (
     Click,
     PersonMessage,
@@ -36,6 +34,7 @@ from adapters.slack.parse import (
     plain_text,
     thread_key,
 )
+from adapters.slack.people import DisplayNames, UserGroups
 from adapters.slack.render import render
 from adapters.slack.streams import StreamSupport
 from adapters.slack.surface import SlackSurface, StatusSupport

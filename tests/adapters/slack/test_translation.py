@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from adapters.slack.blocks import clicked_action, fallback, message_payload
-from adapters.slack.groups import UserGroups, configured_groups
-from adapters.slack.names import DisplayNames
 from adapters.slack.parse import parse_click, parse_message, plain_text, split_key, thread_key
+from adapters.slack.people import DisplayNames, UserGroups, configured_groups
 from adapters.slack.render import ZWSP, render
 from bot.api.surface import Button
 from bot.config import Settings
