@@ -25,6 +25,7 @@ from bench.stats import percentile
 from bot.infra import metrics
 from bot.llm.messages import Usage
 from bot.llm.model import ModelPiece, TextPiece, UsagePiece
+from bot.present import budget
 
 PIECES = 200
 
@@ -64,7 +65,7 @@ def per_call(rounds: int) -> dict[str, float]:
         with metrics.counted_run() as run:
             run.outcome = "completed"
     found["run"] = (time.perf_counter() - began) / rounds
-    meter = metrics.EditMeter("bench", 50)
+    meter = budget.EditMeter("bench", 50)
     began = time.perf_counter()
     for _ in range(rounds):
         with meter.waiting():

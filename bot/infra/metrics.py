@@ -295,37 +295,6 @@ def platform_request(platform: str, method: str, status: int | None, seconds: fl
     PLATFORM_SECONDS.labels(platform, method).observe(seconds)
 
 
-# --- the edit budget ------------------------------------------------------------------------
-
-
-def platform_of(budget_key: str) -> str:
-    """``slack:T123`` → ``slack``: a budget's key names a workspace or channel, not a label."""
-    return budget_key.partition(":")[0]
-
-
-class EditMeter:
-    """The metrics of one edit budget."""
-
-    def __init__(self, platform: str, edits_per_minute: float | None) -> None:
-        self._platform = platform
-        self._waiting = EDITS_WAITING.labels(platform)
-        self._waited = EDIT_WAIT_SECONDS.labels(platform)
-        if edits_per_minute is not None:
-            EDIT_BUDGET.labels(platform).set(edits_per_minute)
-
-    @contextmanager
-    def waiting(self) -> Iterator[None]:
-        self._waiting.inc()
-        try:
-            yield
-        finally:
-            self._waiting.dec()
-
-    def granted(self, priority: str, waited: float) -> None:
-        EDITS.labels(self._platform, priority).inc()
-        self._waited.observe(waited)
-
-
 def shared_budget_call(outcome: str) -> None:
     """One call for slots of a shared edit budget: ``granted``, ``later`` or ``failed``."""
     SHARED_BUDGET_CALLS.labels(outcome).inc()

@@ -20,7 +20,8 @@ With several workers on one store (PostgreSQL), a key with a rate is paced by th
 interval, the reserve and the pauses are the workers' together. Alone (SQLite) nothing changes.
 
 :class:`EditScheduler` computes who goes next and when; :meth:`EditBudget.acquire` is the one
-place that sleeps, through the injected clock.
+place that sleeps, through the injected clock. :class:`EditMeter` records each budget's waits
+and grants in ``/metrics``.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import asyncio
 import contextlib
 import itertools
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import IntEnum
 
 from bot.api.surface import SurfaceLimits
@@ -146,7 +149,7 @@ class EditBudget:
         local_rate = None if pace is not None else edits_per_minute
         self.scheduler = EditScheduler(local_rate, burst=burst, reserve=reserve)
         self._turn_waiters: dict[object, asyncio.Future[None]] = {}
-        self._metered = None if platform is None else metrics.EditMeter(platform, edits_per_minute)
+        self._metered = None if platform is None else EditMeter(platform, edits_per_minute)
         self._promoted: dict[object, asyncio.Event] = {}
         """Set when a waiting owner's place becomes final (its wait may be shorter now)."""
 
@@ -260,7 +263,7 @@ class BudgetRegistry:
                 rate,
                 burst=self._burst,
                 reserve=reserve,
-                platform=metrics.platform_of(key),
+                platform=platform_of(key),
                 pace=self._pace(key, rate, self._burst, reserve)
                 if limits.workers_share_budget
                 else None,
@@ -294,3 +297,31 @@ class BudgetRegistry:
         await self.sweeper.aclose()
         if self.shared is not None:
             await self.shared.aclose()
+
+
+def platform_of(budget_key: str) -> str:
+    """``slack:T123`` → ``slack``: a budget's key names a workspace or channel, not a label."""
+    return budget_key.partition(":")[0]
+
+
+class EditMeter:
+    """The metrics of one edit budget."""
+
+    def __init__(self, platform: str, edits_per_minute: float | None) -> None:
+        self._platform = platform
+        self._waiting = metrics.EDITS_WAITING.labels(platform)
+        self._waited = metrics.EDIT_WAIT_SECONDS.labels(platform)
+        if edits_per_minute is not None:
+            metrics.EDIT_BUDGET.labels(platform).set(edits_per_minute)
+
+    @contextmanager
+    def waiting(self) -> Iterator[None]:
+        self._waiting.inc()
+        try:
+            yield
+        finally:
+            self._waiting.dec()
+
+    def granted(self, priority: str, waited: float) -> None:
+        metrics.EDITS.labels(self._platform, priority).inc()
+        self._waited.observe(waited)
