@@ -11,8 +11,8 @@ against the fake Slack:
 - the click: people click Approve on a card (first one who may not decide, then one who may)
   and the run resumes.
 
-Each walk starts where the Slack listener first receives the event, so the runtime's start-up
-is not counted.
+Each walk starts where the Slack listener first receives the event and ends where the test
+stops the runtime, so neither the runtime's start-up nor its shut-down is counted.
 
     python -m bench.walk [--show]
 """
@@ -44,6 +44,8 @@ WALKS = {
     ),
 }
 """Each walk: the test, and the Slack listener whose first entry starts it."""
+END = ("adapters/runtime.py", "Runtime.stop")
+"""Where each walk ends: the test stops the runtime."""
 OURS = (str(ROOT / "bot") + "/", str(ROOT / "adapters") + "/")
 
 
@@ -52,6 +54,7 @@ class Walk:
     """The order in which the test's path first enters each of our functions."""
 
     start: str
+    ended: bool = False
     seen: set[Any] = field(default_factory=set)
     files: list[str] = field(default_factory=list)
     functions: list[str] = field(default_factory=list)
@@ -60,6 +63,11 @@ class Walk:
         if event != "call":
             return
         code = frame.f_code
+        if self.ended or (
+            self.files and code.co_qualname == END[1] and code.co_filename.endswith(END[0])
+        ):
+            self.ended = True
+            return
         if not self.files and not (
             code.co_name == self.start and code.co_filename.endswith("slack/listeners.py")
         ):

@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from bot.approvals.models import Approvers
 from bot.config import ApproversSettings, Settings, ToolSettings
+from bot.policy.who import tool_sections
 from bot.tools.base import Approval, Tool
 
 
@@ -21,13 +22,7 @@ class ToolRules:
         self._settings = settings
 
     def _tool_settings(self, key: str, tool: str) -> list[ToolSettings]:
-        found = []
-        channel = self._settings.channel(key)
-        if channel is not None and tool in channel.tools:
-            found.append(channel.tools[tool])
-        if tool in self._settings.tools:
-            found.append(self._settings.tools[tool])
-        return found
+        return tool_sections(self._settings, key, tool)
 
     def mode(self, key: str, tool: Tool, args: BaseModel | None = None) -> Approval:
         """When a call of ``tool`` in thread ``key`` asks; with ``args``, for that very call."""

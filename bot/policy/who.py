@@ -151,7 +151,7 @@ class Policy:
         """The deny lists: they win over everything else."""
         if denied(self._access, author):
             return refused("the person is on a deny list")
-        if not self._direct(key) and keys.any_covers(self._access.deny_channels, key):
+        if keys.any_covers(self._access.deny_channels, key) and not self._direct(key):
             return refused("the channel is on the deny list")
         return ALLOWED
 
@@ -167,12 +167,18 @@ class Policy:
         return refused("the person is not on the allow list")
 
     def _tool_sections(self, key: str, tool: str) -> list[ToolSettings]:
-        _, channel = self.section(key)
-        found = (channel.tools.get(tool) if channel else None, self._settings.tools.get(tool))
-        return [s for s in found if s is not None]
+        return tool_sections(self._settings, key, tool)
 
 
 def channel_section(settings: Settings, key: str) -> tuple[str | None, ChannelSettings | None]:
     """The most specific ``[channels."…"]`` section of ``settings`` covering ``key``."""
     name = keys.most_specific(settings.channels, key)
     return name, (settings.channels[name] if name is not None else None)
+
+
+def tool_sections(settings: Settings, key: str, tool: str) -> list[ToolSettings]:
+    """``tool``'s settings that apply in the thread ``key``: the most specific channel
+    section's first, then the global ones."""
+    _, channel = channel_section(settings, key)
+    found = (channel.tools.get(tool) if channel else None, settings.tools.get(tool))
+    return [s for s in found if s is not None]
