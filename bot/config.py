@@ -143,6 +143,13 @@ class ChannelSettings(BaseModel):
     day_max_tokens: int | None = Field(default=None, ge=1)
     day_max_cost_usd: float | None = Field(default=None, gt=0)
     during_run: Literal["steer", "queue"] | None = None
+    timezone: str | None = None
+    """The channel's time zone (an IANA name): the model is told the time there too."""
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        return None if value is None else zone_name(value)
 
     @field_validator("offer_tools", "hide_tools")
     @classmethod
@@ -163,6 +170,17 @@ class ChannelSettings(BaseModel):
     @classmethod
     def _model_names(cls, values: list[str] | None) -> list[str] | None:
         return None if values is None else [model_name(v) for v in values]
+
+
+def zone_name(value: str) -> str:
+    """An IANA time zone's name, checked."""
+    try:
+        ZoneInfo(value)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(
+            f"unknown time zone {value!r}: use an IANA name such as UTC or Europe/Paris"
+        ) from None
+    return value
 
 
 MODEL_NAME = re.compile(r"^[^\s\x00-\x1f\x7f]{1,200}$")
@@ -406,13 +424,7 @@ class Settings(SettingsBase):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(
-                f"unknown time zone {value!r}: use an IANA name such as UTC or Europe/Paris"
-            ) from None
-        return value
+        return zone_name(value)
 
     @field_validator("openai_base_url")
     @classmethod

@@ -29,13 +29,13 @@ from bot.cluster.shared_rate import SharedRates
 from bot.cluster.workers import Alone, Workers, WorkStore, worker_id
 from bot.config import Settings
 from bot.delegate.tool import Delegations
-from bot.engine.loop import Engine
+from bot.engine.loop import Engine, ThreadNotes
 from bot.engine.states import EngineConfig
 from bot.errors import SurfaceError
 from bot.files.intake import Intake, Received, sees_images
 from bot.infra.clock import Clock, SystemClock
 from bot.infra.tasks import TaskSet
-from bot.llm.messages import SystemMessage, UserMessage
+from bot.llm.messages import UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
 from bot.memory.service import Memories
@@ -43,7 +43,7 @@ from bot.policy.who import Policy
 from bot.present.budget import BudgetRegistry
 from bot.scheduler.prompts import PromptSchedules, left_over_notice
 from bot.scheduler.service import Scheduler
-from bot.sessions.model import RunState
+from bot.sessions.model import RunState, Session
 from bot.sessions.store import SessionStore
 from bot.storage.budgets import BudgetStore
 from bot.storage.choose import store_for
@@ -54,10 +54,11 @@ from bot.thread.history import earlier_note
 from bot.thread.hold import Holds
 from bot.thread.line import ThreadLocks
 from bot.thread.operations import ThreadOperations
-from bot.thread.reach import ChannelOf, DirectOf, SurfaceFactory, Surfaces
+from bot.thread.reach import ChannelOf, DirectOf, NameOf, SurfaceFactory, Surfaces
 from bot.thread.recovery import Recovery
 from bot.thread.runs import Supervisor
 from bot.thread.settings import Channels
+from bot.thread.situation import situation_note
 from bot.tools.builtin import files_out as files_tools
 from bot.tools.builtin import memory as memory_tools
 from bot.tools.builtin import schedule as schedule_tools
@@ -270,12 +271,13 @@ class Core:
         factory: SurfaceFactory,
         channel_of: ChannelOf | None = None,
         direct: DirectOf | None = None,
+        name_of: NameOf | None = None,
     ) -> None:
         """How to reach threads whose key begins with the parts of ``prefix`` without an event
         (an approval that expires, a resumed run), and, if the adapter knows them, the channel
-        of such a thread (where "Always allow here" applies) and whether it is a direct message
-        (``[access] dms`` applies)."""
-        self.surfaces.register(prefix, factory, channel_of, direct)
+        of such a thread (where "Always allow here" applies), whether it is a direct message
+        (``[access] dms`` applies) and the channel's name (the model is told it)."""
+        self.surfaces.register(prefix, factory, channel_of, direct, name_of)
 
     def surface_for(self, key: ThreadKey) -> Surface | None:
         return self.surfaces.surface_for(key)
@@ -342,11 +344,21 @@ class Core:
             return None
         return earlier_note(inbound.history, self.settings.thread_history_chars)
 
-    async def _notes(self, key: str) -> Sequence[SystemMessage]:
-        """Before each model call: the thread's schedules read again (what the tools offer) and
-        its memory note."""
+    async def _notes(self, session: Session) -> ThreadNotes:
+        """Before each model call: the thread's schedules read again (what the tools offer),
+        where and when the run is, and its memory note."""
+        key = session.key
         await self.schedules.refresh(key)
-        return await self.memory.notes(key)
+        _, section = self.channels.section(key)
+        where = situation_note(
+            self.clock.now(),
+            key,
+            zone=(section.timezone if section else None) or self.settings.timezone,
+            channel=await self.surfaces.channel_name(key),
+            direct=self.surfaces.direct(key),
+            messages=session.messages,
+        )
+        return ThreadNotes(where=where, after=await self.memory.notes(key))
 
     async def stop(self, key: ThreadKey, actor: Author, run_id: str | None = None) -> Stopped:
         """Stop the thread's run (only run ``run_id``, if given), here or on the worker that

@@ -18,8 +18,9 @@ from aiohttp import web
 from adapters.discord.client import ThreadlineClient, make_client
 from adapters.discord.config import DiscordSettings
 from adapters.discord.endpoints import point_at
-from adapters.discord.identity import is_direct
+from adapters.discord.identity import is_direct, parse_key
 from adapters.discord.listeners import Listeners
+from bot.api.inbound import ThreadKey
 from bot.api.port import CoreApi
 from bot.config import Settings
 from bot.errors import ConfigError
@@ -81,11 +82,21 @@ class DiscordAdapter:
         point_at(self._discord.discord_api_base, self._discord.discord_gateway_url)
         self._client = await self._login(message_content=True)
         self.listeners.core.register_surfaces(
-            KEY_PREFIX, self.listeners.surface_for_key, direct=is_direct
+            KEY_PREFIX, self.listeners.surface_for_key, direct=is_direct, name_of=self._channel_name
         )
         self._runner = asyncio.get_running_loop().create_task(self._run())
         if self._shards is not None:
             log.info("Discord: connecting %s", self._shards.describe())
+
+    async def _channel_name(self, key: ThreadKey) -> str | None:
+        """The name of the channel a thread is in, from discord.py's cache (no request)."""
+        parsed = parse_key(key)
+        if parsed is None or parsed[0] is None or self._client is None:
+            return None
+        channel = self._client.get_channel(parsed[1])
+        parent = getattr(channel, "parent", None)
+        name = getattr(parent, "name", None) or getattr(channel, "name", None)
+        return name if isinstance(name, str) and name else None
 
     async def stop(self) -> None:
         await self.listeners.tasks.drain(self._stop_grace)

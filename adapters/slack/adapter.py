@@ -35,7 +35,7 @@ from adapters.slack.config import COMMAND, EVENTS_PATH, SlackConfig, SlackSettin
 from adapters.slack.http_mode import EventsEndpoint
 from adapters.slack.listeners import SlackListeners
 from adapters.slack.parse import split_key
-from adapters.slack.people import DisplayNames, UserGroups, configured_groups
+from adapters.slack.people import ChannelNames, DisplayNames, UserGroups, configured_groups
 from adapters.slack.socket_mode import SocketLink
 from adapters.slack.streams import StreamSettings, StreamSupport
 from adapters.slack.surface import SlackSurface, slack_limits
@@ -104,6 +104,12 @@ class SlackAdapter:
         self.identity = identity
         limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
         names = DisplayNames(api.user, self._clock)
+        channels = ChannelNames(api.channel_name, self._clock)
+
+        async def name_of(key: ThreadKey) -> str | None:
+            _, channel, _ = split_key(key)
+            return None if _direct(key) else await channels.name(channel)
+
         groups = UserGroups(api.group_members, self._groups, self._clock)
         streams = StreamSupport(
             identity.team_id,
@@ -130,6 +136,7 @@ class SlackAdapter:
             self.listeners.surface,
             channel_of=_channel_of,
             direct=_direct,
+            name_of=name_of,
         )
         bolt = _bolt_app(
             build_client(None, config.api_url, session),

@@ -276,6 +276,15 @@ class SlackApi:
         user = response.get("user") if response is not None else None
         return user if isinstance(user, dict) else {}
 
+    async def channel_name(self, channel_id: str) -> str | None:
+        """A channel's name (``conversations.info``); None for a direct message or no name."""
+        response = await guarded(
+            "conversations.info", self.client.conversations_info(channel=channel_id)
+        )
+        channel = response.get("channel") if response is not None else None
+        name = channel.get("name") if isinstance(channel, dict) else None
+        return name if isinstance(name, str) and name else None
+
     async def group_members(self, group_id: str) -> frozenset[str]:
         """The user ids in a user group (``usergroups.users.list``)."""
         response = await guarded(

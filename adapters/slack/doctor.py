@@ -9,7 +9,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.api import auth_problem, build_client, error_code
 from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig, SlackSettings
 from adapters.slack.people import configured_groups
-from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES, GROUP_SCOPE
+from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES, GROUP_SCOPE, OPTIONAL_SCOPES
 from bot.config import Settings
 from bot.errors import ConfigError
 
@@ -43,6 +43,8 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         )
         wanted = BOT_SCOPES | ({GROUP_SCOPE} if configured_groups(settings) else set())
         lines.append(_scopes(response.headers.get("x-oauth-scopes"), wanted))
+        if optional := _optional(response.headers.get("x-oauth-scopes")):
+            lines.append(optional)
         lines.append(_streaming(config))
         lines.append(_edit_budget(settings, config))
         if config.app_token is not None:
@@ -71,6 +73,15 @@ def _scopes(header: str | None, wanted: frozenset[str]) -> Line:
             "(or recreate the app from deploy/slack-manifest.*.yaml) and reinstall the app",
         )
     return (True, f"all {len(wanted)} scopes the bot needs are granted")
+
+
+def _optional(header: str | None) -> Line | None:
+    """The optional scopes not granted, and what goes without them (None: all granted)."""
+    granted = {s.strip() for s in (header or "").split(",")}
+    missing = [f"{scope} ({why})" for scope, why in OPTIONAL_SCOPES.items() if scope not in granted]
+    if header is None or not missing:
+        return None
+    return (None, f"optional scopes not granted, the bot goes without: {'; '.join(missing)}")
 
 
 async def _socket_mode(client: AsyncWebClient, app_token: str, where: str) -> Line:

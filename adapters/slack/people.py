@@ -1,5 +1,5 @@
-"""Who a Slack user is: their display name and the user groups they belong to, each looked up
-with the Web API and kept for a while.
+"""Who a Slack user is (their display name, the user groups they belong to) and what a channel
+is called, each looked up with the Web API and kept for a while.
 
 - :class:`KeptLookups`: an answer is kept for ``ttl`` seconds, a failure's stand-in for
   ``failed_ttl`` (asked again sooner), in a least-recently-used cache of ``capacity`` entries;
@@ -13,6 +13,9 @@ with the Web API and kept for a while.
   clicks. Members are kept a minute, so someone removed from a group loses its approvals within
   a minute. When Slack cannot say (missing scope, rate limited, unknown group), nobody counts as
   a member: the decision is refused, never granted.
+- :class:`ChannelNames`: a channel's name from ``conversations.info`` (scope ``channels:read``,
+  ``groups:read`` for private ones), kept six hours, for the model's note of where it is. When
+  Slack cannot say, the name is unknown (None) and the note names no channel.
 """
 
 from __future__ import annotations
@@ -134,6 +137,27 @@ class DisplayNames:
 def _unknown(user_id: str, error: SurfaceError) -> str:
     log.info("could not look up the name of %s: %s", user_id, error)
     return user_id  # the id stands in for a short while
+
+
+class ChannelNames:
+    def __init__(
+        self,
+        lookup: Callable[[str], Awaitable[str | None]],
+        clock: Clock,
+        *,
+        capacity: int = CAPACITY,
+    ) -> None:
+        self._names = KeptLookups(
+            lookup, _unnamed, clock, ttl=NAME_TTL_S, failed_ttl=NAME_FAILED_TTL_S, capacity=capacity
+        )
+
+    async def name(self, channel_id: str) -> str | None:
+        return await self._names.get(channel_id)
+
+
+def _unnamed(channel_id: str, error: SurfaceError) -> str | None:
+    log.info("could not look up the name of channel %s: %s", channel_id, error)
+    return None
 
 
 PREFIX = "slack:group:"

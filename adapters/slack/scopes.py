@@ -20,6 +20,11 @@ BOT_SCOPES = frozenset(
 GROUP_SCOPE = "usergroups:read"
 """Needed only when the configuration names Slack user groups as approvers
 (``slack:group:S…``); the manifests ask for it."""
+OPTIONAL_SCOPES = {
+    "channels:read": "the names of public channels, for the model's note of where it is",
+    "groups:read": "the names of private channels, for the model's note of where it is",
+}
+"""Scopes the manifests ask for that the bot works without (doctor names what is missing)."""
 BOT_EVENTS = frozenset(
     {"app_mention", "message.channels", "message.groups", "message.im", "message.mpim"}
 )

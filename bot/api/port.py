@@ -11,7 +11,7 @@ from bot.api.surface import Surface
 from bot.infra.clock import Clock
 from bot.memory.service import Memories
 from bot.scheduler.prompts import PromptSchedules
-from bot.thread.reach import ChannelOf, DirectOf, SurfaceFactory
+from bot.thread.reach import ChannelOf, DirectOf, NameOf, SurfaceFactory
 
 Stopped = Literal["stopping", "nothing", "refused"]
 """What a Stop did: the run is being stopped, nothing was running, or the person may not."""
@@ -83,4 +83,5 @@ class CoreApi(Protocol):
         factory: SurfaceFactory,
         channel_of: ChannelOf | None = None,
         direct: DirectOf | None = None,
+        name_of: NameOf | None = None,
     ) -> None: ...

@@ -86,9 +86,20 @@ TURN_LIMIT_WORDS = (
     "Send a message to let me go on."
 )
 
-Notes = Callable[[str], Awaitable[Sequence[SystemMessage]]]
-"""What the model is told about a thread besides its transcript and todos (its memory), read
-before each model call."""
+
+@dataclass(frozen=True, slots=True)
+class ThreadNotes:
+    """What the model is told about a thread besides its transcript and todos, for one call."""
+
+    where: SystemMessage | None = None
+    """Where and when the run is: read just before the latest message people wrote, so the
+    transcript before it stays one cacheable prefix across the rounds of a run."""
+    after: Sequence[SystemMessage] = ()
+    """Read after the transcript (the thread's memory)."""
+
+
+Notes = Callable[[Session], Awaitable[ThreadNotes]]
+"""The thread's notes, read before each model call."""
 Configure = Callable[[Session], EngineConfig]
 """The settings of one run in the session's thread (its channel's settings, its own model)."""
 
@@ -190,14 +201,17 @@ class _Run(ToolRounds):
         """The model gave an empty answer once in this run and was asked again."""
         self._cut: set[str] = set()
         """Calls of an answer the output limit cut off: their arguments may be incomplete."""
-        self._notes: Sequence[SystemMessage] = ()
+        self._notes = ThreadNotes()
         """What the model is told about the thread this call (:data:`Notes`)."""
 
     def _messages(self, wrap_up: bool) -> Sequence[Message]:
-        todos, notes = self.session.todos, self._notes
+        todos, notes = self.session.todos, self._notes.after
+        messages = self.session.messages
+        if self._notes.where is not None:
+            messages = before_last_said(messages, self._notes.where)
         nudge = self._nudged and not wrap_up
         if not todos and not wrap_up and not nudge and not notes:
-            return self.session.messages
+            return messages
         extra: list[Message] = []
         if todos:
             if self._note_for is not todos:
@@ -209,7 +223,7 @@ class _Run(ToolRounds):
             extra.append(SystemMessage(text=TURN_LIMIT_NOTE))
         elif nudge:
             extra.append(SystemMessage(text=EMPTY_NOTE))
-        return [*self.session.messages, *extra]
+        return [*messages, *extra]
 
     async def call_model(self, round: int, *, with_tools: bool) -> State:
         self.rounds = round
@@ -217,7 +231,7 @@ class _Run(ToolRounds):
         if arrived:  # messages that arrived meanwhile: the model reads them now
             await self._persist(arrived)
         config = self.deps.config
-        self._notes = await self.deps.notes(self.session.key) if self.deps.notes else ()
+        self._notes = await self.deps.notes(self.session) if self.deps.notes else ThreadNotes()
         if reached := limit_reached(
             config, self.usage, self.cost, self.session, self.deps.clock.now()
         ):
@@ -381,3 +395,12 @@ class _Run(ToolRounds):
             return
         self.session.updated_at = self.deps.clock.now()
         await self.deps.store.append_messages(self.session, messages)
+
+
+def before_last_said(messages: Sequence[Message], note: Message) -> Sequence[Message]:
+    """``messages`` with ``note`` just before the latest message a person wrote (at the end when
+    there is none)."""
+    for at in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[at], UserMessage):
+            return [*messages[:at], note, *messages[at:]]
+    return [*messages, note]

@@ -4,7 +4,8 @@ registers its key prefix and answers for its own keys (the core knows no platfor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
 
 from bot.api.inbound import ThreadKey
 from bot.api.surface import Surface
@@ -15,6 +16,10 @@ ChannelOf = Callable[[ThreadKey], str]
 """The channel a thread belongs to, as its adapter names it."""
 DirectOf = Callable[[ThreadKey], bool]
 """Whether a thread is a direct message with the bot, as its adapter knows it."""
+NameOf = Callable[[ThreadKey], Awaitable[str | None]]
+"""The name people see for a thread's channel (``ops``), as its adapter finds it (None: unknown)."""
+NAME_WAIT_S = 2.0
+"""How long a model call waits for a channel's name before going on without it."""
 
 
 class Surfaces:
@@ -22,6 +27,7 @@ class Surfaces:
         self._factories: dict[str, SurfaceFactory] = {}
         self._channels: dict[str, ChannelOf] = {}
         self._direct: dict[str, DirectOf] = {}
+        self._names: dict[str, NameOf] = {}
 
     def register(
         self,
@@ -29,12 +35,15 @@ class Surfaces:
         factory: SurfaceFactory,
         channel_of: ChannelOf | None = None,
         direct: DirectOf | None = None,
+        name_of: NameOf | None = None,
     ) -> None:
         self._factories[prefix] = factory
         if channel_of is not None:
             self._channels[prefix] = channel_of
         if direct is not None:
             self._direct[prefix] = direct
+        if name_of is not None:
+            self._names[prefix] = name_of
 
     def surface_for(self, key: ThreadKey) -> Surface | None:
         prefix = _longest(self._factories, key)
@@ -49,6 +58,17 @@ class Surfaces:
         """Whether the thread is a direct message with the bot (False when no adapter says so)."""
         prefix = _longest(self._direct, key)
         return prefix is not None and self._direct[prefix](ThreadKey(key))
+
+    async def channel_name(self, key: str) -> str | None:
+        """The name people see for the thread's channel (None when its adapter does not say)."""
+        prefix = _longest(self._names, key)
+        if prefix is None:
+            return None
+        lookup = asyncio.ensure_future(self._names[prefix](ThreadKey(key)))
+        try:  # a slow platform costs the run at most this; the lookup goes on and is kept
+            return await asyncio.wait_for(asyncio.shield(lookup), NAME_WAIT_S)
+        except TimeoutError:
+            return None
 
 
 def _longest(prefixes: Mapping[str, object], key: str) -> str | None:

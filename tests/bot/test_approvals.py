@@ -19,7 +19,7 @@ from bot.approvals.rules import arguments_hash
 from bot.config import Settings
 from bot.core import Core
 from bot.infra.clock import ManualClock
-from bot.llm.messages import AssistantMessage, ToolResult, UserMessage
+from bot.llm.messages import AssistantMessage, SystemMessage, ToolResult, UserMessage
 from bot.llm.model import Model, ModelRequest, TextPiece
 from bot.sessions.model import RunState
 from bot.storage.sqlite.store import SqliteStore
@@ -371,7 +371,7 @@ async def test_a_message_while_waiting_is_kept_for_after_the_decision(world: Wor
     assert "once the approval above is decided" in world.surface.visible_text()
     assert len(world.model.requests) == 1
     await world.click("Approve", ALICE)
-    sent = world.model.requests[-1].messages
+    sent = [m for m in world.model.requests[-1].messages if not isinstance(m, SystemMessage)]
     assert isinstance(sent[-1], UserMessage) and sent[-1].text == "also, say hi to Bob"
     assert isinstance(sent[-2], ToolResult)
 

@@ -13,7 +13,7 @@ from bot.config import Settings
 from bot.core import Core
 from bot.errors import ModelServerError, ModelUnavailable
 from bot.infra.clock import ManualClock
-from bot.llm.messages import AssistantMessage, ToolCall, ToolResult, UserMessage
+from bot.llm.messages import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
 from bot.llm.model import ModelPiece, ModelRequest
 from bot.sessions.model import RunState, Session
 from bot.storage.sqlite.store import SqliteStore
@@ -227,7 +227,7 @@ async def test_a_run_cut_off_by_a_crash_is_repaired_on_the_next_message(world: W
     )
     assert session.state is RunState.IDLE
     # the model saw a consistent transcript: every call answered before the new message
-    sent = world.model.requests[0].messages
+    sent = [m for m in world.model.requests[0].messages if not isinstance(m, SystemMessage)]
     assert isinstance(sent[2], ToolResult) and sent[3].text == "are you there?"  # type: ignore[union-attr]
 
 
@@ -245,7 +245,8 @@ async def test_describe_and_reset(world: World) -> None:
     assert await world.core.has_session(KEY)
     world.model.steps = [text("fresh")]
     await world.say("again")
-    assert [m.text for m in world.model.requests[-1].messages] == ["again"]  # type: ignore[union-attr]
+    sent = world.model.requests[-1].messages
+    assert [m.text for m in sent if not isinstance(m, SystemMessage)] == ["again"]  # type: ignore[union-attr]
 
 
 async def test_a_run_cut_off_by_a_crash_is_recovered_at_start_up(world: World) -> None:

@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from adapters.slack.parse import thread_key
-from bot.llm.messages import UserMessage
+from bot.llm.messages import SystemMessage, UserMessage
 from tests.adapters.slack.conftest import HeldModel, World, echo, slack_world
 from tests.fakes.scripted_model import ScriptedModel, text
-from tests.fakes.slack import BOT_USER, MENTION
+from tests.fakes.slack import BOT_USER, MENTION, FakeSlack
+from tests.fakes.slack.server import ALL_SCOPES
 
 
 @pytest.fixture
@@ -224,3 +225,44 @@ async def test_the_socket_mode_link_comes_back_after_a_drop_or_a_refresh(world: 
     again = await world.fake.say("UADA", "CGENERAL", f"{MENTION} after the refresh")
     assert [m.shown for m in await world.answered(again)] == ["Ada said: after the refresh"]
     assert world.fake.count("apps.connections.open") == 3
+
+
+def situation(world: World) -> str:
+    """The note of where and when, as the model read it in its last call."""
+    notes = [
+        m.text
+        for m in world.model.requests[-1].messages
+        if isinstance(m, SystemMessage) and m.text.startswith("Now: ")
+    ]
+    assert len(notes) == 1, notes
+    return notes[0]
+
+
+async def test_the_model_knows_the_time_the_channel_and_who_spoke(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    channels = {"slack:T0FAKE:CGENERAL": {"timezone": "Asia/Tokyo"}}
+    async with slack_world(tmp_path, monkeypatch, channels=channels) as world:
+        root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} shall we plan the release?")
+        await world.answered(root)
+        await world.fake.say("UGRACE", "CGENERAL", "yes", thread_ts=root.ts)
+        await world.answered(root, 2)
+        note = situation(world)
+        assert "UTC (" in note and "in Asia/Tokyo, the channel's time zone)" in note
+        assert "Place: a thread in the channel 'general' on Slack." in note
+        assert note.endswith('<tool_output tool="people">\nAda\nGrace\n</tool_output>')
+        assert world.fake.count("conversations.info") == 1  # the name is kept
+
+        dm = await world.fake.say("UADA", "DADA", "hi")
+        await world.answered(dm)
+        assert "Place: a direct message with you on Slack." in situation(world)
+
+
+async def test_without_the_scope_to_read_channel_names_the_note_names_no_channel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeSlack(scopes=ALL_SCOPES - {"channels:read"})
+    async with slack_world(tmp_path, monkeypatch, fake=fake) as world:
+        root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} hello")
+        assert [m.shown for m in await world.answered(root)] == ["Ada said: hello"]
+        assert "Place: a thread on Slack." in situation(world)

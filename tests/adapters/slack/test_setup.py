@@ -17,7 +17,7 @@ from adapters.platforms import Platforms
 from adapters.runtime import Runtime
 from adapters.slack.adapter import SlackAdapter
 from adapters.slack.doctor import check_slack
-from adapters.slack.scopes import BOT_EVENTS, BOT_SCOPES, GROUP_SCOPE
+from adapters.slack.scopes import BOT_EVENTS, BOT_SCOPES, GROUP_SCOPE, OPTIONAL_SCOPES
 from bot.config import Settings
 from bot.errors import ConfigError
 from tests.adapters.slack.conftest import PLATFORM_ENV, slack_world
@@ -191,6 +191,20 @@ async def test_doctor_asks_for_usergroups_read_only_when_groups_decide(tmp_path:
     assert any(ok is False and f"missing scopes: {GROUP_SCOPE}" in t for ok, t in grouped)
 
 
+async def test_doctor_names_the_optional_scopes_missing_and_does_not_fail_on_them(
+    tmp_path: Path,
+) -> None:
+    fake = FakeSlack(scopes=ALL_SCOPES - set(OPTIONAL_SCOPES))
+    await fake.start()
+    try:
+        without = await doctor(tmp_path, **fake.settings())
+    finally:
+        await fake.stop()
+    assert all(ok is not False for ok, _ in without)
+    (said,) = [t for _, t in without if "optional scopes" in t]
+    assert "channels:read (the names of public channels" in said and "groups:read" in said
+
+
 async def test_doctor_in_http_mode_and_when_slack_is_unreachable(
     tmp_path: Path, fake: FakeSlack
 ) -> None:
@@ -232,7 +246,7 @@ def _listed(manifest: str, key: str) -> set[str]:
 @pytest.mark.parametrize(("name", "socket"), [("socket", "true"), ("http", "false")])
 def test_the_manifests_ask_for_exactly_what_the_bot_uses(name: str, socket: str) -> None:
     manifest = (ROOT / "deploy" / f"slack-manifest.{name}.yaml").read_text()
-    assert _listed(manifest, "bot") == BOT_SCOPES | {GROUP_SCOPE}
+    assert _listed(manifest, "bot") == BOT_SCOPES | {GROUP_SCOPE} | set(OPTIONAL_SCOPES)
     assert _listed(manifest, "bot_events") == BOT_EVENTS
     assert f"socket_mode_enabled: {socket}" in manifest
     assert re.search(r"interactivity:\n\s+is_enabled: true", manifest)

@@ -39,7 +39,9 @@ ALL_SCOPES = frozenset(
     {
         "app_mentions:read",
         "channels:history",
+        "channels:read",
         "groups:history",
+        "groups:read",
         "im:history",
         "mpim:history",
         "chat:write",
