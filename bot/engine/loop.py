@@ -206,7 +206,7 @@ class _Run(ToolRounds):
 
     def _messages(self, wrap_up: bool) -> Sequence[Message]:
         todos, notes = self.session.todos, self._notes.after
-        messages = self.session.messages
+        messages: Sequence[Message] = self.session.messages
         if self._notes.where is not None:
             messages = before_last_said(messages, self._notes.where)
         nudge = self._nudged and not wrap_up
