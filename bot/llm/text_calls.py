@@ -131,6 +131,8 @@ class TextCallScanner:
         self._id: str | None = None
         self._tagged_llama = False
         """Just after ``<|python_tag|>``: a call must follow."""
+        self._bare_seen = False
+        """The answer's start is ``{"`` (or ``[{"``): it may be a call, read to its end."""
         self._out: list[Found] = []
         self._scanned = 0
 
@@ -261,14 +263,18 @@ class TextCallScanner:
 
     def _begin_value(self, kind: _Kind) -> None:
         self._kind, self._mode, self._value = kind, _Mode.VALUE, _JsonEnd()
+        self._bare_seen = False
 
     def _read_value(self) -> bool:
         value = self._value
         assert value is not None
         buf = self._buf
-        if self._kind is _Kind.BARE and _bare_start("".join(value.parts) + buf) is False:
-            self._buf = "".join(value.parts) + buf  # read again as text
-            return self._not_a_call("")
+        if self._kind is _Kind.BARE and not self._bare_seen:
+            seen = _bare_start("".join(value.parts) + buf)
+            if seen is False:
+                self._buf = "".join(value.parts) + buf  # read again as text
+                return self._not_a_call("")
+            self._bare_seen = seen is True
         at = value.end(buf)
         if at is None:
             value.parts.append(buf)
