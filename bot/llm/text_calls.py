@@ -19,13 +19,18 @@ that error, which the model reads, as it does a call with invalid JSON arguments
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from enum import Enum, auto
-from typing import Any
 
+from bot.llm.call_json import (
+    NAME_IN,
+    TextCall,
+    calls_in,
+    cut_off,
+    loads_lenient,
+    named_call,
+    unreadable,
+)
 from bot.llm.model import FinishPiece, ModelPiece, TextPiece, ToolCallPiece
 
 TOOL_CALL = "<tool_call>"
@@ -38,21 +43,6 @@ _CALL_ID = "[CALL_ID]"
 _LONGEST = max(len(m) for m in MARKERS)
 TEXT_CALL_INDEX = 1 << 20
 """Text calls are numbered from here, after any call the server itself parsed."""
-_EXCERPT = 200
-_NAME_IN = re.compile(r'"name"\s*:\s*"([A-Za-z0-9_-]{1,64})"')
-_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-UNREADABLE = "unreadable_call"
-"""The name of a call whose own name could not be read."""
-
-
-@dataclass(frozen=True, slots=True)
-class TextCall:
-    """A tool call read from the text: its arguments as JSON text, or why it cannot run."""
-
-    name: str
-    arguments: str = "{}"
-    id: str | None = None
-    problem: str = ""
 
 
 Found = str | TextCall
@@ -287,7 +277,7 @@ class TextCallScanner:
     def _value_read(self, raw: str) -> bool:
         kind = self._kind
         if kind is _Kind.NAMED:
-            self._out.append(_named_call(self._name, self._id, raw))
+            self._out.append(named_call(self._name, self._id, raw))
             self._mode = _Mode.TEXT
             return True
         if kind is _Kind.BARE and not _bare_call(raw):
@@ -313,7 +303,7 @@ class TextCallScanner:
                 self._out.extend(calls_in(buf, closed=False))
             case _Mode.VALUE:
                 raw = "".join(self._value.parts if self._value else ()) + buf
-                if self._kind is _Kind.BARE and not _NAME_IN.search(raw):
+                if self._kind is _Kind.BARE and not NAME_IN.search(raw):
                     self._show(self._lead + raw)
                 elif self._kind is _Kind.NAMED:
                     self._out.append(cut_off(raw, name=self._name))
@@ -322,7 +312,7 @@ class TextCallScanner:
             case _Mode.MISTRAL | _Mode.NAMED:
                 self._out.append(cut_off(MISTRAL + buf))
             case _Mode.RAW:
-                self._out.append(_unreadable(buf, "it is not JSON"))
+                self._out.append(unreadable(buf, "it is not JSON"))
             case _Mode.AFTER:
                 if self._tagged_llama:
                     self._out.append(cut_off(PYTHON_TAG + buf))
@@ -330,132 +320,6 @@ class TextCallScanner:
     def _show(self, text: str) -> None:
         if text:
             self._out.append(text)
-
-
-# --- reading a call's JSON ---
-
-
-def calls_in(body: str, *, closed: bool = True) -> list[TextCall]:
-    """The calls in one call's JSON text (an object, or an array of them)."""
-    if not body.strip():
-        return [cut_off(body) if not closed else _unreadable(body, "it is empty")]
-    try:
-        value = loads_lenient(body)
-    except ValueError as exc:
-        return [cut_off(body) if not closed else _unreadable(body, str(exc))]
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        return [_unreadable(body, "the list of calls is empty")]
-    return [_call(item, body) for item in items]
-
-
-def _call(item: object, body: str) -> TextCall:
-    if not isinstance(item, dict):
-        return _unreadable(body, "a call must be a JSON object")
-    function = item.get("function")
-    if isinstance(function, dict):  # {"type": "function", "function": {...}}
-        item = {**function, "id": item.get("id")}
-    name = item.get("name")
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
-        return _unreadable(body, 'it has no "name" a tool can have')
-    raw = item.get("arguments", item.get("parameters", {}))
-    call_id = item.get("id") if isinstance(item.get("id"), str) and item.get("id") else None
-    return _with_arguments(name, call_id, raw, body)
-
-
-def _named_call(name: str, call_id: str | None, raw: str) -> TextCall:
-    """``[TOOL_CALLS]name[ARGS]{…}``."""
-    if not _NAME.fullmatch(name):
-        return _unreadable(
-            MISTRAL + name + _ARGS + raw, "the tool's name is not one a tool can have"
-        )
-    try:
-        arguments = loads_lenient(raw)
-    except ValueError as exc:
-        return _unreadable(raw, str(exc), name=name)
-    return _with_arguments(name, call_id, arguments, raw)
-
-
-def _with_arguments(name: str, call_id: str | None, raw: Any, body: str) -> TextCall:
-    if isinstance(raw, str):  # arguments given as JSON text
-        try:
-            raw = loads_lenient(raw) if raw.strip() else {}
-        except ValueError as exc:
-            return _unreadable(body, f"its arguments are not JSON: {exc}", name=name)
-    if not isinstance(raw, dict):
-        return _unreadable(body, "its arguments must be a JSON object", name=name)
-    return TextCall(name, json.dumps(raw, ensure_ascii=False), call_id)
-
-
-def loads_lenient(text: str) -> Any:
-    """``text`` as JSON; when that fails, once more without its trailing commas (``[1, 2,]``,
-    ``{"a": 1,}``), the one repair that cannot change what was meant."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        first = exc
-    repaired = drop_trailing_commas(text)
-    if repaired != text:
-        try:
-            return json.loads(repaired)
-        except json.JSONDecodeError:
-            pass
-    raise ValueError(f"{first.msg} at line {first.lineno} column {first.colno}")
-
-
-def drop_trailing_commas(text: str) -> str:
-    """``text`` without the commas (outside strings) that only spaces separate from a closing
-    ``}`` or ``]``."""
-    if "," not in text:
-        return text
-    out: list[str] = []
-    in_string = escaped = False
-    for at, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "," and text[at + 1 :].lstrip()[:1] in ("}", "]"):
-            continue
-        out.append(ch)
-    return "".join(out)
-
-
-def _unreadable(body: str, why: str, *, name: str | None = None) -> TextCall:
-    return TextCall(
-        _name_of(body) if name is None else name,
-        problem=(
-            f"error: the tool call you wrote as text could not be read ({why}), so it was not "
-            f"run: {_excerpt(body)}. Write it again as JSON: "
-            '{"name": "<tool>", "arguments": {…}}.'
-        ),
-    )
-
-
-def cut_off(body: str, *, name: str | None = None) -> TextCall:
-    """A call the answer ended in the middle of."""
-    return TextCall(
-        _name_of(body) if name is None or not _NAME.fullmatch(name) else name,
-        problem=(
-            "error: your answer ended in the middle of a tool call written as text, so it was "
-            f"not run: {_excerpt(body)}. Write the whole call again."
-        ),
-    )
-
-
-def _name_of(body: str) -> str:
-    found = _NAME_IN.search(body)
-    return found.group(1) if found else UNREADABLE
-
-
-def _excerpt(body: str) -> str:
-    text = " ".join(body.split())
-    return repr(text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…")
 
 
 # --- where a call may start ---
@@ -500,7 +364,7 @@ def _bare_call(raw: str) -> bool:
     try:
         value = loads_lenient(raw)
     except ValueError:
-        return _NAME_IN.search(raw) is not None  # broken, but meant as a call
+        return NAME_IN.search(raw) is not None  # broken, but meant as a call
     items = value if isinstance(value, list) and value else [value]
     return all(
         isinstance(i, dict)

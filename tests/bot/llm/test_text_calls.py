@@ -7,14 +7,8 @@ import random
 
 import pytest
 
-from bot.llm.text_calls import (
-    UNREADABLE,
-    Found,
-    TextCall,
-    TextCallScanner,
-    drop_trailing_commas,
-    loads_lenient,
-)
+from bot.llm.call_json import UNREADABLE, TextCall, drop_trailing_commas, loads_lenient
+from bot.llm.text_calls import Found, TextCallScanner
 
 WEATHER = '{"name": "weather", "arguments": {"city": "Brest"}}'
 CALL = TextCall("weather", '{"city": "Brest"}')
