@@ -182,6 +182,10 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     if settings.uses_demo_model:
         _line(None, "no OPENAI_API_KEY or OPENAI_BASE_URL: using the offline demo model")
     ok = await _check_model(settings) and ok
+    _line(
+        None,
+        f"text tool calls: {'on' if settings.text_tool_calls else 'off'} (THREADLINE_TEXT_TOOL_CALLS)",
+    )
     sandboxed, words = describe_sandbox(settings)
     _line(sandboxed, words)
     ok = ok and sandboxed is not False

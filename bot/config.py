@@ -314,6 +314,10 @@ class Settings(SettingsBase):
     system_prompt: str | None = None
     demo_chunk_delay_s: float = Field(default=0.03, ge=0, le=5)
     """The offline demo model's pause between streamed pieces."""
+    text_tool_calls: bool = False
+    """Read tool calls the model writes into its text (``<tool_call>…</tool_call>``, Llama's
+    JSON, Mistral's ``[TOOL_CALLS]``) as calls, for a server whose own tool-call parser is off
+    or does not fit the model (``on``/``off``)."""
 
     # --- engine ---
     max_turns: int = Field(default=25, ge=1, le=500)

@@ -17,6 +17,7 @@ class _PartialCall:
     provider_id: str | None = None
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    problem: str = ""
 
 
 @dataclass(slots=True)
@@ -27,14 +28,18 @@ class ResponseCollector:
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     usage: Usage | None = None
     finish_reason: str | None = None
+    problems: dict[str, str] = field(default_factory=dict)
+    """Our id of each call that cannot run, and why (set by :meth:`message`)."""
 
     def add_text(self, text: str) -> None:
         self.text.append(text)
 
     def add_call_piece(
-        self, index: int, provider_id: str | None, name: str | None, args: str
+        self, index: int, provider_id: str | None, name: str | None, args: str, problem: str = ""
     ) -> None:
         call = self.calls.setdefault(index, _PartialCall())
+        if problem:
+            call.problem = problem
         if provider_id and not call.provider_id:
             call.provider_id = provider_id
         if name:
@@ -57,6 +62,8 @@ class ResponseCollector:
             if not wire_id or wire_id in used_wire_ids:
                 wire_id = our_id
             used_wire_ids.add(wire_id)
+            if part.problem:
+                self.problems[our_id] = part.problem
             calls.append(
                 ToolCall(
                     id=our_id, wire_id=wire_id, name=part.name, arguments="".join(part.arguments)

@@ -67,6 +67,7 @@ from bot.llm.model import (
     ToolSpec,
     UsagePiece,
 )
+from bot.llm.text_calls import with_text_calls
 from bot.sessions.model import Session
 from bot.sessions.store import SessionStore
 from bot.tools.base import Tool, ToolContext
@@ -201,6 +202,8 @@ class _Run(ToolRounds):
         """The model gave an empty answer once in this run and was asked again."""
         self._cut: set[str] = set()
         """Calls of an answer the output limit cut off: their arguments may be incomplete."""
+        self._unreadable: dict[str, str] = {}
+        """Calls written as text that could not be read, and the error each is answered with."""
         self._notes = ThreadNotes()
         """What the model is told about the thread this call (:data:`Notes`)."""
 
@@ -271,6 +274,7 @@ class _Run(ToolRounds):
         if not message.text and not message.tool_calls:
             return await self._empty(round, wrap_up=not with_tools)
         self._answering()
+        self._unreadable.update(got.problems)
         if got.finish_reason == "length" and message.tool_calls:  # the arguments may be cut off
             self._cut.update(c.id for c in message.tool_calls)
         if message.tool_calls and self._all_free(message.tool_calls):
@@ -338,14 +342,17 @@ class _Run(ToolRounds):
         return all((t := self._tool(c.name)) is None or gate.free(self.ctx, t) for c in calls)
 
     async def _stream(self, request: ModelRequest, got: ResponseCollector) -> None:
-        async for piece in metrics.metered(self.deps.model.stream(request)):
+        pieces = self.deps.model.stream(request)
+        if self.deps.config.text_tool_calls:
+            pieces = with_text_calls(pieces)
+        async for piece in metrics.metered(pieces):
             match piece:
                 case TextPiece(text):
                     got.add_text(text)
                     self._shown = got.shown_text
                     await self.sink(TextDelta(text))
-                case ToolCallPiece(index, provider_id, name, arguments):
-                    got.add_call_piece(index, provider_id, name, arguments)
+                case ToolCallPiece(index, provider_id, name, arguments, problem):
+                    got.add_call_piece(index, provider_id, name, arguments, problem)
                 case UsagePiece(usage):
                     got.usage = usage
                 case FinishPiece(reason):

@@ -31,6 +31,8 @@ class EngineConfig:
     offer_tools: tuple[str, ...] | None = None
     """Only these tools are offered (``name*`` matches a prefix); None: all."""
     hide_tools: tuple[str, ...] = ()
+    text_tool_calls: bool = False
+    """Read tool calls the model writes in its text (:mod:`bot.llm.text_calls`)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EngineConfig:
@@ -68,6 +70,7 @@ _FROM_SETTINGS = frozenset(
         "run_max_cost_usd",
         "day_max_tokens",
         "day_max_cost_usd",
+        "text_tool_calls",
     }
 )
 

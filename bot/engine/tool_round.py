@@ -54,6 +54,7 @@ class ToolRounds:
     ctx: ToolContext
     _unsaved: list[Message]
     _cut: set[str]
+    _unreadable: dict[str, str]
     _shown: str
 
     def _tool(self, name: str) -> Tool | None:
@@ -144,6 +145,8 @@ class ToolRounds:
         """The tool the call names (as this thread is offered it now) and its arguments, or
         why it cannot run."""
         tool = self._tool(call.name)
+        if problem := self._unreadable.get(call.id):
+            return tool, None, problem
         if tool is None:
             known = (
                 ", ".join(n for n in self.deps.tools.names if self.deps.config.offers(n)) or "none"

@@ -32,6 +32,9 @@ class ToolCallPiece:
     id: str | None
     name: str | None
     arguments: str
+    problem: str = ""
+    """Why the call cannot run (a call written as text that could not be read): the model is
+    answered with this error instead."""
 
 
 @dataclass(frozen=True, slots=True)

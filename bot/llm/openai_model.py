@@ -284,10 +284,18 @@ class OpenAIModel:
 
 
 class ChunkReader:
-    """Answers ``chat.completion.chunk`` objects (plain JSON) into pieces."""
+    """Answers ``chat.completion.chunk`` objects (plain JSON) into pieces.
+
+    Servers differ in what their chunks hold (see ``tests/fakes/streams/``): usage in a chunk of
+    its own with no choices or beside the finish reason, a tool call whole in one delta or in
+    fragments, its ``index`` left out, its ``id`` on the first fragment only, on each, or
+    ``null``, ``finish_reason`` as ``null`` until the last chunk or a server's own word
+    (``eos``), the older ``function_call`` delta. All read as the same pieces.
+    """
 
     def __init__(self) -> None:
         self.finished = False
+        self._calls = CallNumbers()
 
     def read(self, chunk: object) -> list[ModelPiece]:
         if not isinstance(chunk, dict):
@@ -299,7 +307,7 @@ class ChunkReader:
         if not isinstance(choices, list):
             raise ModelStreamBroken("the model server sent a chunk with malformed choices")
         for choice in choices:
-            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+            if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
                 self._choice(choice, pieces)
         usage = chunk.get("usage")
         if isinstance(usage, dict):
@@ -315,28 +323,57 @@ class ChunkReader:
                     pieces.append(TextPiece(text))
             calls = delta.get("tool_calls")
             if isinstance(calls, list):
-                pieces.extend(_call_piece(position, call) for position, call in enumerate(calls))
+                pieces.extend(
+                    self._call_piece(position, call) for position, call in enumerate(calls)
+                )
+            function = delta.get("function_call")
+            if isinstance(function, dict):
+                pieces.append(self._call_piece(None, {"function": function}))
         reason = choice.get("finish_reason")
         if isinstance(reason, str) and reason:
             self.finished = True
             pieces.append(FinishPiece(reason))
 
+    def _call_piece(self, position: int | None, call: object) -> ToolCallPiece:
+        if not isinstance(call, dict):
+            raise ModelStreamBroken("the model server sent a malformed tool call")
+        function = call.get("function")
+        function = function if isinstance(function, dict) else {}
+        index = call.get("index")
+        call_id = _text_or_none(call.get("id"))
+        name = _text_or_none(function.get("name"))
+        arguments = function.get("arguments")
+        where: object = index if isinstance(index, int) else position
+        return ToolCallPiece(
+            index=self._calls.number(where, call_id, name),
+            id=call_id,
+            name=name,
+            arguments=arguments if isinstance(arguments, str) else "",
+        )
 
-def _call_piece(position: int, call: object) -> ToolCallPiece:
-    if not isinstance(call, dict):
-        raise ModelStreamBroken("the model server sent a malformed tool call")
-    function = call.get("function")
-    function = function if isinstance(function, dict) else {}
-    index = call.get("index")
-    call_id = call.get("id")
-    name = function.get("name")
-    arguments = function.get("arguments")
-    return ToolCallPiece(
-        index=index if isinstance(index, int) else position,
-        id=call_id if isinstance(call_id, str) and call_id else None,
-        name=name if isinstance(name, str) and name else None,
-        arguments=arguments if isinstance(arguments, str) else "",
-    )
+
+class CallNumbers:
+    """Numbers the tool calls of one answer: by the ``index`` the server gives (its position
+    in the delta's list when it gives none), except that a fragment with a name and another id
+    than the call at its index holds is a new call (servers that number every call 0)."""
+
+    def __init__(self) -> None:
+        self._at: dict[object, tuple[int, str | None]] = {}
+        self._count = 0
+
+    def number(self, where: object, call_id: str | None, name: str | None) -> int:
+        held = self._at.get(where)
+        if held is not None and not (name and call_id and held[1] and call_id != held[1]):
+            if call_id and not held[1]:
+                self._at[where] = (held[0], call_id)
+            return held[0]
+        number, self._count = self._count, self._count + 1
+        self._at[where] = (number, call_id)
+        return number
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _usage(raw: dict[str, Any]) -> Usage:

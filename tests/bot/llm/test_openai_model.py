@@ -44,6 +44,7 @@ from tests.fakes.openai_server import (
     FakeOpenAI,
     Fault,
     Malformed,
+    Raw,
     Reply,
     StreamError,
 )
@@ -547,3 +548,57 @@ async def test_build_uses_the_configured_endpoint(
     assert fake.requests[-1].body["model"] == "llama3.1:8b"
     assert fake.requests[-1].body["max_tokens"] == 50
     assert len(clock.sleeps) == 1
+
+
+def _sse(*deltas: dict[str, object], finish: str = "tool_calls") -> bytes:
+    chunks = [{"choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas]
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+
+
+async def test_calls_numbered_alike_are_told_apart_by_their_ids(
+    fake: FakeOpenAI, make_model: MakeModel
+) -> None:
+    """Some servers number every call 0, or leave the number out: a fragment with a new id and
+    a name starts a new call; fragments without an id (or with the same one) go on."""
+    first = {"index": 0, "id": "0", "function": {"name": "a", "arguments": ""}}
+    more = {"index": 0, "id": "0", "function": {"arguments": '{"x": 1}'}}
+    second = {"index": 0, "id": "1", "function": {"name": "b", "arguments": "{"}}
+    rest = {"function": {"arguments": "}"}}
+    third = {"id": "call_c", "function": {"name": "c", "arguments": "{}"}}
+    fake.push(
+        Raw(
+            _sse(
+                {"tool_calls": [first]},
+                {"tool_calls": [more]},
+                {"tool_calls": [second]},
+                {"tool_calls": [rest]},
+                {"tool_calls": [third]},
+            )
+        )
+    )
+    got = await run(make_model())
+    assert [(c["id"], c["name"], c["arguments"]) for c in got.calls.values()] == [
+        ("0", "a", '{"x": 1}'),
+        ("1", "b", "{}"),
+        ("call_c", "c", "{}"),
+    ]
+
+
+async def test_the_older_function_call_delta_reads_as_a_tool_call(
+    fake: FakeOpenAI, make_model: MakeModel
+) -> None:
+    fake.push(
+        Raw(
+            _sse(
+                {"role": "assistant", "function_call": {"name": "todo_write", "arguments": ""}},
+                {"function_call": {"arguments": '{"todos": []}'}},
+                finish="function_call",
+            )
+        )
+    )
+    got = await run(make_model())
+    assert list(got.calls.values()) == [
+        {"id": "", "name": "todo_write", "arguments": '{"todos": []}'}
+    ]
+    assert got.finish == ["function_call"]
