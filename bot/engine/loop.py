@@ -29,6 +29,7 @@ from bot.engine.events import (
     Failed,
     Finished,
     ModelCallStarted,
+    Notice,
     TextDelta,
 )
 from bot.engine.gate import Gate, OpenGate
@@ -62,6 +63,7 @@ from bot.llm.model import (
     FinishPiece,
     Model,
     ModelRequest,
+    NoticePiece,
     TextPiece,
     ToolCallPiece,
     ToolSpec,
@@ -336,6 +338,8 @@ class _Run(ToolRounds):
                     got.usage = usage
                 case FinishPiece(reason):
                     got.finish_reason = reason
+                case NoticePiece(text):
+                    await self.sink(Notice(text))
 
     async def _failed(self, exc: ModelError, shown: str) -> State:
         if shown:  # keep what the thread already shows, without half-made calls

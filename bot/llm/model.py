@@ -44,7 +44,14 @@ class FinishPiece:
     reason: str | None
 
 
-ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece
+@dataclass(frozen=True, slots=True)
+class NoticePiece:
+    """Something the thread should be told about how the answer came (another model took over)."""
+
+    text: str
+
+
+ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece | NoticePiece
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,12 +47,12 @@ from bot.llm.model import (
     UsagePiece,
 )
 from bot.llm.retry import Backoff, retry_after_from_headers
+from bot.llm.routing import OPENAI_BASE_URL, Route, RoutedModel, routed
 from bot.llm.unreachable import chain, unreachable_reason
 from bot.llm.wire import WireEncoder
 
 log = logging.getLogger(__name__)
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 CONNECT_TIMEOUT_S = 10.0
 # typed loosely: the client's RequestOptions TypedDict lives in a private module
 _REQUEST_OPTIONS: Any = {
@@ -81,8 +81,11 @@ class OpenAIModel:
         label: str | None = None,
         http_client: httpx2.AsyncClient | None = None,
         max_tokens_field: str = "max_tokens",
+        key_name: str = "OPENAI_API_KEY",
+        url_name: str = "OPENAI_BASE_URL",
     ) -> None:
         self._model = model
+        self._key_name, self._url_name = key_name, url_name
         self._label = label or model
         self._clock = clock
         self._backoff = backoff
@@ -198,7 +201,7 @@ class OpenAIModel:
         said = self._server_text(exc)
         if status == 429 and exc.code == "insufficient_quota":
             return ModelRejected(
-                f"the account behind OPENAI_API_KEY has no quota left (HTTP 429): {said}",
+                f"the account behind {self._key_name} has no quota left (HTTP 429): {said}",
                 status=status,
             )
         if status == 429:
@@ -226,17 +229,17 @@ class OpenAIModel:
         if status == 401:
             return (
                 f"the model server at {self._where} refused the API key (HTTP 401). "
-                "Check OPENAI_API_KEY."
+                f"Check {self._key_name}."
             )
         if status == 403:
             return (
                 f"the API key may not use the model {name!r} (HTTP 403). "
-                f"Check OPENAI_API_KEY and {self._model_setting(name)}."
+                f"Check {self._key_name} and {self._model_setting(name)}."
             )
         if status == 404:
             return (
                 f"the model server at {self._where} does not know the model {name!r} "
-                f"(HTTP 404). Check {self._model_setting(name)}, and OPENAI_BASE_URL if you set it."
+                f"(HTTP 404). Check {self._model_setting(name)}, and {self._url_name} if you set it."
             )
         return f"the model server rejected the request (HTTP {status}): {said}"
 
@@ -379,8 +382,37 @@ def build_openai_model(
     *,
     rng: random.Random,
     demo_chunk_delay_s: float | None = None,
+) -> OpenAIModel | RoutedModel:
+    """The configured model, routed by model name when ``[per_model]`` or
+    ``THREADLINE_FALLBACK_MODELS`` say so (:mod:`bot.llm.routing`)."""
+    default = _default_model(settings, clock, rng=rng, demo_chunk_delay_s=demo_chunk_delay_s)
+    return routed(settings, default, lambda route: _route_model(route, settings, clock, rng))
+
+
+def _route_model(route: Route, settings: Settings, clock: Clock, rng: random.Random) -> OpenAIModel:
+    """The client of one ``[per_model."NAME"]`` route."""
+    official = urlsplit(route.base_url).hostname == "api.openai.com"
+    return OpenAIModel(
+        route.model,
+        api_key=route.api_key,
+        base_url=route.base_url,
+        clock=clock,
+        backoff=Backoff(max_retries=settings.model_max_retries, rng=rng),
+        timeout_s=settings.model_timeout_s,
+        max_tokens_field="max_completion_tokens" if official else "max_tokens",
+        key_name=route.key_name,
+        url_name=route.url_name,
+    )
+
+
+def _default_model(
+    settings: Settings,
+    clock: Clock,
+    *,
+    rng: random.Random,
+    demo_chunk_delay_s: float | None = None,
 ) -> OpenAIModel:
-    """The configured model: the offline demo model when neither ``OPENAI_API_KEY`` nor
+    """The default model: the offline demo model when neither ``OPENAI_API_KEY`` nor
     ``OPENAI_BASE_URL`` is set, else the real endpoint."""
     backoff = Backoff(max_retries=settings.model_max_retries, rng=rng)
     if settings.uses_demo_model:

@@ -97,6 +97,15 @@ class Fault:
         )
 
     @classmethod
+    def no_quota(cls) -> Fault:
+        return cls(
+            429,
+            "You exceeded your current quota, please check your plan and billing details.",
+            type="insufficient_quota",
+            code="insufficient_quota",
+        )
+
+    @classmethod
     def bad_key(cls, shown_key: str) -> Fault:
         return cls(
             401,
