@@ -101,6 +101,20 @@ async def _check_model(settings: Settings) -> bool:
     return True
 
 
+def _api(settings: Settings) -> None:
+    """Which of OpenAI's APIs the model is asked through."""
+    if settings.uses_demo_model:
+        return
+    if settings.openai_api == "chat":
+        words = "Chat Completions (/chat/completions)"
+    else:
+        words = (
+            "the Responses API (/responses): nothing is stored at the provider (store: false), "
+            "the model's reasoning is kept encrypted with each thread"
+        )
+    _line(None, f"model API: {words} (THREADLINE_OPENAI_API={settings.openai_api})")
+
+
 async def _check_routes(settings: Settings) -> bool:
     """Each model with a route of its own, and each fallback: where it is asked, with which key
     (named, never shown), and whether it answers."""
@@ -226,6 +240,7 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     ok = await _check_store(settings) and ok
     if settings.uses_demo_model:
         _line(None, "no OPENAI_API_KEY or OPENAI_BASE_URL: using the offline demo model")
+    _api(settings)
     ok = await _check_model(settings) and ok
     ok = await _check_routes(settings) and ok
     sandboxed, words = describe_sandbox(settings)

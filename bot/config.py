@@ -192,6 +192,8 @@ class ModelSettings(BaseModel):
     api_key_env: str | None = None
     """The environment variable holding its key (default: ``OPENAI_API_KEY`` when the server is
     the default one, no key otherwise: ``OPENAI_API_KEY`` never goes to another server)."""
+    openai_api: Literal["chat", "responses"] | None = None
+    """Its API: Chat Completions or OpenAI's Responses API (default: ``THREADLINE_OPENAI_API``)."""
 
     @field_validator("base_url")
     @classmethod
@@ -322,6 +324,10 @@ class Settings(SettingsBase):
     """The models ``/threadline model NAME`` may choose (empty: any name; the server decides)."""
     per_model: dict[str, ModelSettings] = Field(default_factory=dict)
     """Per model name: its own server and key (``[per_model."NAME"]``)."""
+    openai_api: Literal["chat", "responses"] = "chat"
+    """``chat``: Chat Completions (``/chat/completions``, any OpenAI-compatible server);
+    ``responses``: OpenAI's Responses API (``/responses``), which keeps a reasoning model's
+    reasoning, encrypted, with the thread."""
     fallback_models: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Models tried in turn when the thread's model cannot answer (no quota, server errors
     after retries, time-outs, unreachable); a comma list in the environment

@@ -27,6 +27,7 @@ class ResponseCollector:
     calls: dict[int, _PartialCall] = field(default_factory=dict)
     usage: Usage | None = None
     finish_reason: str | None = None
+    reasoning: list[str] = field(default_factory=list)
 
     def add_text(self, text: str) -> None:
         self.text.append(text)
@@ -62,4 +63,6 @@ class ResponseCollector:
                     id=our_id, wire_id=wire_id, name=part.name, arguments="".join(part.arguments)
                 )
             )
-        return AssistantMessage(text=self.shown_text, tool_calls=tuple(calls))
+        return AssistantMessage(
+            text=self.shown_text, tool_calls=tuple(calls), reasoning=tuple(self.reasoning)
+        )

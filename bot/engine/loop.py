@@ -64,6 +64,7 @@ from bot.llm.model import (
     Model,
     ModelRequest,
     NoticePiece,
+    ReasoningPiece,
     TextPiece,
     ToolCallPiece,
     ToolSpec,
@@ -340,6 +341,8 @@ class _Run(ToolRounds):
                     got.finish_reason = reason
                 case NoticePiece(text):
                     await self.sink(Notice(text))
+                case ReasoningPiece(item):
+                    got.reasoning.append(item)
 
     async def _failed(self, exc: ModelError, shown: str) -> State:
         if shown:  # keep what the thread already shows, without half-made calls

@@ -51,7 +51,15 @@ class NoticePiece:
     text: str
 
 
-ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece | NoticePiece
+@dataclass(frozen=True, slots=True)
+class ReasoningPiece:
+    """One reasoning item the model produced (its JSON; the content encrypted), to be sent back
+    with the conversation."""
+
+    item: str
+
+
+ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece | NoticePiece | ReasoningPiece
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,8 @@ The request body is built by :class:`bot.llm.wire.WireEncoder` and sent as JSON 
 client's lower-level ``post`` (authentication, headers, SSE parsing and HTTP errors stay the
 client's; its per-call transformation of every message is skipped, which costs tens of
 milliseconds on a long thread). Chunks are read as plain JSON and turned into
-:mod:`bot.llm.model` pieces.
+:mod:`bot.llm.model` pieces. With ``api="responses"`` the same goes through OpenAI's Responses
+API (``/responses``; body and events in :mod:`bot.llm.responses_wire`).
 
 Retries are ours (the client's own are off): a retryable failure is retried with
 :class:`bot.llm.retry.Backoff` only while nothing has been yielded; after the first piece, a
@@ -18,7 +19,7 @@ import random
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
@@ -36,6 +37,7 @@ from bot.errors import (
     ModelUnavailable,
 )
 from bot.infra.clock import Clock
+from bot.llm import responses_wire
 from bot.llm.demo import DEMO_BASE_URL, DEMO_LABEL, DEMO_MODEL, DemoTransport
 from bot.llm.messages import Usage
 from bot.llm.model import (
@@ -83,8 +85,10 @@ class OpenAIModel:
         max_tokens_field: str = "max_tokens",
         key_name: str = "OPENAI_API_KEY",
         url_name: str = "OPENAI_BASE_URL",
+        api: Literal["chat", "responses"] = "chat",
     ) -> None:
         self._model = model
+        self._api = api
         self._key_name, self._url_name = key_name, url_name
         self._label = label or model
         self._clock = clock
@@ -116,6 +120,8 @@ class OpenAIModel:
     def request_body(self, request: ModelRequest) -> bytes:
         """The exact JSON body :meth:`stream` sends for ``request``."""
         name = request.model or self._model
+        if self._api == "responses":
+            return responses_wire.request_body(name, request)
         return self._encoder.body(name, request, max_tokens_field=self._max_tokens_field)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
@@ -148,7 +154,7 @@ class OpenAIModel:
         """One HTTP request: its pieces, or a :class:`ModelError`."""
         try:
             response: AsyncStream[object] = await self._client.post(
-                "/chat/completions",
+                "/responses" if self._api == "responses" else "/chat/completions",
                 cast_to=object,
                 content=body,
                 options=_REQUEST_OPTIONS,
@@ -161,7 +167,7 @@ class OpenAIModel:
             raise self._connection_error(exc) from None
         except openai.OpenAIError as exc:
             raise ModelError(self._scrub(str(exc))) from None
-        reader = ChunkReader()
+        reader = responses_wire.EventReader() if self._api == "responses" else ChunkReader()
         try:
             async for chunk in response:
                 for piece in reader.read(chunk):
@@ -174,6 +180,8 @@ class OpenAIModel:
             log.info("the stream broke after its finish reason; keeping the answer")
         except openai.APIError as exc:  # an error event inside the stream
             raise self._stream_error(exc) from None
+        except responses_wire.ResponseFailed as exc:
+            raise self._failure(exc.code, self._scrub(exc.message)) from None
         finally:
             await response.close()
         if not reader.finished:
@@ -278,8 +286,11 @@ class OpenAIModel:
         return "the connection to the model server broke in the middle of the answer"
 
     def _stream_error(self, exc: openai.APIError) -> ModelError:
-        said = self._server_text(exc)
-        if exc.code == "context_length_exceeded" or _CONTEXT_WORDS.search(said):
+        return self._failure(exc.code, self._server_text(exc))
+
+    def _failure(self, code: str | None, said: str) -> ModelError:
+        """An error the server reported after its answer began."""
+        if code == "context_length_exceeded" or _CONTEXT_WORDS.search(said):
             return ContextOverflow(
                 f"the conversation is longer than the model's context window: {said}"
             )
@@ -402,6 +413,7 @@ def _route_model(route: Route, settings: Settings, clock: Clock, rng: random.Ran
         max_tokens_field="max_completion_tokens" if official else "max_tokens",
         key_name=route.key_name,
         url_name=route.url_name,
+        api=route.api,
     )
 
 
@@ -440,4 +452,5 @@ def _default_model(
         backoff=backoff,
         timeout_s=settings.model_timeout_s,
         max_tokens_field="max_completion_tokens" if official else "max_tokens",
+        api=settings.openai_api,
     )

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from bot.config import Settings
@@ -35,6 +35,7 @@ from bot.llm.model import Model, ModelPiece, ModelRequest, NoticePiece
 log = logging.getLogger(__name__)
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
+API_NAMES = {"chat": "Chat Completions", "responses": "the Responses API"}
 NO_KEY = "not-needed"
 """What a server without authentication (Ollama, vLLM) is sent as its key."""
 
@@ -50,11 +51,18 @@ class Route:
     """Where the key came from, for messages (``LOCAL_KEY``, ``no key``)."""
     url_name: str
     """Where the server was set, for messages."""
+    api: Literal["chat", "responses"] = "chat"
+    """Chat Completions or the Responses API."""
 
 
 def route_of(settings: Settings, name: str) -> Route:
     """The route ``[per_model."NAME"]`` gives ``name``; ``OPENAI_API_KEY`` goes only to the
     default server."""
+    own = settings.per_model[name]
+    return replace(_route(settings, name), api=own.openai_api or settings.openai_api)
+
+
+def _route(settings: Settings, name: str) -> Route:
     own = settings.per_model[name]
     default_url = settings.openai_base_url or OPENAI_BASE_URL
     base_url = own.base_url or default_url
@@ -79,7 +87,9 @@ def describe_route(route: Route) -> str:
         (parts.scheme, f"{host}:{parts.port}" if parts.port else host, parts.path, "", "")
     )
     key = "no key" if route.api_key == NO_KEY else f"the key in {route.key_name}"
-    return f"model {route.model} at {where} ({route.url_name}) with {key}"
+    return (
+        f"model {route.model} at {where} ({route.url_name}) with {key} over {API_NAMES[route.api]}"
+    )
 
 
 def falls_over(error: ModelError) -> bool:

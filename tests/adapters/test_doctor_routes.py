@@ -36,7 +36,7 @@ async def test_doctor_asks_each_route_and_fallback(tmp_path: Path) -> None:
     )
     assert (
         f'[ok  ] model llama3.1 at {local.base_url} (per_model."llama3.1".base_url) with the key '
-        "in LOCAL_KEY answered (2 characters)" in lines
+        "in LOCAL_KEY over Chat Completions answered (2 characters)" in lines
     )
     failed = next(line for line in lines if "gpt-4.1 on the default server" in line)
     assert failed.startswith("[FAIL] model gpt-4.1 on the default server: ")
@@ -45,4 +45,8 @@ async def test_doctor_asks_each_route_and_fallback(tmp_path: Path) -> None:
     assert [r.body["model"] for r in default.requests] == ["gpt-4o", "gpt-4.1"]
     shown = out.stdout + out.stderr
     assert LOCAL_KEY not in shown and DEFAULT_KEY not in shown
+    assert (
+        "[--  ] model API: Chat Completions (/chat/completions) (THREADLINE_OPENAI_API=chat)"
+        in lines
+    )
     assert out.returncode == 1
