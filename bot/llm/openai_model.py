@@ -89,6 +89,8 @@ class OpenAIModel:
     ) -> None:
         self._model = model
         self._api = api
+        self._plain: set[str] = set()
+        """Models that refused to return reasoning (Responses API): asked without it."""
         self._key_name, self._url_name = key_name, url_name
         self._label = label or model
         self._clock = clock
@@ -121,7 +123,7 @@ class OpenAIModel:
         """The exact JSON body :meth:`stream` sends for ``request``."""
         name = request.model or self._model
         if self._api == "responses":
-            return responses_wire.request_body(name, request)
+            return responses_wire.request_body(name, request, reasoning=name not in self._plain)
         return self._encoder.body(name, request, max_tokens_field=self._max_tokens_field)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
@@ -153,14 +155,7 @@ class OpenAIModel:
     async def _attempt(self, body: bytes, name: str) -> AsyncGenerator[ModelPiece, None]:
         """One HTTP request: its pieces, or a :class:`ModelError`."""
         try:
-            response: AsyncStream[object] = await self._client.post(
-                "/responses" if self._api == "responses" else "/chat/completions",
-                cast_to=object,
-                content=body,
-                options=_REQUEST_OPTIONS,
-                stream=True,
-                stream_cls=AsyncStream[object],
-            )
+            response = await self._post(body, name)
         except openai.APIStatusError as exc:
             raise self._status_error(exc, name) from None
         except openai.APIConnectionError as exc:
@@ -186,6 +181,28 @@ class OpenAIModel:
             await response.close()
         if not reader.finished:
             raise ModelStreamBroken("the model's answer stopped before it was finished")
+
+    async def _post(self, body: bytes, name: str) -> AsyncStream[object]:
+        """The streamed response to ``body``; on the Responses API, asked again at once without
+        reasoning for a model that refuses it (remembered for its later requests)."""
+        for attempt in (body, None):
+            path = "/responses" if self._api == "responses" else "/chat/completions"
+            try:
+                return await self._client.post(
+                    path,
+                    cast_to=object,
+                    content=attempt or responses_wire.without_reasoning(body),
+                    options=_REQUEST_OPTIONS,
+                    stream=True,
+                    stream_cls=AsyncStream[object],
+                )
+            except openai.APIStatusError as exc:
+                refused = responses_wire.reasoning_refused(exc.status_code, exc.body)
+                if attempt is None or self._api != "responses" or not refused:
+                    raise
+                log.info("%s does not return reasoning; asking without it", name)
+                self._plain.add(name)
+        raise AssertionError("unreachable")
 
     # --- errors: plain words, no secrets ---
 

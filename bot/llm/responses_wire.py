@@ -17,6 +17,9 @@ Input items, in the transcript's order:
 * a :class:`ToolResult` is a ``function_call_output`` answering that ``call_id``, marked as
   data as on the other wire.
 
+OpenAI's models that do not reason refuse that request (HTTP 400); such a model is asked again
+at once without it, and from then on (:func:`reasoning_refused`).
+
 Events read (:class:`EventReader`): ``response.output_text.delta`` and
 ``response.refusal.delta`` (text), ``response.output_item.added`` (a function call's id and
 name), ``response.function_call_arguments.delta`` (its arguments),
@@ -56,6 +59,7 @@ from bot.llm.wire import SUMMARY_PREFIX, as_data, user_content
 
 WireDict = dict[str, Any]
 
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
 MIN_OUTPUT_TOKENS = 16
 """The least ``max_output_tokens`` the Responses API accepts."""
 
@@ -129,22 +133,44 @@ def tool_item(spec: ToolSpec) -> WireDict:
     }
 
 
-def request_body(model: str, request: ModelRequest) -> bytes:
-    """The JSON body of a streamed ``POST /responses`` for ``request``."""
+def request_body(model: str, request: ModelRequest, *, reasoning: bool = True) -> bytes:
+    """The JSON body of a streamed ``POST /responses`` for ``request``; without ``reasoning``,
+    for a model that refuses to return it."""
     body: WireDict = {
         "model": model,
         "input": input_items(request.messages),
         "stream": True,
         "store": False,
-        "include": ["reasoning.encrypted_content"],
     }
+    if reasoning:
+        body["include"] = [ENCRYPTED_REASONING]
     if request.system:
         body["instructions"] = request.system
     if request.tools:
         body["tools"] = [tool_item(spec) for spec in request.tools]
     if request.max_tokens is not None:
         body["max_output_tokens"] = max(MIN_OUTPUT_TOKENS, int(request.max_tokens))
+    return _dumps(body)
+
+
+def _dumps(body: WireDict) -> bytes:
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def reasoning_refused(status: int, error: object) -> bool:
+    """Whether an HTTP error says the model does not return encrypted reasoning (OpenAI's
+    non-reasoning models answer 400 ``Encrypted content is not supported with this model``)."""
+    if status != 400 or not isinstance(error, dict):
+        return False
+    message = str(error.get("message") or "").lower()
+    return error.get("param") == "include" or "encrypted content" in message
+
+
+def without_reasoning(body: bytes) -> bytes:
+    """``body`` without its request for reasoning."""
+    found: WireDict = json.loads(body)
+    found.pop("include", None)
+    return _dumps(found)
 
 
 class EventReader:

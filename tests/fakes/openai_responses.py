@@ -10,6 +10,8 @@ in the Responses API's Server-Sent Events (``event: TYPE`` and ``data: {…}``, 
   arrive in several ``response.function_call_arguments.delta`` events; ``response.completed``
   with the usage (``response.incomplete`` for a finish reason of ``length``). Each reasoning
   item issued is kept in ``FakeOpenAI.reasoning_issued``, for tests to find it sent back.
+* a request that includes reasoning for a model that does not reason (``gpt-4o…``,
+  ``gpt-4.1…``): HTTP 400, as OpenAI answers, before the script is read;
 * :class:`Fault`, :class:`Raw` and :class:`Delay` as on the chat endpoint;
 * :class:`CutOff`: the first ``after_chunks`` events, then the connection dropped or the body
   ended (a stream cut in the middle of an item);
@@ -43,6 +45,10 @@ if TYPE_CHECKING:
     from tests.fakes.openai_server import FakeOpenAI
 
 Event = dict[str, Any]
+REASONING = "reasoning.encrypted_content"
+PLAIN = ("gpt-4o", "gpt-4.1")
+"""Models that do not reason: a request for their reasoning is refused, as OpenAI does."""
+REFUSED = Fault(400, "Encrypted content is not supported with this model.", param="include")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +68,8 @@ async def responses_endpoint(fake: FakeOpenAI, request: web.Request) -> web.Stre
     async with fake._arrived:
         fake.requests.append(record)
         fake._arrived.notify_all()
+    if REASONING in (body.get("include") or []) and str(body.get("model")).startswith(PLAIN):
+        return fake._fault(REFUSED, record)
     response: Any = fake._next(body)
     while isinstance(response, Delay):
         if response.until is not None:

@@ -39,7 +39,15 @@ from tests.bot.llm.test_openai_model import (
     run,
 )
 from tests.fakes.openai_responses import Failed
-from tests.fakes.openai_server import CutOff, FakeCall, FakeOpenAI, Fault, Reply, StreamError
+from tests.fakes.openai_server import (
+    CutOff,
+    FakeCall,
+    FakeOpenAI,
+    Fault,
+    Raw,
+    Reply,
+    StreamError,
+)
 from tests.fakes.surface import RecordingSurface, drive
 
 MakeModel = Callable[..., OpenAIModel]
@@ -198,6 +206,15 @@ async def test_an_error_event_gives_the_servers_words(
     assert got.text and len(fake.requests) == 1
 
 
+async def test_an_error_event_in_the_chat_shape_is_read_too(
+    fake: FakeOpenAI, make_model: MakeModel
+) -> None:
+    error_event = {"type": "error", "error": {"message": "Overloaded.", "code": "server_error"}}
+    fake.push(Raw(f"event: error\ndata: {json.dumps(error_event)}\n\n".encode()))
+    error, _ = await failure(make_model(max_retries=0))
+    assert isinstance(error, ModelServerError) and "Overloaded." in str(error)
+
+
 async def test_an_error_event_about_context_length_is_an_overflow(
     fake: FakeOpenAI, make_model: MakeModel
 ) -> None:
@@ -229,6 +246,27 @@ async def test_http_errors_are_read_as_on_the_chat_endpoint(
     error, _ = await failure(make_model())
     assert isinstance(error, ModelRejected) and "Check OPENAI_API_KEY." in str(error)
     assert KEY not in str(error)
+
+
+async def test_a_model_that_does_not_reason_is_asked_without_reasoning(
+    fake: FakeOpenAI, clock: InstantClock
+) -> None:
+    model = OpenAIModel(
+        "gpt-4o",
+        api_key=KEY,
+        base_url=fake.base_url,
+        clock=clock,
+        backoff=Backoff(max_retries=0, rng=random.Random(3)),
+        api="responses",
+    )
+    fake.push(Reply("Plain answer."), Reply("Again."))
+    try:
+        assert (await run(model)).text == "Plain answer."
+        assert (await run(model)).text == "Again."  # remembered: asked once
+    finally:
+        await model.aclose()
+    assert ["include" in r.body for r in fake.requests] == [True, False, False]
+    assert clock.sleeps == [] and fake.reasoning_issued == []
 
 
 def test_the_setting_is_chat_or_responses(monkeypatch: pytest.MonkeyPatch) -> None:
