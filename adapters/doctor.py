@@ -16,8 +16,9 @@ from bot.files.intake import sees_images
 from bot.files.kinds import size_words
 from bot.infra.clock import SystemClock
 from bot.llm.messages import UserMessage
-from bot.llm.model import ModelRequest, TextPiece
+from bot.llm.model import Model, ModelRequest, TextPiece
 from bot.llm.openai_model import build_openai_model
+from bot.llm.routing import RoutedModel, describe_route, route_of
 from bot.mcp.servers import probe as probe_mcp_servers
 from bot.policy.words import access_lines, tool_lines
 from bot.scheduler.when import local_time
@@ -88,14 +89,72 @@ async def _check_model(settings: Settings) -> bool:
         tools=(),
         max_tokens=5,
     )
+    alone = model.route(model.name) if isinstance(model, RoutedModel) else model  # no fallback
     try:
-        text = "".join([p.text async for p in model.stream(request) if isinstance(p, TextPiece)])
+        text = "".join([p.text async for p in alone.stream(request) if isinstance(p, TextPiece)])
     except ModelError as exc:
         _line(False, f"model {model.label} at {where}: {exc}")
         return False
     finally:
         await model.aclose()
     _line(True, f"model {model.label} at {where} answered ({len(text)} characters)")
+    return True
+
+
+def _api(settings: Settings) -> None:
+    """Which of OpenAI's APIs the model is asked through."""
+    if settings.uses_demo_model:
+        return
+    if settings.openai_api == "chat":
+        words = "Chat Completions (/chat/completions)"
+    else:
+        words = (
+            "the Responses API (/responses): nothing is stored at the provider (store: false), "
+            "the model's reasoning is kept encrypted with each thread"
+        )
+    _line(None, f"model API: {words} (THREADLINE_OPENAI_API={settings.openai_api})")
+
+
+async def _check_routes(settings: Settings) -> bool:
+    """Each model with a route of its own, and each fallback: where it is asked, with which key
+    (named, never shown), and whether it answers."""
+    model = build_openai_model(settings, SystemClock(), rng=random.Random())
+    if not isinstance(model, RoutedModel):
+        return True
+    if model.fallbacks:
+        _line(
+            None,
+            f"fallbacks: when a thread's model has no quota, fails or cannot be reached, "
+            f"{' then '.join(model.fallbacks)} (THREADLINE_FALLBACK_MODELS)",
+        )
+    ok = True
+    try:
+        for name in dict.fromkeys([*settings.per_model, *model.fallbacks]):
+            if name in settings.per_model:
+                where = describe_route(route_of(settings, name))
+            else:
+                where = f"model {name} on the default server"
+            ok = await _probe(model.route(name), name, where) and ok
+    finally:
+        await model.aclose()
+    return ok
+
+
+async def _probe(model: Model, name: str, where: str) -> bool:
+    """One short request to ``name`` through ``model``: a line saying whether it answered."""
+    request = ModelRequest(
+        system="You are a health check.",
+        messages=[UserMessage(text="Reply with the single word OK.")],
+        tools=(),
+        max_tokens=5,
+        model=name,
+    )
+    try:
+        text = "".join([p.text async for p in model.stream(request) if isinstance(p, TextPiece)])
+    except ModelError as exc:
+        _line(False, f"{where}: {exc}")
+        return False
+    _line(True, f"{where} answered ({len(text)} characters)")
     return True
 
 
@@ -181,7 +240,9 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     ok = await _check_store(settings) and ok
     if settings.uses_demo_model:
         _line(None, "no OPENAI_API_KEY or OPENAI_BASE_URL: using the offline demo model")
+    _api(settings)
     ok = await _check_model(settings) and ok
+    ok = await _check_routes(settings) and ok
     _line(
         None,
         f"text tool calls: {'on' if settings.text_tool_calls else 'off'} (THREADLINE_TEXT_TOOL_CALLS)",

@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import UnionType
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -29,10 +29,12 @@ from pydantic import (
     SecretStr,
     ValidationError,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
+    NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -194,6 +196,40 @@ def model_name(value: str) -> str:
     return value
 
 
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+class ModelSettings(BaseModel):
+    """One model's own server and key (``[per_model."NAME"]``): a thread or channel that uses
+    this model name is answered there; other names keep ``OPENAI_BASE_URL`` and
+    ``OPENAI_API_KEY``."""
+
+    model_config = ConfigDict(extra="forbid")
+    base_url: str | None = None
+    """Its OpenAI-compatible server (default: ``OPENAI_BASE_URL``, or OpenAI's)."""
+    api_key_env: str | None = None
+    """The environment variable holding its key (default: ``OPENAI_API_KEY`` when the server is
+    the default one, no key otherwise: ``OPENAI_API_KEY`` never goes to another server)."""
+    openai_api: Literal["chat", "responses"] | None = None
+    """Its API: Chat Completions or OpenAI's Responses API (default: ``THREADLINE_OPENAI_API``)."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be a URL starting with http:// or https://")
+        return None if value is None else value.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_NAME.match(value):
+            raise ValueError(
+                f"{value[:60]!r} is not the name of an environment variable (letters, digits, _)"
+            )
+        return value
+
+
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 """``${NAME}`` in an MCP server's ``env`` and ``headers`` values: read from the environment."""
 MCP_SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,60}$")
@@ -304,6 +340,16 @@ class Settings(SettingsBase):
     model: str = "gpt-4o-mini"
     models: list[str] = Field(default_factory=list)
     """The models ``/threadline model NAME`` may choose (empty: any name; the server decides)."""
+    per_model: dict[str, ModelSettings] = Field(default_factory=dict)
+    """Per model name: its own server and key (``[per_model."NAME"]``)."""
+    openai_api: Literal["chat", "responses"] = "chat"
+    """``chat``: Chat Completions (``/chat/completions``, any OpenAI-compatible server);
+    ``responses``: OpenAI's Responses API (``/responses``), which keeps a reasoning model's
+    reasoning, encrypted, with the thread."""
+    fallback_models: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    """Models tried in turn when the thread's model cannot answer (no quota, server errors
+    after retries, time-outs, unreachable); a comma list in the environment
+    (``THREADLINE_FALLBACK_MODELS=gpt-4o-mini,llama3.1``)."""
     context_window: int = Field(default=128_000, ge=1_000)
     max_output_tokens: int | None = Field(default=None, ge=1)
     model_timeout_s: float = Field(default=120.0, gt=0)
@@ -497,6 +543,43 @@ class Settings(SettingsBase):
     def _models(cls, values: list[str]) -> list[str]:
         return [model_name(v) for v in values]
 
+    @field_validator("fallback_models", mode="before")
+    @classmethod
+    def _fallbacks(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part for part in value.split(",") if part.strip()]
+        if isinstance(value, list):
+            return [model_name(v) if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("per_model")
+    @classmethod
+    def _per_model(cls, routes: dict[str, ModelSettings]) -> dict[str, ModelSettings]:
+        for name in routes:
+            if not MODEL_NAME.match(name):
+                raise _invalid("a model name is 1-200 characters without spaces", name)
+        return routes
+
+    @model_validator(mode="after")
+    def _route_keys(self) -> Settings:
+        for name, route in self.per_model.items():
+            if route.api_key_env is not None and self.route_key(name) is None:
+                problem = f"the environment variable {route.api_key_env} is not set"
+                raise _invalid(problem, "per_model", name, "api_key_env")
+        return self
+
+    def route_key(self, name: str) -> SecretStr | None:
+        """The key of the model ``name``'s own route, read from the environment variable its
+        ``api_key_env`` names (then ``.env``); None when it names none or it is unset."""
+        route = self.per_model.get(name)
+        if route is None or route.api_key_env is None:
+            return None
+        value = os.environ.get(route.api_key_env)
+        env_file = self.model_config.get("env_file")
+        if value is None and isinstance(env_file, str) and Path(env_file).is_file():
+            value = dotenv_values(env_file).get(route.api_key_env)
+        return SecretStr(value) if value else None
+
     @field_validator("channels")
     @classmethod
     def _channel_servers(
@@ -530,6 +613,8 @@ class Settings(SettingsBase):
     def secrets(self) -> list[str]:
         """As :meth:`SettingsBase.secrets`, and the database URL's password on its own."""
         found = super().secrets()
+        keys = (self.route_key(name) for name in self.per_model)
+        found += [key.get_secret_value() for key in keys if key is not None]
         if self.database_url is not None:
             password = urlsplit(self.database_url.get_secret_value()).password
             found += [password] if password else []

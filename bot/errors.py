@@ -8,7 +8,8 @@
     │   ├── ModelServerError   5xx
     │   ├── ContextOverflow    the request is longer than the model's context window
     │   ├── ModelRejected      another 4xx: bad key, unknown model, bad request
-    │   └── ModelStreamBroken  a malformed or cut-off stream
+    │   ├── ModelStreamBroken  a malformed or cut-off stream
+    │   └── FallbacksFailed    the model and every fallback model failed (says how each did)
     ├── SurfaceError           the chat platform refused or failed a call
     │   ├── SurfaceRateLimited 429 (retry_after in seconds)
     │   ├── MessageTooLong     the text is over the platform's limit
@@ -81,6 +82,16 @@ class ModelRejected(ModelError):
 
 class ModelStreamBroken(ModelError):
     retryable = True
+
+
+class FallbacksFailed(ModelError):
+    """No model of the thread's model and its fallbacks could answer; ``failures`` holds each
+    model's name and why it did not, in the order they were asked."""
+
+    def __init__(self, failures: tuple[tuple[str, str], ...]) -> None:
+        said = "; ".join(f"{name} ({why})" for name, why in failures)
+        super().__init__(f"no model could answer: {said}")
+        self.failures = failures
 
 
 class SurfaceError(ThreadlineError):

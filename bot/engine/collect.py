@@ -30,6 +30,7 @@ class ResponseCollector:
     finish_reason: str | None = None
     problems: dict[str, str] = field(default_factory=dict)
     """Our id of each call that cannot run, and why (set by :meth:`message`)."""
+    reasoning: list[str] = field(default_factory=list)
 
     def add_text(self, text: str) -> None:
         self.text.append(text)
@@ -69,4 +70,6 @@ class ResponseCollector:
                     id=our_id, wire_id=wire_id, name=part.name, arguments="".join(part.arguments)
                 )
             )
-        return AssistantMessage(text=self.shown_text, tool_calls=tuple(calls))
+        return AssistantMessage(
+            text=self.shown_text, tool_calls=tuple(calls), reasoning=tuple(self.reasoning)
+        )

@@ -29,6 +29,7 @@ from bot.engine.events import (
     Failed,
     Finished,
     ModelCallStarted,
+    Notice,
     TextDelta,
 )
 from bot.engine.gate import Gate, OpenGate
@@ -62,6 +63,8 @@ from bot.llm.model import (
     FinishPiece,
     Model,
     ModelRequest,
+    NoticePiece,
+    ReasoningPiece,
     TextPiece,
     ToolCallPiece,
     ToolSpec,
@@ -357,6 +360,10 @@ class _Run(ToolRounds):
                     got.usage = usage
                 case FinishPiece(reason):
                     got.finish_reason = reason
+                case NoticePiece(text):
+                    await self.sink(Notice(text))
+                case ReasoningPiece(item):
+                    got.reasoning.append(item)
 
     async def _failed(self, exc: ModelError, shown: str) -> State:
         if shown:  # keep what the thread already shows, without half-made calls

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bot.errors import (
     ContextOverflow,
+    FallbacksFailed,
     ModelError,
     ModelRateLimited,
     ModelRejected,
@@ -15,6 +16,9 @@ from bot.errors import (
 
 def failure_text(exc: ModelError, *, partial: bool) -> str:
     match exc:
+        case FallbacksFailed(failures=failures):
+            said = "; ".join(f"{name} ({why})" for name, why in failures)
+            text = f"No model could answer: {said}. Please try again in a moment."
         case ModelUnavailable():
             text = "I couldn't reach the model server. Please try again in a moment; if it keeps happening, an operator can run `threadline doctor`."
         case ModelRateLimited():

@@ -1,6 +1,7 @@
 """Vendor-neutral conversation messages, persisted as JSON.
 
-The Chat Completions wire format is produced from these in :mod:`bot.llm.wire` only.
+The Chat Completions wire format is produced from these in :mod:`bot.llm.wire` only, the
+Responses API's in :mod:`bot.llm.responses_wire`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,9 @@ class AssistantMessage(_Frozen):
     tool_calls: tuple[ToolCall, ...] = ()
     stopped: bool = False
     """The run was stopped while this message was streaming; the text is partial."""
+    reasoning: tuple[str, ...] = ()
+    """The model's reasoning items before this answer (Responses API: each item's JSON, its
+    content encrypted by the provider), sent back with the thread's later requests."""
 
 
 class ToolResult(_Frozen):

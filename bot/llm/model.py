@@ -47,7 +47,22 @@ class FinishPiece:
     reason: str | None
 
 
-ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece
+@dataclass(frozen=True, slots=True)
+class NoticePiece:
+    """Something the thread should be told about how the answer came (another model took over)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningPiece:
+    """One reasoning item the model produced (its JSON; the content encrypted), to be sent back
+    with the conversation."""
+
+    item: str
+
+
+ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece | NoticePiece | ReasoningPiece
 
 
 @dataclass(frozen=True, slots=True)

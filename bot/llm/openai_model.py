@@ -4,7 +4,8 @@ The request body is built by :class:`bot.llm.wire.WireEncoder` and sent as JSON 
 client's lower-level ``post`` (authentication, headers, SSE parsing and HTTP errors stay the
 client's; its per-call transformation of every message is skipped, which costs tens of
 milliseconds on a long thread). Chunks are read as plain JSON and turned into
-:mod:`bot.llm.model` pieces.
+:mod:`bot.llm.model` pieces. With ``api="responses"`` the same goes through OpenAI's Responses
+API (``/responses``; body and events in :mod:`bot.llm.responses_wire`).
 
 Retries are ours (the client's own are off): a retryable failure is retried with
 :class:`bot.llm.retry.Backoff` only while nothing has been yielded; after the first piece, a
@@ -18,7 +19,7 @@ import random
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from contextlib import aclosing
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
@@ -36,6 +37,7 @@ from bot.errors import (
     ModelUnavailable,
 )
 from bot.infra.clock import Clock
+from bot.llm import responses_wire
 from bot.llm.demo import DEMO_BASE_URL, DEMO_LABEL, DEMO_MODEL, DemoTransport
 from bot.llm.messages import Usage
 from bot.llm.model import (
@@ -47,12 +49,12 @@ from bot.llm.model import (
     UsagePiece,
 )
 from bot.llm.retry import Backoff, retry_after_from_headers
+from bot.llm.routing import OPENAI_BASE_URL, Route, RoutedModel, routed
 from bot.llm.unreachable import chain, unreachable_reason
 from bot.llm.wire import WireEncoder
 
 log = logging.getLogger(__name__)
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 CONNECT_TIMEOUT_S = 10.0
 # typed loosely: the client's RequestOptions TypedDict lives in a private module
 _REQUEST_OPTIONS: Any = {
@@ -81,8 +83,15 @@ class OpenAIModel:
         label: str | None = None,
         http_client: httpx2.AsyncClient | None = None,
         max_tokens_field: str = "max_tokens",
+        key_name: str = "OPENAI_API_KEY",
+        url_name: str = "OPENAI_BASE_URL",
+        api: Literal["chat", "responses"] = "chat",
     ) -> None:
         self._model = model
+        self._api = api
+        self._plain: set[str] = set()
+        """Models that refused to return reasoning (Responses API): asked without it."""
+        self._key_name, self._url_name = key_name, url_name
         self._label = label or model
         self._clock = clock
         self._backoff = backoff
@@ -113,6 +122,8 @@ class OpenAIModel:
     def request_body(self, request: ModelRequest) -> bytes:
         """The exact JSON body :meth:`stream` sends for ``request``."""
         name = request.model or self._model
+        if self._api == "responses":
+            return responses_wire.request_body(name, request, reasoning=name not in self._plain)
         return self._encoder.body(name, request, max_tokens_field=self._max_tokens_field)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
@@ -144,21 +155,14 @@ class OpenAIModel:
     async def _attempt(self, body: bytes, name: str) -> AsyncGenerator[ModelPiece, None]:
         """One HTTP request: its pieces, or a :class:`ModelError`."""
         try:
-            response: AsyncStream[object] = await self._client.post(
-                "/chat/completions",
-                cast_to=object,
-                content=body,
-                options=_REQUEST_OPTIONS,
-                stream=True,
-                stream_cls=AsyncStream[object],
-            )
+            response = await self._post(body, name)
         except openai.APIStatusError as exc:
             raise self._status_error(exc, name) from None
         except openai.APIConnectionError as exc:
             raise self._connection_error(exc) from None
         except openai.OpenAIError as exc:
             raise ModelError(self._scrub(str(exc))) from None
-        reader = ChunkReader()
+        reader = responses_wire.EventReader() if self._api == "responses" else ChunkReader()
         try:
             async for chunk in response:
                 for piece in reader.read(chunk):
@@ -171,10 +175,34 @@ class OpenAIModel:
             log.info("the stream broke after its finish reason; keeping the answer")
         except openai.APIError as exc:  # an error event inside the stream
             raise self._stream_error(exc) from None
+        except responses_wire.ResponseFailed as exc:
+            raise self._failure(exc.code, self._scrub(exc.message)) from None
         finally:
             await response.close()
         if not reader.finished:
             raise ModelStreamBroken("the model's answer stopped before it was finished")
+
+    async def _post(self, body: bytes, name: str) -> AsyncStream[object]:
+        """The streamed response to ``body``; on the Responses API, asked again at once without
+        reasoning for a model that refuses it (remembered for its later requests)."""
+        for attempt in (body, None):
+            path = "/responses" if self._api == "responses" else "/chat/completions"
+            try:
+                return await self._client.post(
+                    path,
+                    cast_to=object,
+                    content=attempt or responses_wire.without_reasoning(body),
+                    options=_REQUEST_OPTIONS,
+                    stream=True,
+                    stream_cls=AsyncStream[object],
+                )
+            except openai.APIStatusError as exc:
+                refused = responses_wire.reasoning_refused(exc.status_code, exc.body)
+                if attempt is None or self._api != "responses" or not refused:
+                    raise
+                log.info("%s does not return reasoning; asking without it", name)
+                self._plain.add(name)
+        raise AssertionError("unreachable")
 
     # --- errors: plain words, no secrets ---
 
@@ -198,7 +226,7 @@ class OpenAIModel:
         said = self._server_text(exc)
         if status == 429 and exc.code == "insufficient_quota":
             return ModelRejected(
-                f"the account behind OPENAI_API_KEY has no quota left (HTTP 429): {said}",
+                f"the account behind {self._key_name} has no quota left (HTTP 429): {said}",
                 status=status,
             )
         if status == 429:
@@ -226,17 +254,17 @@ class OpenAIModel:
         if status == 401:
             return (
                 f"the model server at {self._where} refused the API key (HTTP 401). "
-                "Check OPENAI_API_KEY."
+                f"Check {self._key_name}."
             )
         if status == 403:
             return (
                 f"the API key may not use the model {name!r} (HTTP 403). "
-                f"Check OPENAI_API_KEY and {self._model_setting(name)}."
+                f"Check {self._key_name} and {self._model_setting(name)}."
             )
         if status == 404:
             return (
                 f"the model server at {self._where} does not know the model {name!r} "
-                f"(HTTP 404). Check {self._model_setting(name)}, and OPENAI_BASE_URL if you set it."
+                f"(HTTP 404). Check {self._model_setting(name)}, and {self._url_name} if you set it."
             )
         return f"the model server rejected the request (HTTP {status}): {said}"
 
@@ -275,8 +303,11 @@ class OpenAIModel:
         return "the connection to the model server broke in the middle of the answer"
 
     def _stream_error(self, exc: openai.APIError) -> ModelError:
-        said = self._server_text(exc)
-        if exc.code == "context_length_exceeded" or _CONTEXT_WORDS.search(said):
+        return self._failure(exc.code, self._server_text(exc))
+
+    def _failure(self, code: str | None, said: str) -> ModelError:
+        """An error the server reported after its answer began."""
+        if code == "context_length_exceeded" or _CONTEXT_WORDS.search(said):
             return ContextOverflow(
                 f"the conversation is longer than the model's context window: {said}"
             )
@@ -416,8 +447,38 @@ def build_openai_model(
     *,
     rng: random.Random,
     demo_chunk_delay_s: float | None = None,
+) -> OpenAIModel | RoutedModel:
+    """The configured model, routed by model name when ``[per_model]`` or
+    ``THREADLINE_FALLBACK_MODELS`` say so (:mod:`bot.llm.routing`)."""
+    default = _default_model(settings, clock, rng=rng, demo_chunk_delay_s=demo_chunk_delay_s)
+    return routed(settings, default, lambda route: _route_model(route, settings, clock, rng))
+
+
+def _route_model(route: Route, settings: Settings, clock: Clock, rng: random.Random) -> OpenAIModel:
+    """The client of one ``[per_model."NAME"]`` route."""
+    official = urlsplit(route.base_url).hostname == "api.openai.com"
+    return OpenAIModel(
+        route.model,
+        api_key=route.api_key,
+        base_url=route.base_url,
+        clock=clock,
+        backoff=Backoff(max_retries=settings.model_max_retries, rng=rng),
+        timeout_s=settings.model_timeout_s,
+        max_tokens_field="max_completion_tokens" if official else "max_tokens",
+        key_name=route.key_name,
+        url_name=route.url_name,
+        api=route.api,
+    )
+
+
+def _default_model(
+    settings: Settings,
+    clock: Clock,
+    *,
+    rng: random.Random,
+    demo_chunk_delay_s: float | None = None,
 ) -> OpenAIModel:
-    """The configured model: the offline demo model when neither ``OPENAI_API_KEY`` nor
+    """The default model: the offline demo model when neither ``OPENAI_API_KEY`` nor
     ``OPENAI_BASE_URL`` is set, else the real endpoint."""
     backoff = Backoff(max_retries=settings.model_max_retries, rng=rng)
     if settings.uses_demo_model:
@@ -445,4 +506,5 @@ def build_openai_model(
         backoff=backoff,
         timeout_s=settings.model_timeout_s,
         max_tokens_field="max_completion_tokens" if official else "max_tokens",
+        api=settings.openai_api,
     )

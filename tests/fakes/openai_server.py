@@ -16,6 +16,8 @@ optional default responder), streaming Server-Sent Events shaped like OpenAI's:
 * :class:`Delay`: any of the above, after waiting for an event and/or some seconds.
 
 Non-streaming requests (``"stream": false``) get a ``chat.completion`` object for a Reply.
+``POST /v1/responses`` answers from the same script in the Responses API's streamed events
+(:mod:`tests.fakes.openai_responses`).
 Every request is recorded with its parsed body, headers and server-side monotonic
 timestamps (received, first byte sent, last byte sent).
 """
@@ -29,6 +31,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from aiohttp import web
@@ -94,6 +97,15 @@ class Fault:
             code="rate_limit_exceeded",
             retry_after=retry_after,
             retry_after_ms=retry_after_ms,
+        )
+
+    @classmethod
+    def no_quota(cls) -> Fault:
+        return cls(
+            429,
+            "You exceeded your current quota, please check your plan and billing details.",
+            type="insufficient_quota",
+            code="insufficient_quota",
         )
 
     @classmethod
@@ -212,6 +224,8 @@ class FakeOpenAI:
     host: str = "127.0.0.1"
     script: deque[Response] = field(default_factory=deque)
     requests: list[RecordedRequest] = field(default_factory=list)
+    reasoning_issued: list[dict[str, Any]] = field(default_factory=list)
+    """The reasoning items ``/v1/responses`` answered with, in order."""
     _runner: web.AppRunner | None = None
     _port: int = 0
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1))
@@ -220,8 +234,11 @@ class FakeOpenAI:
     # --- lifecycle ---
 
     async def start(self) -> None:
+        from tests.fakes.openai_responses import responses_endpoint
+
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/responses", partial(responses_endpoint, self))
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, 0).start()
