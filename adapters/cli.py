@@ -160,8 +160,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings, *platforms.settings())
     if args.command == "doctor":
+        import logging
+
         from adapters.doctor import run_doctor
 
+        # the report is the output: what the checks log on the way (a retry, a sandbox found)
+        # is in their lines already; only errors are logged
+        for handler in logging.getLogger().handlers:
+            handler.setLevel(max(handler.level, logging.ERROR))
         return asyncio.run(run_doctor(settings, platforms))
     if args.command in ("audit", "rules"):
         return _admin(settings, args)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -65,6 +65,9 @@ _CONTEXT_WORDS = re.compile(
 _KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_*.-]{4,})")
 _MAX_SERVER_TEXT = 300
 
+OnRetry = Callable[[ModelError, int, float], None]
+"""Told of each retry: the error, the retry's number (1 for the first) and the delay before it."""
+
 
 class OpenAIModel:
     """A streamed Chat Completions model behind ``openai.AsyncOpenAI``."""
@@ -81,8 +84,10 @@ class OpenAIModel:
         label: str | None = None,
         http_client: httpx2.AsyncClient | None = None,
         max_tokens_field: str = "max_tokens",
+        on_retry: OnRetry | None = None,
     ) -> None:
         self._model = model
+        self._on_retry = on_retry
         self._label = label or model
         self._clock = clock
         self._backoff = backoff
@@ -132,14 +137,21 @@ class OpenAIModel:
                 delay = None if yielded else self._backoff.delay(retry, exc)
                 if delay is None:
                     raise
-                log.warning(
-                    "model call failed (%s); retry %d of %d in %.2fs",
-                    exc,
-                    retry,
-                    self._backoff.max_retries,
-                    delay,
-                )
+                self._retrying(exc, retry, delay)
                 await self._clock.sleep(delay)
+
+    def _retrying(self, error: ModelError, retry: int, delay: float) -> None:
+        """Tell ``on_retry``, or else log a warning."""
+        if self._on_retry is not None:
+            self._on_retry(error, retry, delay)
+            return
+        log.warning(
+            "model call failed (%s); retry %d of %d in %.2fs",
+            error,
+            retry,
+            self._backoff.max_retries,
+            delay,
+        )
 
     async def _attempt(self, body: bytes, name: str) -> AsyncGenerator[ModelPiece, None]:
         """One HTTP request: its pieces, or a :class:`ModelError`."""
@@ -379,9 +391,11 @@ def build_openai_model(
     *,
     rng: random.Random,
     demo_chunk_delay_s: float | None = None,
+    on_retry: OnRetry | None = None,
 ) -> OpenAIModel:
     """The configured model: the offline demo model when neither ``OPENAI_API_KEY`` nor
-    ``OPENAI_BASE_URL`` is set, else the real endpoint."""
+    ``OPENAI_BASE_URL`` is set, else the real endpoint. ``on_retry`` is told of each retry
+    (when None, a warning is logged)."""
     backoff = Backoff(max_retries=settings.model_max_retries, rng=rng)
     if settings.uses_demo_model:
         delay = settings.demo_chunk_delay_s if demo_chunk_delay_s is None else demo_chunk_delay_s
@@ -395,6 +409,7 @@ def build_openai_model(
             timeout_s=settings.model_timeout_s,
             label=DEMO_LABEL,
             http_client=httpx2.AsyncClient(transport=transport),
+            on_retry=on_retry,
         )
     base_url = settings.openai_base_url or OPENAI_BASE_URL
     key = settings.openai_api_key
@@ -408,4 +423,5 @@ def build_openai_model(
         backoff=backoff,
         timeout_s=settings.model_timeout_s,
         max_tokens_field="max_completion_tokens" if official else "max_tokens",
+        on_retry=on_retry,
     )
