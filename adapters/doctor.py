@@ -135,11 +135,11 @@ def _channels(settings: Settings) -> None:
     """The effective settings of each ``[channels."<prefix>"]`` section's threads."""
     base = EngineConfig.from_settings(settings)
     choices = ", ".join(settings.models) or "any name (the model server decides)"
-    model = (
-        ""  # the model check named the demo model; the model's name means nothing to it
-        if settings.uses_demo_model
-        else f"model: {settings.model}; /threadline model may choose {choices}; "
-    )
+    choose = f"/threadline model may choose {choices}; "
+    if settings.uses_demo_model:  # the model check named it; a model's name means nothing to it
+        model = choose if settings.models else ""
+    else:
+        model = f"model: {settings.model}; {choose}"
     _line(
         None,
         f"{model}a first mention in an existing thread reads up to "

@@ -15,7 +15,7 @@ from pathlib import Path
 from aiohttp import web
 
 from tests.e2e.test_process_restart import free_port, threadline
-from tests.fakes.openai_server import Fault, FakeOpenAI, Reply
+from tests.fakes.openai_server import FakeOpenAI, Fault, Reply
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 60.0
