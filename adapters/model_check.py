@@ -8,6 +8,7 @@ A server that is not one (a web page, Ollama's root without ``/v1``) answers the
 
 from __future__ import annotations
 
+import difflib
 import json
 import random
 from urllib.parse import urlsplit, urlunsplit
@@ -76,6 +77,8 @@ async def _why(settings: Settings, error: ModelError) -> str:
         status, models = await _models(session, base)
         if models is not None:
             return _unknown_model(str(error), settings.model, models, error)
+        if status is None:  # nothing to tell from
+            return str(error)
         said = f"the server at {_safe(base)} answered {status} at /models: not an OpenAI-compatible API"
         if not urlsplit(base).path.endswith("/v1"):
             _, nested = await _models(session, base + "/v1")
@@ -86,22 +89,25 @@ async def _why(settings: Settings, error: ModelError) -> str:
 
 def _unknown_model(said: str, name: str, models: list[str], error: ModelError) -> str:
     """An OpenAI-compatible server refused the request: when it does not list the model, which
-    it does list."""
+    it does list (all of a few, else the nearest names)."""
     if error.status != 404 or name in models or not models:
         return said
-    shown = ", ".join(models[:SHOWN_MODELS]) + (", …" if len(models) > SHOWN_MODELS else "")
-    return f"{said} It lists: {shown}"
+    if len(models) <= SHOWN_MODELS:
+        return f"{said} It lists: {', '.join(models)}"
+    near = difflib.get_close_matches(name, models, n=3, cutoff=0.5)
+    nearest = f"; the nearest: {', '.join(near)}" if near else ""
+    return f"{said} It lists {len(models)} models{nearest}"
 
 
-async def _models(session: aiohttp.ClientSession, base: str) -> tuple[str, list[str] | None]:
-    """``GET base/models``: (what it answered, in words; the model ids when it is the OpenAI
-    list, else None)."""
+async def _models(session: aiohttp.ClientSession, base: str) -> tuple[str | None, list[str] | None]:
+    """``GET base/models``: (what it answered, in words, None when nothing did; the model ids
+    when it is the OpenAI list, else None)."""
     try:
         async with session.get(f"{base}/models") as response:
             body = await response.read()
             kind = response.content_type
-    except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-        return f"nothing ({type(exc).__name__})", None
+    except (aiohttp.ClientError, TimeoutError, OSError, ValueError):
+        return None, None
     said = str(response.status) + (" with an HTML page" if "html" in kind else "")
     if response.status != 200:
         return said, None

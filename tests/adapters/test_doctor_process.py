@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 from tests.e2e.test_process_restart import free_port, threadline
@@ -140,14 +141,24 @@ async def test_a_web_page_is_not_taken_for_a_model_server(tmp_path: Path) -> Non
     )
 
 
+@pytest.mark.parametrize(
+    ("models", "listed"),
+    [
+        (("llama3.2", "qwen2.5"), "It lists: llama3.2, qwen2.5"),
+        (
+            tuple(f"model-{n}" for n in range(20)) + ("llama3.1",),
+            "It lists 21 models; the nearest: llama3.1",
+        ),
+    ],
+)
 async def test_an_unknown_model_on_a_compatible_server_is_named_with_those_it_has(
-    tmp_path: Path,
+    tmp_path: Path, models: tuple[str, ...], listed: str
 ) -> None:
-    async with FakeOpenAI(models=("llama3.2", "qwen2.5")) as server:
+    async with FakeOpenAI(models=models) as server:
         server.push(Fault.unknown_model("llama3"))
         line = await model_line(tmp_path, server.base_url, THREADLINE_MODEL="llama3")
     assert "does not know the model 'llama3' (HTTP 404)" in line
-    assert line.endswith("It lists: llama3.2, qwen2.5")
+    assert line.endswith(listed), line
 
 
 async def test_a_discord_token_of_the_wrong_shape_is_caught_before_any_call(
