@@ -21,6 +21,15 @@ if TYPE_CHECKING:
     from bot.config import Settings
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+DOCTOR = (
+    "Check the configuration, the data directory and store, the model endpoint (one short "
+    "request; its retries are said in its line, and a URL that is no OpenAI-compatible API is "
+    "said so), the HTTP port, the command sandbox, each configured platform (token shape, "
+    "token, scopes, intents), MCP servers and tools, then print the effective limits and "
+    "policy. Each line starts with [ok  ], [FAIL] or [--  ] (information); the output is the "
+    "report only (nothing below ERROR is logged). Exit status: 0 when nothing failed, 1 when "
+    "a check failed, 2 when the configuration is invalid."
+)
 
 
 def package_version() -> str:
@@ -63,7 +72,11 @@ def _parser() -> argparse.ArgumentParser:
         dest="command", metavar="COMMAND", help="what to do; `threadline COMMAND --help` tells more"
     )
     sub.add_parser("run", help="run the bot (the local playground when no platform is configured)")
-    sub.add_parser("doctor", help="check the configuration, the model endpoint and each platform")
+    sub.add_parser(
+        "doctor",
+        help="check the configuration, the model endpoint and each platform",
+        description=DOCTOR,
+    )
     sub.add_parser("discord-invite", help="print the link that adds the Discord bot to a server")
     add_commands(sub)
     sub.add_parser(
@@ -160,8 +173,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     configure_logging(settings, *platforms.settings())
     if args.command == "doctor":
+        import logging
+
         from adapters.doctor import run_doctor
 
+        # the report is the output: what the checks log on the way (a retry, a sandbox found)
+        # is in their lines already; only errors are logged
+        for handler in logging.getLogger().handlers:
+            handler.setLevel(max(handler.level, logging.ERROR))
         return asyncio.run(run_doctor(settings, platforms))
     if args.command in ("audit", "rules"):
         return _admin(settings, args)

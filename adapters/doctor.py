@@ -7,7 +7,9 @@ import tempfile
 import time
 from zoneinfo import ZoneInfo
 
+from adapters.http_port import check_port
 from adapters.metering import describe_metrics
+from adapters.model_check import check_model
 from adapters.platforms import Platforms
 from bot.config import Settings
 from bot.engine.states import EngineConfig
@@ -77,27 +79,6 @@ def _check_workers(settings: Settings) -> bool:
         )
     else:
         _line(True, words)
-    return True
-
-
-async def _check_model(settings: Settings) -> bool:
-    model = build_openai_model(settings, SystemClock(), rng=random.Random())
-    where = settings.openai_base_url or ("the OpenAI API" if settings.openai_api_key else "offline")
-    request = ModelRequest(
-        system="You are a health check.",
-        messages=[UserMessage(text="Reply with the single word OK.")],
-        tools=(),
-        max_tokens=5,
-    )
-    alone = model.route(model.name) if isinstance(model, RoutedModel) else model  # no fallback
-    try:
-        text = "".join([p.text async for p in alone.stream(request) if isinstance(p, TextPiece)])
-    except ModelError as exc:
-        _line(False, f"model {model.label} at {where}: {exc}")
-        return False
-    finally:
-        await model.aclose()
-    _line(True, f"model {model.label} at {where} answered ({len(text)} characters)")
     return True
 
 
@@ -192,7 +173,7 @@ def _schedules_and_memory(settings: Settings) -> None:
         f"files: shared files up to {size_words(settings.file_max_bytes)} go into the thread's "
         f"workspace (previews of {settings.file_preview_chars:,} characters); images "
         f"{'shown to' if sees else 'only described to'} "
-        f"{'the offline demo model' if settings.uses_demo_model else settings.model} "
+        f"{'the model' if settings.uses_demo_model else settings.model} "
         f"(THREADLINE_VISION={settings.vision}), up to {size_words(settings.image_max_bytes)}",
     )
 
@@ -217,11 +198,16 @@ def _channels(settings: Settings) -> None:
     """The effective settings of each ``[channels."<prefix>"]`` section's threads."""
     base = EngineConfig.from_settings(settings)
     choices = ", ".join(settings.models) or "any name (the model server decides)"
+    choose = f"/threadline model may choose {choices}; "
+    if settings.uses_demo_model:  # the model check named it; a model's name means nothing to it
+        model = choose if settings.models else ""
+    else:
+        model = f"model: {settings.model}; {choose}"
     _line(
         None,
-        f"model: {settings.model}; /threadline model may choose {choices}; "
-        f"a first mention in an existing thread reads up to {settings.thread_history_messages} "
-        f"earlier messages ({settings.thread_history_chars:,} characters)",
+        f"{model}a first mention in an existing thread reads up to "
+        f"{settings.thread_history_messages} earlier messages "
+        f"({settings.thread_history_chars:,} characters)",
     )
     for prefix in sorted(settings.channels):
         lines = describe_section(settings, prefix, base)
@@ -238,15 +224,18 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     _line(True, "configuration is valid")
     ok = _check_data_dir(settings)
     ok = await _check_store(settings) and ok
-    if settings.uses_demo_model:
-        _line(None, "no OPENAI_API_KEY or OPENAI_BASE_URL: using the offline demo model")
     _api(settings)
-    ok = await _check_model(settings) and ok
+    answered, words = await check_model(settings)
+    _line(answered, words)
+    ok = answered and ok
     ok = await _check_routes(settings) and ok
     _line(
         None,
         f"text tool calls: {'on' if settings.text_tool_calls else 'off'} (THREADLINE_TEXT_TOOL_CALLS)",
     )
+    free, words = await check_port(settings)
+    _line(free, words)
+    ok = ok and free is not False
     sandboxed, words = describe_sandbox(settings)
     _line(sandboxed, words)
     ok = ok and sandboxed is not False

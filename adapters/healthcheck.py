@@ -31,20 +31,30 @@ def _host(settings: Settings) -> str:
 
 def run_healthcheck(settings: Settings) -> int:
     """0 when ``/healthz`` answers 200 with ``"ok": true``, else 1 (with one line saying why)."""
+    healthy, words = ask_healthz(settings)
+    print(words, flush=True)
+    return 0 if healthy else 1
+
+
+def ask_healthz(settings: Settings) -> tuple[bool, str]:
+    """Whether ``/healthz`` answers 200 with ``"ok": true``, and a line saying so or why not."""
     url = healthz_url(settings)
+    try:
+        status, body = read_healthz(settings)
+    except (OSError, http.client.HTTPException, ValueError) as exc:
+        return False, f"unhealthy: {url}: {type(exc).__name__}: {exc}"
+    if status != 200 or not isinstance(body, dict) or body.get("ok") is not True:
+        return False, f"unhealthy: {url} answered {status}: {body}"
+    return True, f"healthy: {url}"
+
+
+def read_healthz(settings: Settings) -> tuple[int, object]:
+    """``GET /healthz``: the status and the JSON body (``OSError``, ``HTTPException`` or
+    ``ValueError`` when nothing, or something else than JSON, answers)."""
     connection = http.client.HTTPConnection(_host(settings), settings.http_port, timeout=TIMEOUT_S)
     try:
         connection.request("GET", "/healthz")
         response = connection.getresponse()
-        body = json.loads(response.read())
-        healthy = response.status == 200 and isinstance(body, dict) and body.get("ok") is True
-    except (OSError, http.client.HTTPException, ValueError) as exc:
-        print(f"unhealthy: {url}: {type(exc).__name__}: {exc}", flush=True)
-        return 1
+        return response.status, json.loads(response.read())
     finally:
         connection.close()
-    if not healthy:
-        print(f"unhealthy: {url} answered {response.status}: {body}", flush=True)
-        return 1
-    print(f"healthy: {url}", flush=True)
-    return 0

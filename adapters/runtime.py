@@ -9,6 +9,7 @@ from typing import Protocol
 
 from aiohttp import web
 
+from adapters.http_port import bind_problem
 from adapters.platforms import Platforms
 from adapters.playground import PlaygroundAdapter
 from bot.config import Settings
@@ -85,7 +86,7 @@ class Runtime:
             self._runner = web.AppRunner(app, access_log=None)
             await self._runner.setup()
             site = web.TCPSite(self._runner, self.settings.http_host, self.settings.http_port)
-            await site.start()
+            await self._listen(site)
             await self.timer.start()
             await self.core.recover()
             self.started = True
@@ -96,6 +97,14 @@ class Runtime:
         sockets = getattr(server, "sockets", None) or []
         self.http_port = sockets[0].getsockname()[1] if sockets else self.settings.http_port
         log.info("HTTP server on http://%s:%s", self.settings.http_host, self.http_port)
+
+    async def _listen(self, site: web.TCPSite) -> None:
+        """Open the HTTP port; a port that cannot be opened is a configuration error."""
+        try:
+            await site.start()
+        except OSError as exc:
+            host, port = self.settings.http_host, self.settings.http_port
+            raise bind_problem(host, port, exc) from None
 
     def _platform_adapters(self) -> list[Adapter]:
         """Each configured platform; their SDKs are imported only when used."""

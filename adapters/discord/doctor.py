@@ -4,7 +4,9 @@ the interactions endpoint, the gateway and the shards — in plain words, never 
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import discord
@@ -12,7 +14,8 @@ from discord.http import Route
 
 from adapters.discord.config import DiscordSettings
 from adapters.discord.endpoints import point_at, rest_base
-from adapters.discord.invite import INTENT_HELP
+from adapters.discord.invite import INTENT_HELP, client_id_from_token
+from bot.api.kit import unreachable_reason
 from bot.errors import ConfigError
 
 Check = tuple[bool | None, str]
@@ -22,16 +25,28 @@ REFUSED = (
     "DISCORD_TOKEN was refused (401 Unauthorized): in the Developer Portal open your application "
     "→ Bot → Reset Token, and set DISCORD_TOKEN to the new token (without 'Bot ')"
 )
+MISSHAPEN = (
+    "DISCORD_TOKEN does not look like a bot token, which is three parts joined by dots, the "
+    "first the application's id in base64: copy it from the Developer Portal (your application "
+    "→ Bot → Reset Token), without 'Bot '"
+)
+_BASE64URL = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 async def check_discord(settings: DiscordSettings) -> list[Check]:
     if settings.discord_token is None:
         return [(None, "not configured (set DISCORD_TOKEN)")]
+    try:
+        token = settings.token()
+    except ConfigError as exc:
+        return [(False, str(exc))]
+    if not well_shaped(token):
+        return [(False, MISSHAPEN)]
     point_at(settings.discord_api_base, settings.discord_gateway_url)
     http = discord.http.HTTPClient(asyncio.get_running_loop())
     checks: list[Check] = []
     try:
-        me = await http.static_login(settings.discord_token.get_secret_value().strip())
+        me = await http.static_login(token)
         checks.append((True, f"token accepted: the bot is {me['username']} (id {me['id']})"))
         app: dict[str, Any] = await http.request(Route("GET", "/applications/@me"))
         checks.extend(_application(app))
@@ -50,11 +65,28 @@ async def check_discord(settings: DiscordSettings) -> list[Check]:
     except discord.HTTPException as exc:
         checks.append((False, f"Discord answered {exc.status} ({exc.text or 'no details'})"))
     except (aiohttp.ClientError, OSError, discord.GatewayNotFound) as exc:
-        where = rest_base(settings.discord_api_base)
-        checks.append((False, f"could not reach Discord at {where}: {type(exc).__name__} {exc}"))
+        checks.append((False, unreachable(exc, rest_base(settings.discord_api_base))))
     finally:
         await http.close()
     return checks
+
+
+def well_shaped(token: str) -> bool:
+    """A bot token's shape: three base64url parts joined by dots, the first the bot's id."""
+    parts = token.split(".")
+    shaped = len(parts) == 3 and all(_BASE64URL.match(part) for part in parts)
+    return shaped and client_id_from_token(token) is not None
+
+
+def unreachable(exc: BaseException, where: str) -> str:
+    """Why Discord at ``where`` did not answer, in a sentence."""
+    host = urlsplit(where).hostname or where
+    reason = unreachable_reason(exc, host)
+    if reason is None and isinstance(exc, discord.GatewayNotFound):
+        reason = "it did not say where its gateway is"
+    elif reason is None and isinstance(exc, TimeoutError):
+        reason = "it did not answer in time"
+    return f"could not reach Discord at {where}: {reason or str(exc) or type(exc).__name__}"
 
 
 def _application(app: dict[str, Any]) -> list[Check]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -10,6 +12,7 @@ from adapters.slack.api import auth_problem, build_client, error_code
 from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig, SlackSettings
 from adapters.slack.people import configured_groups
 from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES, GROUP_SCOPE, OPTIONAL_SCOPES
+from bot.api.kit import unreachable_reason
 from bot.config import Settings
 from bot.errors import ConfigError
 
@@ -22,7 +25,7 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         config = SlackConfig.from_settings(slack_settings)
     except ConfigError as exc:
         return [(False, str(exc))]
-    where = "" if config.api_url == SLACK_API else f" at {config.api_url}"
+    where = _where(config)
     lines: list[Line] = []
     if where:
         lines.append((None, f"using the Slack Web API{where} (SLACK_API_URL)"))
@@ -33,7 +36,10 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         except SlackApiError as exc:
             return [*lines, (False, f"SLACK_BOT_TOKEN: {auth_problem(error_code(exc))}")]
         except UNREACHABLE as exc:
-            return [*lines, (False, f"could not reach the Slack API{where}: {_reason(exc)}")]
+            return [
+                *lines,
+                (False, f"could not reach the Slack API{where}: {_reason(exc, config)}"),
+            ]
         lines.append(
             (
                 True,
@@ -48,7 +54,7 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         lines.append(_streaming(config))
         lines.append(_edit_budget(settings, config))
         if config.app_token is not None:
-            lines.append(await _socket_mode(client, config.app_token.get_secret_value(), where))
+            lines.append(await _socket_mode(client, config.app_token.get_secret_value(), config))
         else:
             lines.append(
                 (
@@ -84,7 +90,8 @@ def _optional(header: str | None) -> Line | None:
     return (None, f"optional scopes not granted, the bot goes without: {'; '.join(missing)}")
 
 
-async def _socket_mode(client: AsyncWebClient, app_token: str, where: str) -> Line:
+async def _socket_mode(client: AsyncWebClient, app_token: str, config: SlackConfig) -> Line:
+    where = _where(config)
     try:
         await client.apps_connections_open(app_token=app_token)
     except SlackApiError as exc:
@@ -96,7 +103,10 @@ async def _socket_mode(client: AsyncWebClient, app_token: str, where: str) -> Li
             )
         return (False, f"SLACK_APP_TOKEN: {auth_problem(code)}; Socket Mode cannot connect")
     except UNREACHABLE as exc:
-        return (False, f"could not reach the Slack API{where} to open Socket Mode: {_reason(exc)}")
+        return (
+            False,
+            f"could not reach the Slack API{where} to open Socket Mode: {_reason(exc, config)}",
+        )
     return (True, "app token works: Socket Mode can connect")
 
 
@@ -138,5 +148,15 @@ def _edit_budget(settings: Settings, config: SlackConfig) -> Line:
     return (True, words)
 
 
-def _reason(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+def _where(config: SlackConfig) -> str:
+    """`` at URL`` when ``SLACK_API_URL`` points elsewhere than Slack's own Web API."""
+    return "" if config.api_url == SLACK_API else f" at {config.api_url}"
+
+
+def _reason(exc: BaseException, config: SlackConfig) -> str:
+    """Why the Web API did not answer, in a sentence."""
+    host = urlsplit(config.api_url).hostname or config.api_url
+    reason = unreachable_reason(exc, host)
+    if reason is None and isinstance(exc, TimeoutError):
+        return "it did not answer in time"
+    return reason or str(exc) or type(exc).__name__

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -67,6 +67,9 @@ _CONTEXT_WORDS = re.compile(
 _KEY_LIKE = re.compile(r"\b(sk-[A-Za-z0-9_*.-]{4,})")
 _MAX_SERVER_TEXT = 300
 
+OnRetry = Callable[[ModelError, int, float], None]
+"""Told of each retry: the error, the retry's number (1 for the first) and the delay before it."""
+
 
 class OpenAIModel:
     """A streamed Chat Completions model behind ``openai.AsyncOpenAI``."""
@@ -86,9 +89,11 @@ class OpenAIModel:
         key_name: str = "OPENAI_API_KEY",
         url_name: str = "OPENAI_BASE_URL",
         api: Literal["chat", "responses"] = "chat",
+        on_retry: OnRetry | None = None,
     ) -> None:
         self._model = model
         self._api = api
+        self._on_retry = on_retry
         self._plain: set[str] = set()
         """Models that refused to return reasoning (Responses API): asked without it."""
         self._key_name, self._url_name = key_name, url_name
@@ -143,14 +148,21 @@ class OpenAIModel:
                 delay = None if yielded else self._backoff.delay(retry, exc)
                 if delay is None:
                     raise
-                log.warning(
-                    "model call failed (%s); retry %d of %d in %.2fs",
-                    exc,
-                    retry,
-                    self._backoff.max_retries,
-                    delay,
-                )
+                self._retrying(exc, retry, delay)
                 await self._clock.sleep(delay)
+
+    def _retrying(self, error: ModelError, retry: int, delay: float) -> None:
+        """Tell ``on_retry``, or else log a warning."""
+        if self._on_retry is not None:
+            self._on_retry(error, retry, delay)
+            return
+        log.warning(
+            "model call failed (%s); retry %d of %d in %.2fs",
+            error,
+            retry,
+            self._backoff.max_retries,
+            delay,
+        )
 
     async def _attempt(self, body: bytes, name: str) -> AsyncGenerator[ModelPiece, None]:
         """One HTTP request: its pieces, or a :class:`ModelError`."""
@@ -447,14 +459,26 @@ def build_openai_model(
     *,
     rng: random.Random,
     demo_chunk_delay_s: float | None = None,
+    on_retry: OnRetry | None = None,
 ) -> OpenAIModel | RoutedModel:
     """The configured model, routed by model name when ``[per_model]`` or
-    ``THREADLINE_FALLBACK_MODELS`` say so (:mod:`bot.llm.routing`)."""
-    default = _default_model(settings, clock, rng=rng, demo_chunk_delay_s=demo_chunk_delay_s)
-    return routed(settings, default, lambda route: _route_model(route, settings, clock, rng))
+    ``THREADLINE_FALLBACK_MODELS`` say so (:mod:`bot.llm.routing`). ``on_retry`` is told of each
+    retry (when None, a warning is logged)."""
+    default = _default_model(
+        settings, clock, rng=rng, demo_chunk_delay_s=demo_chunk_delay_s, on_retry=on_retry
+    )
+    return routed(
+        settings, default, lambda route: _route_model(route, settings, clock, rng, on_retry)
+    )
 
 
-def _route_model(route: Route, settings: Settings, clock: Clock, rng: random.Random) -> OpenAIModel:
+def _route_model(
+    route: Route,
+    settings: Settings,
+    clock: Clock,
+    rng: random.Random,
+    on_retry: OnRetry | None = None,
+) -> OpenAIModel:
     """The client of one ``[per_model."NAME"]`` route."""
     official = urlsplit(route.base_url).hostname == "api.openai.com"
     return OpenAIModel(
@@ -468,6 +492,7 @@ def _route_model(route: Route, settings: Settings, clock: Clock, rng: random.Ran
         key_name=route.key_name,
         url_name=route.url_name,
         api=route.api,
+        on_retry=on_retry,
     )
 
 
@@ -477,6 +502,7 @@ def _default_model(
     *,
     rng: random.Random,
     demo_chunk_delay_s: float | None = None,
+    on_retry: OnRetry | None = None,
 ) -> OpenAIModel:
     """The default model: the offline demo model when neither ``OPENAI_API_KEY`` nor
     ``OPENAI_BASE_URL`` is set, else the real endpoint."""
@@ -493,6 +519,7 @@ def _default_model(
             timeout_s=settings.model_timeout_s,
             label=DEMO_LABEL,
             http_client=httpx2.AsyncClient(transport=transport),
+            on_retry=on_retry,
         )
     base_url = settings.openai_base_url or OPENAI_BASE_URL
     key = settings.openai_api_key
@@ -507,4 +534,5 @@ def _default_model(
         timeout_s=settings.model_timeout_s,
         max_tokens_field="max_completion_tokens" if official else "max_tokens",
         api=settings.openai_api,
+        on_retry=on_retry,
     )

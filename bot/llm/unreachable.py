@@ -42,7 +42,7 @@ def unreachable_reason(exc: BaseException, host: str) -> str | None:
 
 def _specific(link: BaseException, host: str) -> str | None:
     if isinstance(link, socket.gaierror):
-        return f"the name {host} could not be resolved ({link.strerror or link})"
+        return f"the name {host} could not be resolved ({link.strerror or link}; offline?)"
     if isinstance(link, ssl.SSLCertVerificationError):
         return f"its TLS certificate was refused ({link.verify_message or link.reason})"
     if isinstance(link, ssl.SSLError):

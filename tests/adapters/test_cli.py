@@ -161,7 +161,7 @@ def test_invalid_toml_is_named(tmp_path: Path) -> None:
 def test_doctor_passes_on_the_demo_model(tmp_path: Path) -> None:
     out = threadline("doctor", env={"THREADLINE_DATA_DIR": str(tmp_path / "data")}, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "demo model (offline)" in out.stdout
+    assert "[ok  ] model: the offline demo model" in out.stdout
     assert "all checks passed" in out.stdout
 
 

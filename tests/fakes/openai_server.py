@@ -18,6 +18,7 @@ optional default responder), streaming Server-Sent Events shaped like OpenAI's:
 Non-streaming requests (``"stream": false``) get a ``chat.completion`` object for a Reply.
 ``POST /v1/responses`` answers from the same script in the Responses API's streamed events
 (:mod:`tests.fakes.openai_responses`).
+``GET /v1/models`` lists ``models``.
 Every request is recorded with its parsed body, headers and server-side monotonic
 timestamps (received, first byte sent, last byte sent).
 """
@@ -222,6 +223,7 @@ class FakeOpenAI:
 
     default: Responder | None = None
     host: str = "127.0.0.1"
+    models: tuple[str, ...] = ("gpt-4o-mini",)
     script: deque[Response] = field(default_factory=deque)
     requests: list[RecordedRequest] = field(default_factory=list)
     reasoning_issued: list[dict[str, Any]] = field(default_factory=list)
@@ -239,6 +241,7 @@ class FakeOpenAI:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/responses", partial(responses_endpoint, self))
+        app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
         await web.TCPSite(self._runner, self.host, 0).start()
@@ -278,7 +281,14 @@ class FakeOpenAI:
             return self.default(body)
         return Fault(400, "FakeOpenAI has no scripted response left for this request")
 
-    # --- the endpoint ---
+    # --- the endpoints ---
+
+    async def _models(self, request: web.Request) -> web.Response:
+        listed = [
+            {"id": name, "object": "model", "created": CREATED, "owned_by": "fake"}
+            for name in self.models
+        ]
+        return web.json_response({"object": "list", "data": listed})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()

@@ -419,7 +419,7 @@ def test_the_reason_is_found_anywhere_in_the_cause_chain() -> None:
     assert "refused" in str(unreachable_reason(raised(refused, RuntimeError), "h"))
     dns = socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
     assert unreachable_reason(raised(dns, RuntimeError), "h") == (
-        "the name h could not be resolved (Temporary failure in name resolution)"
+        "the name h could not be resolved (Temporary failure in name resolution; offline?)"
     )
     assert unreachable_reason(raised(TimeoutError(), RuntimeError), "h") is None
     assert unreachable_reason(RuntimeError("no cause"), "h") is None
