@@ -254,7 +254,7 @@ class _Run(ToolRounds):
         message = got.message(self._used_wire_ids())
         if not with_tools and message.tool_calls:
             message = AssistantMessage(text=message.text)
-        if not message.text and not message.tool_calls:
+        if not message.text.strip() and not message.tool_calls:  # blank counts as empty
             return await self._empty(round, wrap_up=not with_tools)
         self._answering()
         if got.finish_reason == "length" and message.tool_calls:  # the arguments may be cut off
@@ -287,7 +287,8 @@ class _Run(ToolRounds):
         return f"{prompt}\n\n{extra}" if extra else prompt
 
     async def _empty(self, round: int, *, wrap_up: bool) -> State:
-        """An answer with neither text nor calls: asked again once, then explained in words."""
+        """An answer with neither text (or only whitespace) nor calls: asked again once, then
+        explained in words."""
         if not wrap_up and not self._nudged:
             self._nudged = True
             log.info("empty answer in %s: asking once more", self.session.key)
