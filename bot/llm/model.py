@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bot.infra.text import valid_text
 from bot.llm.messages import Message, Usage
 
 
@@ -23,6 +24,9 @@ class ToolSpec:
 class TextPiece:
     text: str
 
+    def __post_init__(self) -> None:  # a model may send a lone surrogate: made valid here
+        object.__setattr__(self, "text", valid_text(self.text))
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallPiece:
@@ -32,6 +36,13 @@ class ToolCallPiece:
     id: str | None
     name: str | None
     arguments: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arguments", valid_text(self.arguments))
+        if self.name is not None:
+            object.__setattr__(self, "name", valid_text(self.name))
+        if self.id is not None:
+            object.__setattr__(self, "id", valid_text(self.id))
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from bot.errors import (
     ModelUnavailable,
 )
 from bot.infra.clock import Clock
+from bot.infra.text import valid_text
 from bot.llm.demo import DEMO_BASE_URL, DEMO_LABEL, DEMO_MODEL, DemoTransport
 from bot.llm.messages import Usage
 from bot.llm.model import (
@@ -179,6 +180,7 @@ class OpenAIModel:
     # --- errors: plain words, no secrets ---
 
     def _scrub(self, text: str) -> str:
+        text = valid_text(text)
         if self._secret:
             text = text.replace(self._secret, "[redacted]")
         text = _KEY_LIKE.sub("[redacted]", text)

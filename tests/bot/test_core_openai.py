@@ -19,6 +19,7 @@ from bot.llm.messages import AssistantMessage, ToolResult, UserMessage
 from bot.llm.openai_model import build_openai_model
 from bot.sessions.model import RunState
 from bot.storage.sqlite.store import SqliteStore
+from bot.tools.base import Tool
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
 from tests.fakes.openai_server import CutOff, FakeCall, FakeOpenAI, Fault, Malformed, Reply
@@ -30,14 +31,16 @@ SECRET = "sk-test-do-not-leak-0123456789"
 
 
 class World:
-    def __init__(self, tmp_path: Path, base_url: str) -> None:
+    def __init__(self, tmp_path: Path, base_url: str, tools: tuple[Tool, ...] = ()) -> None:
         self.clock = ManualClock(start=1_000_000.0)
         self.settings = Settings(
             data_dir=tmp_path, openai_base_url=base_url, openai_api_key=SECRET, model_max_retries=3
         )
         model = build_openai_model(self.settings, self.clock, rng=random.Random(1))
         store = SqliteStore(self.settings.database_path)
-        self.core = Core(self.settings, store, model, ToolRegistry(builtin_tools()), self.clock)
+        self.core = Core(
+            self.settings, store, model, ToolRegistry([*builtin_tools(), *tools]), self.clock
+        )
         self.surface = RecordingSurface(self.clock, thread_key=KEY)
         self._n = 0
 
