@@ -290,6 +290,10 @@ class Settings(SettingsBase):
     max_output_tokens: int | None = Field(default=None, ge=1)
     model_timeout_s: float = Field(default=120.0, gt=0)
     model_max_retries: int = Field(default=4, ge=0, le=10)
+    model_retry_after_max_s: float = Field(default=180.0, ge=0, le=3600)
+    """The longest wait a model server may ask for (``Retry-After`` on a 429 or 503) that is
+    waited out, the thread told when the call is tried again (Stop works meanwhile); a longer
+    one ends the answer at once with the server's figure."""
     price_input_per_mtok: float | None = Field(default=None, ge=0)
     """USD per million prompt tokens; with the output price, enables cost tracking."""
     price_output_per_mtok: float | None = Field(default=None, ge=0)

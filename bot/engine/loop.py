@@ -29,11 +29,12 @@ from bot.engine.events import (
     Failed,
     Finished,
     ModelCallStarted,
+    Notice,
     TextDelta,
 )
 from bot.engine.gate import Gate, OpenGate
 from bot.engine.limits import charge, limit_reached
-from bot.engine.messages import failure_text
+from bot.engine.messages import failure_text, waiting_text
 from bot.engine.prompt import TURN_LIMIT_NOTE, open_calls, todo_note
 from bot.engine.states import (
     CallModel,
@@ -66,6 +67,7 @@ from bot.llm.model import (
     ToolCallPiece,
     ToolSpec,
     UsagePiece,
+    WaitPiece,
 )
 from bot.sessions.model import Session
 from bot.sessions.store import SessionStore
@@ -85,6 +87,9 @@ TURN_LIMIT_WORDS = (
     "I stopped after {turns} steps, the limit for one request, before I could finish. "
     "Send a message to let me go on."
 )
+
+NOTICE_WAIT_S = 2.0
+"""A wait the model server asks for (``Retry-After``) this long or longer is told in the thread."""
 
 Notes = Callable[[str], Awaitable[Sequence[SystemMessage]]]
 """What the model is told about a thread besides its transcript and todos (its memory), read
@@ -337,6 +342,9 @@ class _Run(ToolRounds):
                     got.usage = usage
                 case FinishPiece(reason):
                     got.finish_reason = reason
+                case WaitPiece(seconds) if seconds >= NOTICE_WAIT_S:
+                    zone, now = self.deps.config.timezone, self.deps.clock.now()
+                    await self.sink(Notice(waiting_text(seconds, now, zone)))
 
     async def _failed(self, exc: ModelError, shown: str) -> State:
         if shown:  # keep what the thread already shows, without half-made calls

@@ -31,6 +31,8 @@ class EngineConfig:
     offer_tools: tuple[str, ...] | None = None
     """Only these tools are offered (``name*`` matches a prefix); None: all."""
     hide_tools: tuple[str, ...] = ()
+    timezone: str = "UTC"
+    """Where the times told in the thread are read (an IANA name)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EngineConfig:
@@ -68,6 +70,7 @@ _FROM_SETTINGS = frozenset(
         "run_max_cost_usd",
         "day_max_tokens",
         "day_max_cost_usd",
+        "timezone",
     }
 )
 

@@ -55,7 +55,15 @@ class FinishPiece:
     reason: str | None
 
 
-ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece
+@dataclass(frozen=True, slots=True)
+class WaitPiece:
+    """The model server asked to wait (``Retry-After``): the call is tried again after
+    ``seconds``. Comes before any other piece of the answer."""
+
+    seconds: float
+
+
+ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece | WaitPiece
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,7 @@ from bot.llm.model import (
     TextPiece,
     ToolCallPiece,
     UsagePiece,
+    WaitPiece,
 )
 from bot.llm.retry import Backoff, retry_after_from_headers
 from bot.llm.unreachable import chain, unreachable_reason
@@ -140,6 +141,8 @@ class OpenAIModel:
                     self._backoff.max_retries,
                     delay,
                 )
+                if exc.retry_after is not None:  # the server's own figure: the thread is told
+                    yield WaitPiece(delay)
                 await self._clock.sleep(delay)
 
     async def _attempt(self, body: bytes, name: str) -> AsyncGenerator[ModelPiece, None]:
@@ -165,7 +168,7 @@ class OpenAIModel:
                 for piece in reader.read(chunk):
                     yield piece
         except ValueError:  # a chunk that is not JSON
-            raise ModelStreamBroken("the model server sent a malformed chunk") from None
+            raise _invalid("a chunk was not JSON") from None
         except openai.APIConnectionError as exc:
             if not reader.finished:
                 raise ModelStreamBroken(self._cut_off(exc)) from None
@@ -175,7 +178,7 @@ class OpenAIModel:
         finally:
             await response.close()
         if not reader.finished:
-            raise ModelStreamBroken("the model's answer stopped before it was finished")
+            raise _ended_early(reader, response.response.headers.get("content-type", ""))
 
     # --- errors: plain words, no secrets ---
 
@@ -290,16 +293,18 @@ class ChunkReader:
 
     def __init__(self) -> None:
         self.finished = False
+        self.chunks = 0
 
     def read(self, chunk: object) -> list[ModelPiece]:
+        self.chunks += 1
         if not isinstance(chunk, dict):
-            raise ModelStreamBroken("the model server sent a chunk that is not an object")
+            raise _invalid("a chunk was not an object")
         pieces: list[ModelPiece] = []
         choices = chunk.get("choices")
         if choices is None:
             choices = []
         if not isinstance(choices, list):
-            raise ModelStreamBroken("the model server sent a chunk with malformed choices")
+            raise _invalid("a chunk had malformed choices")
         for choice in choices:
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
                 self._choice(choice, pieces)
@@ -324,9 +329,25 @@ class ChunkReader:
             pieces.append(FinishPiece(reason))
 
 
+def _ended_early(reader: ChunkReader, content_type: str) -> ModelStreamBroken:
+    """A stream that ended without its finish reason: cut off, empty, or not a stream."""
+    if reader.chunks:
+        return ModelStreamBroken("the model's answer stopped before it was finished")
+    if "event-stream" not in content_type:
+        kind = content_type.split(";")[0].strip() or "no content type"
+        return _invalid(f"it answered with {kind}, not a stream of events")
+    return ModelStreamBroken("the model server sent nothing (an empty stream)", what="empty")
+
+
+def _invalid(detail: str) -> ModelStreamBroken:
+    return ModelStreamBroken(
+        f"the model server sent a stream that was not valid ({detail})", what="invalid"
+    )
+
+
 def _call_piece(position: int, call: object) -> ToolCallPiece:
     if not isinstance(call, dict):
-        raise ModelStreamBroken("the model server sent a malformed tool call")
+        raise _invalid("a tool call was malformed")
     function = call.get("function")
     function = function if isinstance(function, dict) else {}
     index = call.get("index")
@@ -384,7 +405,11 @@ def build_openai_model(
 ) -> OpenAIModel:
     """The configured model: the offline demo model when neither ``OPENAI_API_KEY`` nor
     ``OPENAI_BASE_URL`` is set, else the real endpoint."""
-    backoff = Backoff(max_retries=settings.model_max_retries, rng=rng)
+    backoff = Backoff(
+        max_retries=settings.model_max_retries,
+        rng=rng,
+        max_retry_after=settings.model_retry_after_max_s,
+    )
     if settings.uses_demo_model:
         delay = settings.demo_chunk_delay_s if demo_chunk_delay_s is None else demo_chunk_delay_s
         transport = DemoTransport(chunk_delay_s=delay)
