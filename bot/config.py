@@ -304,6 +304,11 @@ class Settings(SettingsBase):
     # --- engine ---
     max_turns: int = Field(default=25, ge=1, le=500)
     max_input_chars: int = Field(default=20_000, ge=100)
+    answer_file_after: int = Field(default=12_000, ge=2_000, le=1_000_000)
+    """An answer longer than this many characters shows its first part in the thread and the
+    rest in a file, ``answer.md``, posted below it (12,000 characters: two Slack messages or
+    seven Discord ones, about 2,000 words; beyond that a file reads better than a wall of
+    messages, and a Discord thread is not held up posting them)."""
     """Longer user messages are cut to this many characters, and the thread is told."""
     during_run: Literal["steer", "queue"] = "steer"
     """A message arriving during a run: shown to the model at its next call, or queued."""
