@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.e2e.test_process_restart import free_port, threadline
+from tests.e2e.test_process_restart import browser, free_port, open_page, threadline, until_event
 from tests.fakes.openai_server import FakeOpenAI, Raw, Reply
 from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, MENTION, FakeSlack, Message
 
@@ -58,3 +58,47 @@ async def test_a_lone_surrogate_and_a_blank_answer_each_get_a_reply(tmp_path: Pa
         assert "was empty" in model.requests[2].messages[-1]["content"]
     finally:
         await slack.stop()
+
+
+async def test_a_five_megabyte_answer_continues_in_a_file_in_the_playground(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    line = "a line of a very long answer, one of many thousands of the same\n"
+    whole = line * (5_000_000 // len(line))
+    async with FakeOpenAI() as model:
+        model.push(Reply(whole, text_chunk_chars=100_000))
+        settings = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test"}
+        async with browser() as http, threadline(tmp_path, port, **settings):
+            await open_page(http, base)
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                said = {
+                    "text": "Everything, please.",
+                    "event_id": "event-huge-1",
+                    "user_name": "Ada",
+                }
+                async with http.post(f"{base}/api/messages", json=said) as resp:
+                    assert resp.status == 202, await resp.text()
+                    thread_id = (await resp.json())["thread_id"]
+                posted = await until_event(
+                    ws,
+                    lambda e: (
+                        e.get("type") == "message"
+                        and e["message"]["bot"]
+                        and bool(e["message"]["files"])
+                    ),
+                )
+            (file,) = posted["message"]["files"]
+            assert file["name"] == "answer.md"
+            async with http.get(f"{base}/api/files/{thread_id}/{file['id']}") as download:
+                assert download.status == 200
+                rest = (await download.read()).decode()
+            async with http.get(f"{base}/api/threads/{thread_id}") as resp:
+                messages = (await resp.json())["messages"]
+        replies = [m["text"] for m in messages if m["bot"] and not m["files"]]
+        assert 1 <= len(replies) <= 4  # 12,000 characters, not 1,250 messages of 4,000
+        assert replies[-1].endswith(
+            f"_… the rest of the answer ({len(rest):,} more characters) is in answer.md, below._"
+        )
+        assert rest == whole[whole.index("\n", 12_000) + 1 :]
