@@ -1,14 +1,16 @@
 """The real program on the fake Slack and the fake OpenAI server, with text and answers that
 are not what a chat expects: a message and a model stream holding a lone surrogate, a model
-that answers only whitespace."""
+that answers only whitespace, an answer of megabytes, a model server that asks to wait or sends
+an empty stream."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.e2e.test_process_restart import browser, free_port, open_page, threadline, until_event
-from tests.fakes.openai_server import FakeOpenAI, Raw, Reply
+from tests.fakes.openai_server import FakeOpenAI, Fault, Raw, Reply
 from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, MENTION, FakeSlack, Message
 
 WAIT = 30.0
@@ -102,3 +104,32 @@ async def test_a_five_megabyte_answer_continues_in_a_file_in_the_playground(
             f"_… the rest of the answer ({len(rest):,} more characters) is in answer.md, below._"
         )
         assert rest == whole[whole.index("\n", 12_000) + 1 :]
+
+
+async def test_a_wait_the_model_server_asks_for_is_said_then_answered(tmp_path: Path) -> None:
+    slack = FakeSlack()
+    await slack.start()
+    try:
+        async with FakeOpenAI() as model:
+            model.push(Fault.rate_limited(retry_after="2"), Reply("Worth the wait."))
+            model.push(*[Raw(b"data: [DONE]\n\n")] * 5)
+            async with threadline(tmp_path, free_port(), **settings(slack, model)):
+                await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
+                root = await slack.say("UADA", "CGENERAL", f"{MENTION} are you there?")
+                await slack.wait_for(
+                    lambda: any("wait." in m.shown for m in slack.replies("CGENERAL", root.ts)),
+                    WAIT,
+                )
+                (reply,) = slack.replies("CGENERAL", root.ts)
+                assert re.fullmatch(
+                    r"_The model server asked to wait 2 s; retrying at \d\d:\d\d:\d\d UTC\._\n\n"
+                    r"Worth the wait\.",
+                    reply.shown,
+                ), reply.shown
+
+                await slack.say("UADA", "CGENERAL", "and again?", thread_ts=root.ts)
+                replies = await shown(slack, root, 2)
+                assert replies[1].startswith("⚠️ The model server sent nothing (an empty stream).")
+        assert len(model.requests) == 2 + 5  # the empty stream: the call and four retries
+    finally:
+        await slack.stop()
