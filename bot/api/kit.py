@@ -1,6 +1,7 @@
 """What a platform adapter builds with, besides the port: the clock, owned background tasks,
 per-key order (a thread's messages prepared one at a time), the prose mapping both chat
-markdowns need, file names and kinds, URL origins, and the bot's private folders. Platform adapters import
+markdowns need, file names and kinds, URL origins, the bot's private folders, and text made
+valid Unicode. Platform adapters import
 from ``bot.api`` only (and ``bot.config``, ``bot.errors``): ``tests/test_layers.py`` holds them
 to it, so what they depend on is listed here, once."""
 
@@ -11,6 +12,7 @@ from bot.files.kinds import size_words, sniff
 from bot.files.names import safe_name
 from bot.infra.clock import Clock, SystemClock
 from bot.infra.tasks import TaskSet
+from bot.infra.text import valid_text
 from bot.present.markdown import map_prose
 from bot.storage.private import private_dir
 from bot.thread.line import ThreadLocks
@@ -28,4 +30,5 @@ __all__ = [
     "safe_name",
     "size_words",
     "sniff",
+    "valid_text",
 ]
