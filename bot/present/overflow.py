@@ -36,16 +36,14 @@ class Overflow:
         self._rest: list[str] = []
         self._notes: list[str] = []
 
-    @property
-    def overflowing(self) -> bool:
-        return bool(self._rest)
-
     def take(self, text: str) -> str:
         """The part of ``text`` the reply shows (all of it until the limit); the rest is kept."""
         if self._rest:
             self._rest.append(text)
             return ""
-        if self._after is None or self._shown_chars + len(text) <= self._after:
+        if self._after is None:
+            return text
+        if self._shown_chars + len(text) <= self._after:
             return self._show(text)
         cut = self._cut(text)
         if cut == len(text):
