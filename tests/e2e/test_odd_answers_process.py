@@ -112,8 +112,9 @@ async def test_a_wait_the_model_server_asks_for_is_said_then_answered(tmp_path: 
     try:
         async with FakeOpenAI() as model:
             model.push(Fault.rate_limited(retry_after="2"), Reply("Worth the wait."))
-            model.push(*[Raw(b"data: [DONE]\n\n")] * 5)
-            async with threadline(tmp_path, free_port(), **settings(slack, model)):
+            model.push(*[Raw(b"data: [DONE]\n\n")] * 2)
+            one_retry = {**settings(slack, model), "THREADLINE_MODEL_MAX_RETRIES": "1"}
+            async with threadline(tmp_path, free_port(), **one_retry):
                 await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
                 root = await slack.say("UADA", "CGENERAL", f"{MENTION} are you there?")
                 await slack.wait_for(
@@ -130,6 +131,6 @@ async def test_a_wait_the_model_server_asks_for_is_said_then_answered(tmp_path: 
                 await slack.say("UADA", "CGENERAL", "and again?", thread_ts=root.ts)
                 replies = await shown(slack, root, 2)
                 assert replies[1].startswith("⚠️ The model server sent nothing (an empty stream).")
-        assert len(model.requests) == 2 + 5  # the empty stream: the call and four retries
+        assert len(model.requests) == 2 + 2  # the empty stream: the call and its one retry
     finally:
         await slack.stop()
