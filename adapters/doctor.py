@@ -194,6 +194,17 @@ def _sub_agents(settings: Settings) -> None:
     )
 
 
+def _answers(settings: Settings) -> None:
+    """How long answers are shown, and how long a model server may ask the bot to wait."""
+    _line(
+        True,
+        f"answers: past {settings.answer_file_after:,} characters the rest goes to a file, "
+        f"answer.md (THREADLINE_ANSWER_FILE_AFTER); a wait the model server asks for is waited "
+        f"out up to {settings.model_retry_after_max_s:g} s (THREADLINE_MODEL_RETRY_AFTER_MAX_S), "
+        f"the thread told, within {settings.model_max_retries} retries",
+    )
+
+
 def _channels(settings: Settings) -> None:
     """The effective settings of each ``[channels."<prefix>"]`` section's threads."""
     base = EngineConfig.from_settings(settings)
@@ -264,6 +275,7 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     _line(*describe_metrics(settings))
     _schedules_and_memory(settings)
     _sub_agents(settings)
+    _answers(settings)
     _channels(settings)
     _policy(settings)
     print("all checks passed" if ok else "some checks failed", flush=True)

@@ -354,6 +354,10 @@ class Settings(SettingsBase):
     max_output_tokens: int | None = Field(default=None, ge=1)
     model_timeout_s: float = Field(default=120.0, gt=0)
     model_max_retries: int = Field(default=4, ge=0, le=10)
+    model_retry_after_max_s: float = Field(default=180.0, ge=0, le=3600)
+    """The longest wait a model server may ask for (``Retry-After`` on a 429 or 503) that is
+    waited out, the thread told when the call is tried again (Stop works meanwhile); a longer
+    one ends the answer at once with the server's figure."""
     price_input_per_mtok: float | None = Field(default=None, ge=0)
     """USD per million prompt tokens; with the output price, enables cost tracking."""
     price_output_per_mtok: float | None = Field(default=None, ge=0)
@@ -368,6 +372,11 @@ class Settings(SettingsBase):
     # --- engine ---
     max_turns: int = Field(default=25, ge=1, le=500)
     max_input_chars: int = Field(default=20_000, ge=100)
+    answer_file_after: int = Field(default=12_000, ge=2_000, le=1_000_000)
+    """An answer longer than this many characters shows its first part in the thread and the
+    rest in a file, ``answer.md``, posted below it (12,000 characters: two Slack messages or
+    seven Discord ones, about 2,000 words; beyond that a file reads better than a wall of
+    messages, and a Discord thread is not held up posting them)."""
     """Longer user messages are cut to this many characters, and the thread is told."""
     during_run: Literal["steer", "queue"] = "steer"
     """A message arriving during a run: shown to the model at its next call, or queued."""

@@ -133,7 +133,12 @@ class Core:
             configure=lambda session: self.channels.config(session.key, session.model),
         )
         self.supervisor = Supervisor(
-            self.engine, self.sessions, store, clock, BudgetRegistry(clock, shared=shared)
+            self.engine,
+            self.sessions,
+            store,
+            clock,
+            BudgetRegistry(clock, shared=shared),
+            file_after=settings.answer_file_after,
         )
         decided = Decided()
         self.work: Alone | Workers = Alone()

@@ -8,7 +8,7 @@
     │   ├── ModelServerError   5xx
     │   ├── ContextOverflow    the request is longer than the model's context window
     │   ├── ModelRejected      another 4xx: bad key, unknown model, bad request
-    │   ├── ModelStreamBroken  a malformed or cut-off stream
+    │   ├── ModelStreamBroken  a stream cut off, not valid, or empty (``what`` says which)
     │   └── FallbacksFailed    the model and every fallback model failed (says how each did)
     ├── SurfaceError           the chat platform refused or failed a call
     │   ├── SurfaceRateLimited 429 (retry_after in seconds)
@@ -28,6 +28,12 @@ engine, not exceptions.
 """
 
 from __future__ import annotations
+
+from typing import Literal
+
+StreamFault = Literal["cut_off", "invalid", "empty"]
+"""How a model's stream went wrong: it stopped before its end, it held something that is not a
+chunk of an answer, or it held nothing at all."""
 
 
 class ThreadlineError(Exception):
@@ -82,6 +88,10 @@ class ModelRejected(ModelError):
 
 class ModelStreamBroken(ModelError):
     retryable = True
+
+    def __init__(self, message: str, *, what: StreamFault = "cut_off") -> None:
+        super().__init__(message)
+        self.what: StreamFault = what
 
 
 class FallbacksFailed(ModelError):

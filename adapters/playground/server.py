@@ -43,7 +43,7 @@ from adapters.playground.state import BOT_NAME, PlaygroundState, UnknownThread
 from adapters.playground.surface import PREFIX, PlaygroundSurface, thread_key
 from adapters.playground.uploads import Staged, UploadError, keep, read_upload
 from bot.api.inbound import Author, Inbound, ThreadKey
-from bot.api.kit import Clock, TaskSet
+from bot.api.kit import Clock, TaskSet, valid_text
 from bot.config import Settings
 
 if TYPE_CHECKING:
@@ -336,7 +336,32 @@ class PlaygroundAdapter:
         if request.content_type != "application/json":
             raise _error(web.HTTPUnsupportedMediaType, "send JSON")
         raw = await request.read()
-        return _validated(model, lambda: model.model_validate_json(raw))
+        return _validated(model, lambda: _parsed(model, raw))
+
+
+def _parsed(model: type[M], raw: bytes) -> M:
+    """``raw`` read as ``model``; a lone surrogate escape (``\\ud800``, valid JSON that the
+    strict parser refuses) is read as U+FFFD."""
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError:
+        try:
+            loose = json.loads(raw)
+        except ValueError:
+            loose = None
+        if loose is None:
+            raise
+        return model.model_validate_json(json.dumps(_valid(loose)))
+
+
+def _valid(value: Any) -> Any:
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, list):
+        return [_valid(v) for v in value]
+    if isinstance(value, dict):
+        return {valid_text(k): _valid(v) for k, v in value.items()}
+    return value
 
 
 class _TooLarge(web.HTTPClientError):

@@ -13,6 +13,7 @@ from bot.api.inbound import Author, ThreadKey
 from bot.api.port import CoreApi, Stopped
 from bot.api.surface import Surface
 from bot.errors import Refused
+from bot.infra.text import valid_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +76,7 @@ class NotACommand(ValueError):
 def parse(text: str) -> Command:
     """The command in ``text`` (what follows ``/threadline``), e.g. ``schedules cancel s3``,
     ``memory forget:m12``, ``model gpt-4o``; :class:`NotACommand` for anything else."""
-    words = text.split()
+    words = valid_text(text).split()
     if not words:
         raise NotACommand(f"Say what to do:\n{USAGE}")
     head, rest = words[0].lower(), words[1:]

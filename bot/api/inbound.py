@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NewType
 
+from bot.infra.text import valid_text
+
 SCHEDULED_BY = "scheduled by "
 """How the model is told who a scheduled prompt is from: ``[scheduled by Alice]: …``."""
 
@@ -20,6 +22,10 @@ class Author:
     display_name: str
     roles: frozenset[str] = field(default_factory=frozenset)
     """Platform roles or user groups, for approval policy."""
+
+    def __post_init__(self) -> None:
+        _valid(self, "id", "display_name")
+        object.__setattr__(self, "roles", frozenset(valid_text(r) for r in self.roles))
 
     @property
     def person(self) -> str:
@@ -42,6 +48,9 @@ class Attachment:
     size: int | None = None
     mimetype: str | None = None
 
+    def __post_init__(self) -> None:
+        _valid(self, "name", "url", "mimetype")
+
 
 @dataclass(frozen=True, slots=True)
 class Earlier:
@@ -50,6 +59,9 @@ class Earlier:
     author: str
     """Its author's display name."""
     text: str
+
+    def __post_init__(self) -> None:
+        _valid(self, "author", "text")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,3 +87,14 @@ class Inbound:
     """The thread's earlier messages, oldest first, when this is the bot's first mention in a
     thread that existed before (shown to the model once, with this message); a :class:`Gap`
     stands where messages were not read."""
+
+    def __post_init__(self) -> None:
+        _valid(self, "thread_key", "text", "event_id")
+
+
+def _valid(value: object, *names: str) -> None:
+    """Text a platform delivered, made valid Unicode (:mod:`bot.infra.text`) as it comes in."""
+    for name in names:
+        text = getattr(value, name)
+        if text is not None:
+            object.__setattr__(value, name, valid_text(text))

@@ -34,7 +34,7 @@ from bot.engine.events import (
 )
 from bot.engine.gate import Gate, OpenGate
 from bot.engine.limits import charge, limit_reached
-from bot.engine.messages import failure_text
+from bot.engine.messages import failure_text, waiting_text
 from bot.engine.prompt import TURN_LIMIT_NOTE, open_calls, todo_note
 from bot.engine.states import (
     CallModel,
@@ -69,6 +69,7 @@ from bot.llm.model import (
     ToolCallPiece,
     ToolSpec,
     UsagePiece,
+    WaitPiece,
 )
 from bot.llm.text_calls import with_text_calls
 from bot.sessions.model import Session
@@ -104,6 +105,9 @@ class ThreadNotes:
 
 Notes = Callable[[Session], Awaitable[ThreadNotes]]
 """The thread's notes, read before each model call."""
+
+NOTICE_WAIT_S = 2.0
+"""A wait the model server asks for (``Retry-After``) this long or longer is told in the thread."""
 Configure = Callable[[Session], EngineConfig]
 """The settings of one run in the session's thread (its channel's settings, its own model)."""
 
@@ -274,7 +278,7 @@ class _Run(ToolRounds):
         message = got.message(self._used_wire_ids())
         if not with_tools and message.tool_calls:
             message = AssistantMessage(text=message.text)
-        if not message.text and not message.tool_calls:
+        if not message.text.strip() and not message.tool_calls:  # blank counts as empty
             return await self._empty(round, wrap_up=not with_tools)
         self._answering()
         self._unreadable.update(got.problems)
@@ -308,7 +312,8 @@ class _Run(ToolRounds):
         return f"{prompt}\n\n{extra}" if extra else prompt
 
     async def _empty(self, round: int, *, wrap_up: bool) -> State:
-        """An answer with neither text nor calls: asked again once, then explained in words."""
+        """An answer with neither text (or only whitespace) nor calls: asked again once, then
+        explained in words."""
         if not wrap_up and not self._nudged:
             self._nudged = True
             log.info("empty answer in %s: asking once more", self.session.key)
@@ -364,6 +369,9 @@ class _Run(ToolRounds):
                     await self.sink(Notice(text))
                 case ReasoningPiece(item):
                     got.reasoning.append(item)
+                case WaitPiece(seconds) if seconds >= NOTICE_WAIT_S:
+                    zone, now = self.deps.config.timezone, self.deps.clock.now()
+                    await self.sink(Notice(waiting_text(seconds, now, zone)))
 
     async def _failed(self, exc: ModelError, shown: str) -> State:
         if shown:  # keep what the thread already shows, without half-made calls

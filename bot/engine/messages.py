@@ -1,6 +1,10 @@
-"""Plain words for the thread when a run cannot go on."""
+"""Plain words for the thread when a run cannot go on, or must wait."""
 
 from __future__ import annotations
+
+import math
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from bot.errors import (
     ContextOverflow,
@@ -21,12 +25,18 @@ def failure_text(exc: ModelError, *, partial: bool) -> str:
             text = f"No model could answer: {said}. Please try again in a moment."
         case ModelUnavailable():
             text = "I couldn't reach the model server. Please try again in a moment; if it keeps happening, an operator can run `threadline doctor`."
+        case ModelRateLimited(retry_after=float() as wait):
+            text = f"The model server is rate-limiting requests and asked to wait {duration(wait)}. Please try again then."
         case ModelRateLimited():
             text = "The model is rate-limiting requests right now. Please try again in a minute."
         case ModelServerError():
             text = "The model server kept failing (it answered with a server error). Please try again shortly."
         case ContextOverflow():
             text = "This thread has grown longer than the model can read at once. Start a new thread to continue."
+        case ModelStreamBroken(what="invalid" | "empty"):
+            text = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
+            if not partial:
+                text += " Please try again; if it keeps happening, an operator can run `threadline doctor`."
         case ModelStreamBroken():
             text = "The model's answer was cut off."
         case ModelRejected():
@@ -36,3 +46,18 @@ def failure_text(exc: ModelError, *, partial: bool) -> str:
     if partial:
         text += " The reply above is incomplete."
     return text
+
+
+def waiting_text(seconds: float, now: float, zone: str) -> str:
+    """The model server asked to wait ``seconds`` before the call is tried again."""
+    at = datetime.fromtimestamp(now + seconds, ZoneInfo(zone))
+    return f"The model server asked to wait {duration(seconds)}; retrying at {at:%H:%M:%S %Z}."
+
+
+def duration(seconds: float) -> str:
+    """``120 s``, ``45 min``, ``3 h``: whole units, rounded up."""
+    if seconds < 300:
+        return f"{math.ceil(seconds)} s"
+    if seconds <= 3 * 3600:
+        return f"{math.ceil(seconds / 60)} min"
+    return f"{math.ceil(seconds / 3600)} h"

@@ -33,6 +33,8 @@ class EngineConfig:
     hide_tools: tuple[str, ...] = ()
     text_tool_calls: bool = False
     """Read tool calls the model writes in its text (:mod:`bot.llm.text_calls`)."""
+    timezone: str = "UTC"
+    """Where the times told in the thread are read (an IANA name)."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EngineConfig:
@@ -71,6 +73,7 @@ _FROM_SETTINGS = frozenset(
         "day_max_tokens",
         "day_max_cost_usd",
         "text_tool_calls",
+        "timezone",
     }
 )
 

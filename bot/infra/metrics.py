@@ -32,7 +32,7 @@ from bot.errors import (
     ModelStreamBroken,
     ModelUnavailable,
 )
-from bot.llm.model import ModelPiece, UsagePiece
+from bot.llm.model import ModelPiece, UsagePiece, WaitPiece
 
 REGISTRY = CollectorRegistry()
 ProcessCollector(registry=REGISTRY)  # CPU seconds, memory, open files: read when scraped
@@ -238,7 +238,7 @@ async def metered(stream: AsyncIterator[ModelPiece]) -> AsyncIterator[ModelPiece
     outcome = "ok"
     try:
         async for piece in stream:
-            if first:
+            if first and not isinstance(piece, WaitPiece):  # the first piece of the answer
                 MODEL_FIRST_PIECE.observe(time.perf_counter() - began)
                 first = False
             if isinstance(piece, UsagePiece):

@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bot.infra.text import valid_text
 from bot.llm.messages import Message, Usage
 
 
@@ -23,6 +24,9 @@ class ToolSpec:
 class TextPiece:
     text: str
 
+    def __post_init__(self) -> None:  # a model may send a lone surrogate: made valid here
+        object.__setattr__(self, "text", valid_text(self.text))
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCallPiece:
@@ -35,6 +39,13 @@ class ToolCallPiece:
     problem: str = ""
     """Why the call cannot run (a call written as text that could not be read): the model is
     answered with this error instead."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "arguments", valid_text(self.arguments))
+        if self.name is not None:
+            object.__setattr__(self, "name", valid_text(self.name))
+        if self.id is not None:
+            object.__setattr__(self, "id", valid_text(self.id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +73,17 @@ class ReasoningPiece:
     item: str
 
 
-ModelPiece = TextPiece | ToolCallPiece | UsagePiece | FinishPiece | NoticePiece | ReasoningPiece
+@dataclass(frozen=True, slots=True)
+class WaitPiece:
+    """The model server asked to wait (``Retry-After``): the call is tried again after
+    ``seconds``. Comes before any other piece of the answer."""
+
+    seconds: float
+
+
+ModelPiece = (
+    TextPiece | ToolCallPiece | UsagePiece | FinishPiece | NoticePiece | ReasoningPiece | WaitPiece
+)
 
 
 @dataclass(frozen=True, slots=True)

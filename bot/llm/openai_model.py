@@ -37,6 +37,7 @@ from bot.errors import (
     ModelUnavailable,
 )
 from bot.infra.clock import Clock
+from bot.infra.text import valid_text
 from bot.llm import responses_wire
 from bot.llm.demo import DEMO_BASE_URL, DEMO_LABEL, DEMO_MODEL, DemoTransport
 from bot.llm.messages import Usage
@@ -47,6 +48,7 @@ from bot.llm.model import (
     TextPiece,
     ToolCallPiece,
     UsagePiece,
+    WaitPiece,
 )
 from bot.llm.retry import Backoff, retry_after_from_headers
 from bot.llm.routing import OPENAI_BASE_URL, Route, RoutedModel, routed
@@ -149,6 +151,8 @@ class OpenAIModel:
                 if delay is None:
                     raise
                 self._retrying(exc, retry, delay)
+                if exc.retry_after is not None:  # the server's own figure: the thread is told
+                    yield WaitPiece(delay)
                 await self._clock.sleep(delay)
 
     def _retrying(self, error: ModelError, retry: int, delay: float) -> None:
@@ -180,7 +184,7 @@ class OpenAIModel:
                 for piece in reader.read(chunk):
                     yield piece
         except ValueError:  # a chunk that is not JSON
-            raise ModelStreamBroken("the model server sent a malformed chunk") from None
+            raise _invalid("a chunk was not JSON") from None
         except openai.APIConnectionError as exc:
             if not reader.finished:
                 raise ModelStreamBroken(self._cut_off(exc)) from None
@@ -192,7 +196,7 @@ class OpenAIModel:
         finally:
             await response.close()
         if not reader.finished:
-            raise ModelStreamBroken("the model's answer stopped before it was finished")
+            raise _ended_early(reader.chunks, response.response.headers.get("content-type", ""))
 
     async def _post(self, body: bytes, name: str) -> AsyncStream[object]:
         """The streamed response to ``body``; on the Responses API, asked again at once without
@@ -219,6 +223,7 @@ class OpenAIModel:
     # --- errors: plain words, no secrets ---
 
     def _scrub(self, text: str) -> str:
+        text = valid_text(text)
         if self._secret:
             text = text.replace(self._secret, "[redacted]")
         text = _KEY_LIKE.sub("[redacted]", text)
@@ -339,16 +344,18 @@ class ChunkReader:
     def __init__(self) -> None:
         self.finished = False
         self._calls = CallNumbers()
+        self.chunks = 0
 
     def read(self, chunk: object) -> list[ModelPiece]:
+        self.chunks += 1
         if not isinstance(chunk, dict):
-            raise ModelStreamBroken("the model server sent a chunk that is not an object")
+            raise _invalid("a chunk was not an object")
         pieces: list[ModelPiece] = []
         choices = chunk.get("choices")
         if choices is None:
             choices = []
         if not isinstance(choices, list):
-            raise ModelStreamBroken("the model server sent a chunk with malformed choices")
+            raise _invalid("a chunk had malformed choices")
         for choice in choices:
             if isinstance(choice, dict) and choice.get("index", 0) in (0, None):
                 self._choice(choice, pieces)
@@ -379,7 +386,7 @@ class ChunkReader:
 
     def _call_piece(self, position: int | None, call: object) -> ToolCallPiece:
         if not isinstance(call, dict):
-            raise ModelStreamBroken("the model server sent a malformed tool call")
+            raise _invalid("a tool call was malformed")
         function = call.get("function")
         function = function if isinstance(function, dict) else {}
         index = call.get("index")
@@ -417,6 +424,23 @@ class CallNumbers:
 
 def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _ended_early(chunks: int, content_type: str) -> ModelStreamBroken:
+    """A stream that ended without its finish reason after ``chunks`` chunks: cut off, empty,
+    or not a stream."""
+    if chunks:
+        return ModelStreamBroken("the model's answer stopped before it was finished")
+    if "event-stream" not in content_type:
+        kind = content_type.split(";")[0].strip() or "no content type"
+        return _invalid(f"it answered with {kind}, not a stream of events")
+    return ModelStreamBroken("the model server sent nothing (an empty stream)", what="empty")
+
+
+def _invalid(detail: str) -> ModelStreamBroken:
+    return ModelStreamBroken(
+        f"the model server sent a stream that was not valid ({detail})", what="invalid"
+    )
 
 
 def _usage(raw: dict[str, Any]) -> Usage:
@@ -506,7 +530,11 @@ def _default_model(
 ) -> OpenAIModel:
     """The default model: the offline demo model when neither ``OPENAI_API_KEY`` nor
     ``OPENAI_BASE_URL`` is set, else the real endpoint."""
-    backoff = Backoff(max_retries=settings.model_max_retries, rng=rng)
+    backoff = Backoff(
+        max_retries=settings.model_max_retries,
+        rng=rng,
+        max_retry_after=settings.model_retry_after_max_s,
+    )
     if settings.uses_demo_model:
         delay = settings.demo_chunk_delay_s if demo_chunk_delay_s is None else demo_chunk_delay_s
         transport = DemoTransport(chunk_delay_s=delay)

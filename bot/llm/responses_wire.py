@@ -178,12 +178,15 @@ class EventReader:
 
     def __init__(self) -> None:
         self.finished = False
+        self.chunks = 0
+        """Events read so far."""
         self._calls: set[int] = set()
         """Output positions of the function calls seen."""
         self._streamed: set[int] = set()
         """Those whose arguments came in deltas."""
 
     def read(self, event: object) -> list[ModelPiece]:
+        self.chunks += 1
         if not isinstance(event, dict):
             raise ModelStreamBroken("the model server sent an event that is not an object")
         kind = event.get("type")

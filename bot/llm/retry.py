@@ -2,8 +2,9 @@
 
 The n-th retry waits a uniform random time in ``[0, min(cap, base * 2**(n-1))]`` (base 0.5 s,
 cap 20 s), unless the server said how long to wait (``Retry-After`` / ``retry-after-ms``): then
-exactly that long. A server asking for more than ``max_retry_after`` (60 s) is not retried: a
-person is waiting in the thread, and the error carries the server's figure.
+exactly that long, up to ``max_retry_after`` (``THREADLINE_MODEL_RETRY_AFTER_MAX_S``, 180 s by
+default; the thread is told of the wait and its Stop works meanwhile). A server asking for more
+is not retried: a person is waiting in the thread, and the error carries the server's figure.
 
 Nothing here sleeps; the caller waits the returned delay on its clock.
 """
@@ -19,7 +20,7 @@ from bot.errors import ModelError
 
 BASE_S = 0.5
 CAP_S = 20.0
-MAX_RETRY_AFTER_S = 60.0
+MAX_RETRY_AFTER_S = 180.0
 
 
 def retry_after_from_headers(headers: Mapping[str, str], *, now: float) -> float | None:

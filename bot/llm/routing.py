@@ -30,7 +30,7 @@ from bot.errors import (
     ModelStreamBroken,
     ModelUnavailable,
 )
-from bot.llm.model import Model, ModelPiece, ModelRequest, NoticePiece
+from bot.llm.model import Model, ModelPiece, ModelRequest, NoticePiece, WaitPiece
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +173,9 @@ class RoutedModel:
             pieces = self.route(name).stream(asked)
             try:
                 async for piece in pieces:
+                    if isinstance(piece, WaitPiece):  # a wait before the answer: not started
+                        yield piece
+                        continue
                     if not started and failed:
                         yield NoticePiece(answered_by(failed, name))
                     started = True

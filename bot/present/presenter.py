@@ -13,6 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from bot.api.surface import Button, StreamTask, Surface, TaskStatus, native_streams
+from bot.api.transfer import file_transfer
 from bot.approvals.models import ApprovalRequest
 from bot.engine.events import (
     ApprovalNeeded,
@@ -33,6 +34,7 @@ from bot.infra.clock import Clock
 from bot.present.approval_card import post_allowed, post_card, ran_line
 from bot.present.budget import BudgetRegistry
 from bot.present.native import NativeReply
+from bot.present.overflow import Overflow
 from bot.present.reply import OnPosted, ReplyStream
 from bot.present.todo_panel import PersistPanel, TodoPanel, plan_of
 from bot.sessions.model import PanelRef
@@ -61,8 +63,11 @@ class Presenter:
         on_card: OnCard | None = None,
         stop_button: Button | None = None,
         on_tool: OnTool | None = None,
+        file_after: int | None = None,
     ) -> None:
         self._surface = surface
+        self._file_after = file_after
+        """Past this many characters, the rest of a reply goes to a file (:mod:`.overflow`)."""
         self._clock = clock
         self._on_card = on_card
         self._on_tool = on_tool
@@ -99,6 +104,7 @@ class Presenter:
             else NativeReply(surface, streams, self._clock, self._budgets, edits, self._on_posted)
         )
         reply: ReplyStream | NativeReply = edits if self._native is None else self._native
+        self._overflow = Overflow(self._file_after, file_transfer(surface))
         if self._stop_button is not None:
             reply.set_buttons((self._stop_button,))
         return reply
@@ -123,7 +129,7 @@ class Presenter:
                 if self._native is not None:
                     self._native.set_plan(*plan_of(todos))
                 await self._panel.update(todos)
-            case Notice(text):
+            case Notice(text) if not self._overflow.note(text):
                 self._paragraph = True
                 self._write(f"_{text}_")
                 self._paragraph = True
@@ -225,7 +231,7 @@ class Presenter:
     def _write(self, text: str) -> None:
         if not text:
             return
-        self._reply.append(self._separator() + text)
+        self._reply.append(self._overflow.take(self._separator() + text))
         self._paragraph = False
         if self._reply.has_text:
             self._set_status(None)
@@ -239,12 +245,22 @@ class Presenter:
 
     async def _end(self, suffix: str) -> None:
         try:
-            await self._reply.finish(suffix)
+            await self._reply.finish(self._overflow.ending() + suffix)
+            await self._rest()
             await self._panel.flush()
         finally:
             self._set_status(None)
             if self._status_task is not None:
                 await asyncio.shield(self._status_task)
+
+    async def _rest(self) -> None:
+        """The rest of a huge reply, as a file below it (or a line saying why not)."""
+        refused = await self._overflow.post_rest()
+        if refused is not None:
+            try:
+                await self._surface.post(refused)
+            except SurfaceError:
+                log.warning("could not say that the rest of an answer was not posted")
 
     def _status_while_silent(self, text: str) -> None:
         """Before any text shows, the status line says what is going on."""

@@ -50,6 +50,8 @@ class Supervisor:
     approvals: ApprovalStore
     clock: Clock
     budgets: BudgetRegistry
+    file_after: int | None = None
+    """Past this many characters, the rest of an answer is posted as a file."""
     active: dict[ThreadKey, Active] = field(default_factory=dict, init=False)
     """The run going on in each thread that has one."""
 
@@ -228,6 +230,7 @@ class Supervisor:
             on_card=on_card,
             stop_button=stop,
             on_tool=on_tool,
+            file_after=self.file_after,
         )
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from bot.api.inbound import Author, ThreadKey
 from bot.infra.clock import Clock
+from bot.infra.text import valid_text
 from bot.llm.messages import Usage
 from bot.sessions.model import Session
 
@@ -28,6 +29,9 @@ NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 class ToolError(Exception):
     """Raised by a tool to report a failure the model should see (not a crash)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(valid_text(message))
 
 
 @dataclass(slots=True)
@@ -108,7 +112,7 @@ class Tool:
     async def invoke(self, ctx: ToolContext, args: BaseModel) -> str:
         values = {name: getattr(args, name) for name in type(args).model_fields}
         values.update(args.model_extra or {})
-        return await self.function(ctx, **values)
+        return valid_text(await self.function(ctx, **values))
 
 
 class AnyArguments(BaseModel):

@@ -17,6 +17,7 @@ import pypdf
 import trafilatura
 from pypdf.errors import PyPdfError
 
+from bot.infra.text import valid_text
 from bot.tools.base import ToolError
 from bot.tools.http import Answer
 
@@ -132,7 +133,7 @@ def pdf_text(body: bytes, max_chars: int) -> tuple[str, str | None]:
                 break
     except (PyPdfError, ValueError, KeyError, TypeError) as exc:
         raise ToolError(f"is not a readable PDF: {exc}") from None
-    return "\n\n".join(parts), title
+    return valid_text("\n\n".join(parts)), valid_text(title) if title else None
 
 
 def _tidy(text: str) -> str:

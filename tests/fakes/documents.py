@@ -15,17 +15,22 @@ PNG = (
 CSV = b"city,population\nParis,2102650\nLyon,522250\nMarseille,873076\n"
 
 
-def text_pdf(*pages: str) -> bytes:
-    """A PDF whose pages carry ``pages`` as text (Helvetica, one line each)."""
+def text_pdf(*pages: str, to_unicode: dict[str, str] | None = None) -> bytes:
+    """A PDF whose pages carry ``pages`` as text (Helvetica, one line each); ``to_unicode``
+    maps characters to the UTF-16 code units (hex) its text reads as (``{"A": "D800"}``: a
+    lone surrogate, as a broken font map gives)."""
+    font = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
+    if to_unicode:
+        font = font[:-2] + b"/ToUnicode %d 0 R >>" % (4 + 2 * len(pages))
     objects: list[bytes] = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"",  # the page tree, filled in below
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        font,
     ]
     kids = []
     for words in pages:
         stream = f"BT /F1 12 Tf 72 720 Td ({words}) Tj ET".encode()
-        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream))
+        objects.append(_stream(stream))
         content = len(objects)
         objects.append(
             b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R "
@@ -33,6 +38,8 @@ def text_pdf(*pages: str) -> bytes:
         )
         kids.append(b"%d 0 R" % len(objects))
     objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(kids), len(kids))
+    if to_unicode:
+        objects.append(_stream(_cmap(to_unicode)))
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, body in enumerate(objects, 1):
@@ -46,6 +53,20 @@ def text_pdf(*pages: str) -> bytes:
         xref,
     )
     return bytes(out)
+
+
+def _stream(data: bytes) -> bytes:
+    return b"<< /Length %d >>\nstream\n%s\nendstream" % (len(data), data)
+
+
+def _cmap(to_unicode: dict[str, str]) -> bytes:
+    chars = " ".join(f"<{ord(c):02X}> <{units}>" for c, units in to_unicode.items())
+    return (
+        "/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /Odd def "
+        "1 begincodespacerange <00> <FF> endcodespacerange "
+        f"{len(to_unicode)} beginbfchar {chars} endbfchar "
+        "endcmap CMapName currentdict /CMap defineresource pop end end"
+    ).encode()
 
 
 def scanned_pdf(pages: int = 2) -> bytes:

@@ -186,6 +186,7 @@ class Raw:
 
     body: bytes
     drop_connection: bool = False
+    content_type: str = "text/event-stream; charset=utf-8"
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,7 +379,7 @@ class FakeOpenAI:
     ) -> web.StreamResponse:
         out = web.StreamResponse(
             headers={
-                "Content-Type": "text/event-stream; charset=utf-8",
+                "Content-Type": raw.content_type,
                 "x-request-id": f"req_{next(self._ids)}",
             }
         )

@@ -84,7 +84,8 @@ async def test_a_long_answer_continues_in_new_messages_without_breaking_code(
 ) -> None:
     pieces = long_answer(paragraphs=25, code_lines=200)
     model = ScriptedModel([text(*pieces)])
-    async with slack_world(tmp_path, monkeypatch, model=model) as world:
+    no_file = {"answer_file_after": 1_000_000}  # all of it in messages, as below the limit
+    async with slack_world(tmp_path, monkeypatch, model=model, **no_file) as world:
         root = await world.fake.say("UADA", "CGENERAL", f"{MENTION} write a lot")
         await world.answered(root, 2)
         replies = world.fake.replies("CGENERAL", root.ts)

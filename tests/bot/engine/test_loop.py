@@ -17,7 +17,7 @@ from bot.engine.events import (
     TodosChanged,
     ToolFinished,
 )
-from bot.engine.loop import Engine
+from bot.engine.loop import EMPTY_WORDS, Engine
 from bot.engine.prompt import open_calls
 from bot.engine.states import EngineConfig
 from bot.engine.tool_round import STOPPED_RESULT
@@ -357,6 +357,21 @@ async def test_an_empty_answer_is_asked_again_once_then_explained(store: SqliteS
     shown = "".join(e.text for e in h.events if isinstance(e, TextDelta))
     assert "returned nothing" in shown
     assert (await h.stored()).messages[-1].text == shown  # type: ignore[union-attr]
+    assert len(h.model.requests) == 2
+
+
+async def test_a_blank_answer_counts_as_empty(store: SqliteStore) -> None:
+    blank = text("   \n", "\t  ")
+    h = harness(store, [blank, text("Here you go.")])
+    await h.ask("hi")
+    assert "empty" in h.model.requests[1].messages[-1].text  # type: ignore[union-attr]
+    assert (await h.stored()).messages[-1].text == "Here you go."  # type: ignore[union-attr]
+
+    h = harness(store, [blank, blank])
+    await h.ask("hi again")
+    shown = "".join(e.text for e in h.events if isinstance(e, TextDelta))
+    assert "returned nothing" in shown
+    assert (await h.stored()).messages[-1].text == EMPTY_WORDS  # type: ignore[union-attr]
     assert len(h.model.requests) == 2
 
 

@@ -10,6 +10,7 @@ import socket
 import traceback
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -32,6 +33,7 @@ from bot.llm.model import (
     ToolCallPiece,
     ToolSpec,
     UsagePiece,
+    WaitPiece,
 )
 from bot.llm.openai_model import OpenAIModel, build_openai_model
 from bot.llm.retry import Backoff
@@ -288,6 +290,73 @@ async def test_a_rate_limit_that_never_lifts_says_how_long(
     assert len(fake.requests) == 1
 
 
+async def test_a_long_retry_after_is_waited_out_and_announced(
+    fake: FakeOpenAI, make_model: MakeModel, clock: InstantClock
+) -> None:
+    fake.push(Fault.rate_limited(retry_after="120"), Reply("after two minutes"))
+    got = await run(make_model())
+    assert got.pieces[0] == WaitPiece(120.0)  # before anything else: the thread is told
+    assert got.text == "after two minutes" and clock.sleeps == [120.0]
+
+
+async def test_a_retry_after_beyond_the_bound_is_not_waited(
+    fake: FakeOpenAI, make_model: MakeModel, clock: InstantClock
+) -> None:
+    fake.push(Fault.rate_limited(retry_after="181"), Reply("never"))
+    error, got = await failure(make_model())
+    assert isinstance(error, ModelRateLimited) and error.retry_after == 181.0
+    assert got.pieces == [] and clock.sleeps == [] and len(fake.requests) == 1
+
+
+async def test_the_bound_is_a_setting(
+    tmp_path: Path, fake: FakeOpenAI, clock: InstantClock
+) -> None:
+    settings = Settings(
+        _env_file=None,
+        data_dir=tmp_path,
+        openai_base_url=fake.base_url,
+        openai_api_key=KEY,
+        model_retry_after_max_s=30,
+    )
+    model = build_openai_model(settings, clock, rng=random.Random(1))  # type: ignore[arg-type]
+    try:
+        fake.push(Fault.rate_limited(retry_after="31"))
+        error, _ = await failure(model)
+        assert isinstance(error, ModelRateLimited) and clock.sleeps == []
+    finally:
+        await model.aclose()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "what", "words"),
+    [
+        (b"data: [DONE]\n\n", "text/event-stream", "empty", "sent nothing (an empty stream)"),
+        (b"", "text/event-stream", "empty", "sent nothing"),
+        (b"data: <html>oops</html>\n\n", "text/event-stream", "invalid", "was not JSON"),
+        (b"data: [1, 2]\n\n", "text/event-stream", "invalid", "was not an object"),
+        (
+            b'{"choices": [{"message": {"content": "hi"}}]}',
+            "application/json",
+            "invalid",
+            "answered with application/json, not a stream of events",
+        ),
+    ],
+)
+async def test_a_stream_that_is_empty_or_not_valid_says_which(
+    fake: FakeOpenAI,
+    make_model: MakeModel,
+    body: bytes,
+    content_type: str,
+    what: str,
+    words: str,
+) -> None:
+    fake.push(*[Raw(body, content_type=content_type)] * 4)
+    error, got = await failure(make_model())
+    assert isinstance(error, ModelStreamBroken) and error.what == what
+    assert words in str(error) and got.pieces == []
+    assert len(fake.requests) == 4  # retried like any broken stream, then said
+
+
 async def test_an_exhausted_quota_is_not_retried(fake: FakeOpenAI, make_model: MakeModel) -> None:
     fake.push(
         Fault(
@@ -462,8 +531,8 @@ async def test_a_stream_cut_before_any_piece_is_retried(
 async def test_a_malformed_chunk_breaks_the_stream(fake: FakeOpenAI, make_model: MakeModel) -> None:
     fake.push(Malformed(Reply("one two three four five six seven"), at_chunk=3), Reply("x"))
     error, got = await failure(make_model())
-    assert isinstance(error, ModelStreamBroken)
-    assert "malformed" in str(error)
+    assert isinstance(error, ModelStreamBroken) and error.what == "invalid"
+    assert "not valid (a chunk was not JSON)" in str(error)
     assert got.text  # the first chunks arrived before the broken one
     assert len(fake.requests) == 1
 
