@@ -394,6 +394,10 @@ async function send(text, files) {
         if (data.thread_id !== view.threadId) location.hash = `#/t/${data.thread_id}`;
         return true;
       }
+      if (status === 200 && data.note) { // a /threadline command: its answer is for you alone
+        showNote(data.note, data.thread_id);
+        return true;
+      }
       toast(data.error || `The playground answered ${status}.`);
       return false;
     } catch {
