@@ -29,6 +29,8 @@ from bot.llm.wire import from_data
 DEMO_COMMAND = "date"
 """What the demo runs for a request it cannot do: harmless, and it shows a command at work."""
 OUTPUT_LINES = 6
+NO_OUTPUT = "(no output)"
+"""How ``run_command`` says a command printed nothing."""
 ITEM_CHARS = 60
 REQUEST_CHARS = 80
 REAL_MODEL = (
@@ -229,7 +231,7 @@ def _outcome(action: Action, result: Message | None) -> str:
     if status is None:
         return _cut(first, 200)
     lines = content.rstrip().split("\n")[:-1][:OUTPUT_LINES]
-    if not lines:
+    if lines in ([], [NO_OUTPUT]):
         return f"The command ran in my workspace ({status}) and printed nothing."
     output = "\n".join(line.replace("```", "'''") for line in lines)
     return f"The command ran in my workspace ({status}) and printed:\n\n```\n{output}\n```"
