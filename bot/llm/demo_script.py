@@ -278,8 +278,9 @@ def _files_only(ask: Ask) -> str:
 
 def _cannot_answer(ask: Ask) -> str:
     greeting = f"Thanks, {ask.author}!" if ask.author else "Thanks!"
+    said = f" You wrote:\n\n> {_quote(ask.text)}\n\n" if ask.text.strip() else " "
     return (
-        f"{greeting} {_kept(ask.files)}I'm the **offline demo model**, so I can't really "
+        f"{greeting}{said}{_kept(ask.files)}I'm the **offline demo model**, so I can't really "
         "answer that. I can show what a run looks like, though: ask me to do something, like "
         f"{EXAMPLES}.\n\n"
         "- the reply streams in as it is written\n"

@@ -176,7 +176,11 @@ SMALL_TALK = [
         f"{EXAMPLES}, to see plans, tools and approvals. To connect a real model, set "
         "`OPENAI_API_KEY` or `OPENAI_BASE_URL` and restart.",
     ),
-    ("How do I cut a release?", f"Ada: How do I cut a release?\nThreadline: Thanks, Ada! {CANNOT}"),
+    (
+        "How do I cut a release?",
+        "Ada: How do I cut a release?\n"
+        f"Threadline: Thanks, Ada! You wrote:\n\n> How do I cut a release?\n\n{CANNOT}",
+    ),
 ]
 
 
@@ -297,8 +301,9 @@ async def test_a_file_a_plan_it_cannot_make_and_files_shared(tmp_path: Path) -> 
         await person.until_shown(
             thread_id,
             "Ada: Which is largest?\n  [file cities.csv]\n  [file notes.txt]\n"
-            "Threadline: Thanks, Ada! I've saved `cities.csv` and `notes.txt` in my workspace, "
-            f"but I can't read them for you. {CANNOT}",
+            "Threadline: Thanks, Ada! You wrote:\n\n> Which is largest?\n\n"
+            "I've saved `cities.csv` and `notes.txt` in my workspace, but I can't read them for "
+            f"you. {CANNOT}",
         )
 
 

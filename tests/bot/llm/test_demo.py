@@ -142,7 +142,10 @@ async def test_a_question_it_cannot_answer_says_so_and_how_to_connect_a_model(
     assert answer.tool_calls == ()
     assert "offline demo model" in answer.text and "can't really answer" in answer.text
     assert "OPENAI_API_KEY" in answer.text and "OPENAI_BASE_URL" in answer.text
-    assert answer.text.startswith("Thanks, Alice! I'm the **offline demo model**")
+    assert answer.text.startswith(
+        "Thanks, Alice! You wrote:\n\n> How do I cut a release with the new pipeline?\n\n"
+        "I'm the **offline demo model**"
+    )
 
 
 async def test_files_shared_are_named_in_plain_words(demo: OpenAIModel) -> None:
