@@ -4,10 +4,10 @@ Starts ``threadline run`` with nothing configured (the playground on the offline
 free port, with a temporary data directory and working directory, drives the page in Debian's
 chromium with Playwright like a person would, and saves PNGs into ``docs/images/``:
 
-- ``playground.png``: a request to plan a team lunch, its plan pinned at the top and the
-  approval card of the command it wants to run;
+- ``playground.png``: "Run ls", its plan pinned at the top and the approval card of the
+  command;
 - ``playground-approved.png``: the same thread once Approve was clicked: the card says who
-  approved and what the command did, and the reply goes on to its answer.
+  approved and what the command did, the plan is done, and the reply says what happened.
 
 Run from the repository root: ``python docs/screenshots.py`` (needs /usr/bin/chromium, the
 ``playwright`` package, never ``playwright install``, and Debian's ``fonts-noto-color-emoji`` for
@@ -55,7 +55,6 @@ def environment(data_dir: Path, port: int) -> dict[str, str]:
     env.update(
         THREADLINE_DATA_DIR=str(data_dir),
         THREADLINE_HTTP_PORT=str(port),
-        THREADLINE_CONFIG=str(data_dir / "threadline.toml"),  # none: nothing configured
         PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),
     )
     return env
@@ -119,7 +118,7 @@ async def drive(url: str) -> None:
             await page.goto(url)
             await page.locator("#user-name").fill("Alice")
 
-            await send(page, "make a plan for a team lunch")
+            await send(page, "Run ls")
             approval = await card(page)
             await shoot(page, "playground.png")
 

@@ -10,7 +10,9 @@ a browser's ``Origin``, and the API needs the session cookie the page sets (see 
   (messages, pins, status)
 - ``POST /api/messages`` ``{thread_id?, text, event_id, user_name}``: writes the
   message in the thread (a new thread without ``thread_id``) and hands it to the core in the
-  background; answers 202 with ``{thread_id, message_id}`` at once. A retried POST (same
+  background; answers 202 with ``{thread_id, message_id}`` at once. Text that is a
+  ``/threadline …`` command is not written: the command runs on the thread (``commands.py``),
+  and the answer, for the person alone, comes back as 200 ``{thread_id, note}``. A retried POST (same
   ``event_id``) writes nothing new, and the core ignores the redelivery. With files, the same
   fields come as ``multipart/form-data`` with one ``file`` part per file (see ``uploads.py``).
 - ``GET /api/files/{thread_id}/{file_id}`` a file shown in the thread, as a download
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from adapters.playground.commands import answer, command_words
 from adapters.playground.door import USER, Door
 from adapters.playground.files import FileStore, PlaygroundFiles, attachment, serve
 from adapters.playground.live import Connection, Hub
@@ -54,6 +57,7 @@ log = logging.getLogger(__name__)
 STATIC = Path(__file__).with_name("static")
 ACTION_WAIT = 3.0
 FAILED = "Something went wrong while answering; the server log has the details."
+COMMAND_FAILED = "Something went wrong with that command; the server log has the details."
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 _ID = r"^[A-Za-z0-9_-]+$"
@@ -205,7 +209,10 @@ class PlaygroundAdapter:
     # --- writes -------------------------------------------------------------------------------
     async def _post_message(self, request: web.Request) -> web.Response:
         if request.content_type != "multipart/form-data":
-            return await self._accept(await self._body(request, PostMessage), request[USER], [])
+            body = await self._body(request, PostMessage)
+            if (words := command_words(body.text)) is not None:
+                return await self._command(body, words, request[USER])
+            return await self._accept(body, request[USER], [])
         staging = await asyncio.to_thread(self.files.staging)
         try:
             try:
@@ -219,6 +226,22 @@ class PlaygroundAdapter:
             return await self._accept(body, request[USER], upload.files)
         finally:
             await asyncio.to_thread(FileStore.discard, staging)
+
+    async def _command(self, body: PostMessage, words: str, user_id: str) -> web.Response:
+        """A ``/threadline`` command on the thread the page has open; its answer goes back to
+        the person who typed it, as on Slack and Discord."""
+        if body.thread_id is not None:
+            try:
+                self.state.thread(body.thread_id)
+            except UnknownThread:
+                raise _error(web.HTTPNotFound, "no such thread") from None
+        author = body.author(user_id)
+        try:
+            note = await answer(self.core, words, body.thread_id, self._surface, author)
+        except Exception:
+            log.exception("/threadline %s in %s failed", words[:40], body.thread_id)
+            note = COMMAND_FAILED
+        return web.json_response({"thread_id": body.thread_id, "note": note})
 
     async def _accept(self, body: PostMessage, user_id: str, staged: list[Staged]) -> web.Response:
         author = body.author(user_id)

@@ -1,5 +1,6 @@
 """What the offline demo model makes of a person's message: small talk, a request to do
-something, or a question it cannot answer. Plain word rules, so the demo stays deterministic."""
+something, files shared, or a question it cannot answer. Plain word rules, so the demo stays
+deterministic."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ class Kind(Enum):
     WRITE_FILE = "write_file"
     """Create a file (``path`` says which)."""
     TASK = "task"
-    """Another request to do something: plan it and look around the workspace."""
+    """Another request to do something: the demo says it cannot, and shows a command instead."""
+    FILES = "files"
+    """Files shared without a word."""
     QUESTION = "question"
     """Anything else: the demo cannot answer it."""
 
@@ -41,6 +44,10 @@ class Ask:
     kind: Kind
     command: str | None = None
     path: str | None = None
+    request: str = ""
+    """What was asked, without small talk and lead-ins ("make a plan for a team lunch")."""
+    files: tuple[str, ...] = ()
+    """The names of the files shared with the message."""
 
     @property
     def small_talk(self) -> bool:
@@ -48,6 +55,9 @@ class Ask:
 
 
 _AUTHOR = re.compile(r"^\[([^\]\n]{1,80})\]: ")
+_SHARED = re.compile(r"(?:^|\n\n)Shared \d+ files? \([^)\n]*\):\n")
+_SHARED_NAME = re.compile(r"^- (?!.*: not (?:downloaded|read) \()(.+?) \(", re.M)
+"""A file saved in the workspace, in that note (not one left out: ``- name: not read (…)``)."""
 _SMALL_TALK_RULES: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern))
     for kind, pattern in (
@@ -77,7 +87,8 @@ _SMALL_TALK_RULES: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
 _LEAD_INS = re.compile(
     r"^(?:(?:please|pls|now|ok|okay|so|and|also|then|next|first|hey|"
     r"(?:can|could|would|will) you|i want you to|i'd like you to|i would like you to|let's|lets)"
-    r"[,!]?\s+)+"
+    r"[,!]?\s+)+",
+    re.I,
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _ACTION_VERBS = frozenset(
@@ -165,20 +176,40 @@ _FILE_NAME = re.compile(r"(?:called|named)\s+[`'\"]?([\w./-]+)|\b([\w-]+\.[A-Za-
 
 
 def understand(content: str) -> Ask:
-    """The demo's reading of a user message as it appears on the wire (``[Name]: text``)."""
-    author, text = _split_author(content)
+    """The demo's reading of a user message as it appears on the wire (``[Name]: text``, then
+    the note on the files shared with it, if any)."""
+    author, said = _split_author(content)
+    text, files = _split_files(said)
     rest = _without_small_talk(text)
     if not rest:
-        return Ask(author, text, _small_talk_kind(text))
+        kind = Kind.FILES if files and not text.strip() else _small_talk_kind(text)
+        return Ask(author, text, kind, files=files)
+    request = _request(rest)
     command = _command(rest)
     if command is not None:
-        return Ask(author, text, Kind.RUN, command=command)
+        return Ask(author, text, Kind.RUN, command=command, request=request, files=files)
     if _FILE.search(rest):
-        return Ask(author, text, Kind.WRITE_FILE, path=_file_name(rest))
-    first = _words(_LEAD_INS.sub("", rest.lower()))
-    if first and first[0] in _ACTION_VERBS:
-        return Ask(author, text, Kind.TASK)
-    return Ask(author, text, Kind.QUESTION)
+        path = _file_name(rest)
+        return Ask(author, text, Kind.WRITE_FILE, path=path, request=request, files=files)
+    first = _words(request.lower())
+    kind = Kind.TASK if first and first[0] in _ACTION_VERBS else Kind.QUESTION
+    return Ask(author, text, kind, request=request, files=files)
+
+
+def _split_files(said: str) -> tuple[str, tuple[str, ...]]:
+    """The person's own words, and the names in the note on the files they shared."""
+    match = _SHARED.search(said)
+    if match is None:
+        return said, ()
+    names = _SHARED_NAME.findall(said[match.end() :])
+    return said[: match.start()], tuple(names)
+
+
+def _request(rest: str) -> str:
+    """``rest`` without its lead-ins and end mark: "Could you plan X?" → "plan X"."""
+    first = rest.strip().splitlines()[0] if rest.strip() else ""
+    request = _LEAD_INS.sub("", first).strip().rstrip(".!?").strip()
+    return request[:1].lower() + request[1:]
 
 
 def _split_author(content: str) -> tuple[str | None, str]:

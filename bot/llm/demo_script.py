@@ -5,12 +5,15 @@ it got); what just happened is the last *user or tool* message, since the engine
 request with a system note (the todo list).
 
 - Small talk ("Hello!", "thanks", "who are you?") gets a brief answer, no plan, no tool.
-- A request to do something ("run ls", "create a file notes.txt", "make a plan to…") gets a
-  plan (``todo_write``), one tool call when the tool is offered (``run_command``, which asks a
-  person first, or ``write_file``), a sentence on that call's actual result, the plan marked
-  done, and a final answer that reports what happened.
+- A request to do something gets a plan (``todo_write``), one tool call, the plan brought up to
+  date and a final answer that says once what happened: "run ls" runs that command
+  (``run_command``, which asks a person first), "create a file called notes.md" writes it
+  (``write_file``, in the thread's own workspace: nothing to approve). Any other request ("make
+  a plan for a team lunch") is one the demo cannot do: it says so, and shows a command instead
+  (``date``). A step that was denied, expired or failed is marked cancelled, never done.
+- Files shared without a word are acknowledged by name.
 - Anything else gets a Markdown answer saying it is the offline demo model and how to connect
-  a real one. So does a request without ``todo_write`` (the engine's wrap-up call).
+  a real one. So does a request whose tool is not offered, or without ``todo_write``.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ from typing import Any
 from bot.llm.demo_intent import Ask, Kind, understand
 from bot.llm.wire import from_data
 
-DEMO_COMMAND = "echo 'Hello from the Threadline workspace' && pwd"
-QUOTE_CHARS = 120
+DEMO_COMMAND = "date"
+"""What the demo runs for a request it cannot do: harmless, and it shows a command at work."""
 OUTPUT_LINES = 6
+NO_OUTPUT = "(no output)"
+"""How ``run_command`` says a command printed nothing."""
 ITEM_CHARS = 60
+REQUEST_CHARS = 80
 REAL_MODEL = (
     "To use a real model, set `OPENAI_API_KEY` (OpenAI) or `OPENAI_BASE_URL` (any "
     "OpenAI-compatible server) and restart:\n\n"
@@ -37,9 +43,16 @@ REAL_MODEL = (
     "export THREADLINE_MODEL=llama3.1\n"
     "```\n"
 )
+SCRIPT_ENDS = (
+    "That's where my script ends: I'm the **offline demo model**. To use a real model, set "
+    "`OPENAI_API_KEY` or `OPENAI_BASE_URL` and restart."
+)
 EXAMPLES = "“run ls”, “create a file called notes.md” or “make a plan for a team lunch”"
+NOT_DONE = ("denied", "expired", "interrupted", "stopped", "error")
+"""How the result of a call that did not do its work begins."""
 
 Message = dict[str, Any]
+Action = tuple[str, dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +63,7 @@ class DemoReply:
     todos: tuple[tuple[str, str], ...] | None = None
     """``(content, status)`` pairs for a ``todo_write`` call."""
     call_id: str = ""
-    action: tuple[str, dict[str, Any]] | None = None
+    action: Action | None = None
     """Another tool call instead: ``(name, arguments)``."""
 
     @property
@@ -73,29 +86,30 @@ def demo_reply(body: dict[str, Any]) -> DemoReply:
     ask = understand(_text(messages[last_user]))
     if ask.small_talk:
         return DemoReply(small_talk(ask))
+    if ask.kind is Kind.FILES:
+        return DemoReply(_files_only(ask))
     offered = _offered(body.get("tools"))
+    action = _action(ask, offered) if ask.kind is not Kind.QUESTION else None
+    if action is None or "todo_write" not in offered:
+        return DemoReply(_cannot_answer(ask))
     turn = messages[last_user + 1 :]
-    results = [m for m in turn if m.get("role") == "tool"]
-    if ask.kind is Kind.QUESTION or "todo_write" not in offered:
-        return DemoReply(_final(ask, turn))
-    action = _action(ask, offered)
-    plan = ["plan", "act", "report", "done"] if action else ["plan", "report", "done"]
-    step = len(results)
-    if step >= len(plan):
-        return DemoReply(_final(ask, turn))
-    call_id = f"call_demo{step + 1}"
+    step = sum(1 for m in turn if m.get("role") == "tool")
     items = _items(ask, action)
-    match plan[step]:
-        case "plan":
-            text, statuses = "Let me plan this out first.", ("in_progress", "pending", "pending")
-        case "act":
-            return DemoReply(_before(action), call_id=call_id, action=action)
-        case "report":
-            text = _report(_last_spoken(messages)) if action else "The request is clear."
-            statuses = ("completed", "in_progress", "pending")
+    call_id = f"call_demo{step + 1}"
+    match step:
+        case 0:
+            return DemoReply("", _plan(items, "completed", "in_progress", "pending"), call_id)
+        case 1:
+            return DemoReply(_before(ask, action), call_id=call_id, action=action)
+        case 2:
+            middle = "completed" if _worked(_acted(turn)) else "cancelled"
+            return DemoReply("", _plan(items, "completed", middle, "completed"), call_id)
         case _:
-            text, statuses = "That's everything; writing it up.", ("completed",) * 3
-    return DemoReply(text, tuple(zip(items, statuses, strict=True)), call_id)
+            return DemoReply(f"{_outcome(action, _acted(turn))}\n\n{SCRIPT_ENDS}")
+
+
+def _plan(items: tuple[str, str, str], *statuses: str) -> tuple[tuple[str, str], ...]:
+    return tuple(zip(items, statuses, strict=True))
 
 
 def small_talk(ask: Ask) -> str:
@@ -131,11 +145,6 @@ def _text(message: Message) -> str:
     return from_data(content) if message.get("role") == "tool" else content
 
 
-def _last_spoken(messages: Sequence[Message]) -> Message:
-    """The last user or tool message: what just happened (system notes come after it)."""
-    return next(m for m in reversed(messages) if m.get("role") in ("user", "tool"))
-
-
 def _offered(tools: object) -> set[str]:
     """Names of the tools the request offers."""
     if not isinstance(tools, list):
@@ -148,9 +157,11 @@ def _offered(tools: object) -> set[str]:
     return names
 
 
-def _action(ask: Ask, offered: set[str]) -> tuple[str, dict[str, Any]] | None:
+def _action(ask: Ask, offered: set[str]) -> Action | None:
     """The one tool call a request gets, when its tool is offered."""
-    if ask.kind is Kind.WRITE_FILE and "write_file" in offered:
+    if ask.kind is Kind.WRITE_FILE:
+        if "write_file" not in offered:
+            return None
         content = f"Written by the Threadline demo model.\n\nAsked: {_quote(ask.text)}\n"
         return "write_file", {"path": ask.path or "notes.md", "content": content}
     if "run_command" in offered:
@@ -158,41 +169,72 @@ def _action(ask: Ask, offered: set[str]) -> tuple[str, dict[str, Any]] | None:
     return None
 
 
-def _items(ask: Ask, action: tuple[str, dict[str, Any]] | None) -> tuple[str, str, str]:
+def _items(ask: Ask, action: Action) -> tuple[str, str, str]:
     match action:
         case ("write_file", {"path": path}):
-            middle = f"Write {path}"
+            middle = f"Write {path} in my workspace"
         case ("run_command", _) if ask.command is not None:
             middle = f"Run `{_cut(ask.command, ITEM_CHARS)}` in my workspace"
-        case ("run_command", _):
-            middle = "Look around my workspace"
         case _:
-            middle = "Sketch the answer"
-    return ("Read the request", middle, "Report what happened")
+            middle = f"Show a command at work: `{DEMO_COMMAND}`"
+    return ("Read the request", middle, "Say what happened")
 
 
-def _before(action: tuple[str, dict[str, Any]] | None) -> str:
-    if action is not None and action[0] == "write_file":
-        return f"Writing {action[1]['path']} in my workspace."
-    return "Let me take a quick look at my workspace. Running a command needs your approval:"
+def _before(ask: Ask, action: Action) -> str:
+    """What the demo says as it makes its one call."""
+    if action[0] == "write_file":
+        return f"I'll write {action[1]['path']} in my workspace."
+    asks_first = "Commands ask for your approval first."
+    if ask.command is not None:
+        return f"I'll run `{_cut(ask.command, ITEM_CHARS)}` in my workspace. {asks_first}"
+    what = _cut(ask.request, REQUEST_CHARS) or "do that"
+    return (
+        f"I'm the offline demo model, so I can't {what} for real. I can show you a command "
+        f"at work, though: `{DEMO_COMMAND}` prints today's date. {asks_first}"
+    )
 
 
-def _report(result: Message) -> str:
-    """One sentence on what the tool call actually did, from its result."""
-    content = _text(result) if result.get("role") == "tool" else ""
+def _acted(turn: Sequence[Message]) -> Message | None:
+    """The result of the one action of a request; ``turn`` is every message after the
+    request. The call is found by name: the engine may give it another id on the wire than
+    the demo chose."""
+    ids = {
+        call.get("id")
+        for message in turn
+        if message.get("role") == "assistant"
+        for call in message.get("tool_calls") or ()
+        if isinstance(call, dict) and (call.get("function") or {}).get("name") != "todo_write"
+    }
+    return next((m for m in turn if m.get("role") == "tool" and m.get("tool_call_id") in ids), None)
+
+
+def _worked(result: Message | None) -> bool:
+    return result is not None and not _text(result).startswith(NOT_DONE)
+
+
+def _outcome(action: Action, result: Message | None) -> str:
+    """What the one call did, said once, from its result."""
+    content = _text(result) if result is not None else ""
     first = content.strip().splitlines()[0] if content.strip() else "(no result)"
     if content.startswith("denied"):
-        return "You denied it, so nothing was run. That's fine."
+        return "You denied it, so nothing was run."
     if content.startswith("expired"):
         return "Nobody approved it in time, so nothing was run."
-    if content.startswith(("interrupted", "stopped")):
+    if result is None or content.startswith(("interrupted", "stopped")):
         return "That call was cut off before it reported back, so I can't tell what it did."
     if content.startswith("error"):
         return f"That didn't work: {_cut(first, 200)}"
+    if action[0] == "write_file":
+        path = action[1]["path"]
+        return f"{path} is in my workspace now. Ask me to run `cat {path}` to see it."
     status = _command_status(content)
-    if status is not None:
-        return f"The command ran in my own workspace directory ({status})."
-    return _cut(first, 200)
+    if status is None:
+        return _cut(first, 200)
+    lines = content.rstrip().split("\n")[:-1][:OUTPUT_LINES]
+    if lines in ([], [NO_OUTPUT]):
+        return f"The command ran in my workspace ({status}) and printed nothing."
+    output = "\n".join(line.replace("```", "'''") for line in lines)
+    return f"The command ran in my workspace ({status}) and printed:\n\n```\n{output}\n```"
 
 
 def _command_status(content: str) -> str | None:
@@ -203,62 +245,45 @@ def _command_status(content: str) -> str | None:
     return None
 
 
-def _outcome(turn: Sequence[Message]) -> str:
-    """What the one action of a request did, for the final answer; ``turn`` is every message
-    after the request. The call is found by name: the engine may give it another id on the
-    wire than the demo chose."""
-    ids = {
-        call.get("id")
-        for message in turn
-        if message.get("role") == "assistant"
-        for call in message.get("tool_calls") or ()
-        if isinstance(call, dict) and (call.get("function") or {}).get("name") != "todo_write"
-    }
-    act = next((m for m in turn if m.get("role") == "tool" and m.get("tool_call_id") in ids), None)
-    if act is None:
-        return ""
-    content = _text(act)
-    status = _command_status(content)
-    if status is None or content.startswith(
-        ("denied", "expired", "interrupted", "stopped", "error")
-    ):
-        return f"\n\n{_report(act)}\n"
-    lines = content.rstrip().split("\n")[:-1][:OUTPUT_LINES]
-    output = "\n".join(line.replace("```", "'''") for line in lines)
-    return f"\n\n{_report(act)} It printed:\n\n```\n{output}\n```\n"
-
-
 def _quote(text: str) -> str:
     flat = " ".join(text.split())
-    return _cut(flat, QUOTE_CHARS) or "(an empty message)"
+    return _cut(flat, 120) or "(an empty message)"
 
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _final(ask: Ask, turn: Sequence[Message]) -> str:
-    if ask.kind is Kind.QUESTION or not any(m.get("role") == "tool" for m in turn):
-        return _cannot_answer(ask)
-    greeting = f"Here is how it went, {ask.author}." if ask.author else "Here is how it went."
+def _names(files: Sequence[str]) -> str:
+    shown = [f"`{_cut(name, ITEM_CHARS)}`" for name in files[:5]]
+    if len(files) > 5:
+        shown.append(f"{len(files) - 5} more")
+    return shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def _kept(files: Sequence[str]) -> str:
+    if not files:
+        return ""
+    it = "it" if len(files) == 1 else "them"
+    return f"I've saved {_names(files)} in my workspace, but I can't read {it} for you. "
+
+
+def _files_only(ask: Ask) -> str:
+    thanks = f"Thanks, {ask.author}!" if ask.author else "Thanks!"
     return (
-        "## Demo answer\n\n"
-        f"{greeting} You asked:\n\n> {_quote(ask.text)}\n\n"
-        "- the plan is in the pinned todo panel"
-        f"{_outcome(turn)}\n"
-        "I'm the **offline demo model**, so that is as far as my script goes. " + REAL_MODEL
+        f"{thanks} {_kept(ask.files)}I'm the **offline demo model**; a real model reads shared "
+        "files with its tools and answers questions about them.\n\n" + REAL_MODEL
     )
 
 
 def _cannot_answer(ask: Ask) -> str:
     greeting = f"Thanks, {ask.author}!" if ask.author else "Thanks!"
+    said = f" You wrote:\n\n> {_quote(ask.text)}\n\n" if ask.text.strip() else " "
     return (
-        "## Demo answer\n\n"
-        f"{greeting} You wrote:\n\n> {_quote(ask.text)}\n\n"
-        "I'm the **offline demo model**, so I can't really answer that. I can show what a run "
-        f"looks like, though: ask me to do something, like {EXAMPLES}.\n\n"
+        f"{greeting}{said}{_kept(ask.files)}I'm the **offline demo model**, so I can't really "
+        "answer that. I can show what a run looks like, though: ask me to do something, like "
+        f"{EXAMPLES}.\n\n"
         "- the reply streams in as it is written\n"
-        "- the plan lives in the pinned todo panel\n"
-        "- tool calls run between model calls, and the ones with side effects ask first\n\n"
-        + REAL_MODEL
+        "- the plan is pinned at the top of the thread while work goes on\n"
+        "- tool calls run between model calls, and commands ask for approval first\n\n" + REAL_MODEL
     )

@@ -23,12 +23,12 @@ from bot.infra.clock import Clock
 from bot.present.budget import EditBudget, Priority
 from bot.present.reply import MAX_FAILURES, TIGHTER
 from bot.present.split import MIN_LIMIT
-from bot.sessions.model import PanelRef, Todo
+from bot.sessions.model import OPEN, PanelRef, Todo
 
 log = logging.getLogger(__name__)
 
 PersistPanel = Callable[[PanelRef | None], Awaitable[None]]
-MARKS = {"pending": "☐", "in_progress": "▶", "completed": "✅"}
+MARKS = {"pending": "☐", "in_progress": "▶", "completed": "✅", "cancelled": "✖️"}
 EMPTY = "**Plan**\n_The plan is empty._"
 ITEM_CHARS = 200
 """Item text is shortened to this when the whole list does not fit in one message."""
@@ -41,7 +41,10 @@ def render_todos(todos: Sequence[Todo], limit: int) -> str:
     if not todos:
         return EMPTY
     done = sum(1 for t in todos if t.status == "completed")
-    head = f"**Plan** · {done}/{len(todos)} done"
+    cancelled = sum(1 for t in todos if t.status == "cancelled")
+    head = f"**Plan** · {done}/{len(todos)} done" + (
+        f", {cancelled} cancelled" if cancelled else ""
+    )
     items = [f"{MARKS[t.status]} {' '.join(t.content.split())}" for t in todos]
     text = "\n".join([head, *items])
     if len(text) <= limit:
@@ -104,7 +107,7 @@ class TodoPanel:
         """The panel text, its hash, and whether it should be pinned."""
         todos = self._todos or ()
         text = self._surface.render(render_todos(todos, self._limit))
-        open_items = any(t.status != "completed" for t in todos)
+        open_items = any(t.status in OPEN for t in todos)
         return text, content_hash(text), open_items and self._surface.limits.can_pin
 
     def _plan(self) -> _Step | None:
@@ -226,6 +229,7 @@ PLAN_STATUS: dict[str, TaskStatus] = {
     "pending": "pending",
     "in_progress": "in_progress",
     "completed": "complete",
+    "cancelled": "error",
 }
 
 

@@ -11,7 +11,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from bot.api.inbound import ThreadKey
 from bot.llm.messages import Message, Usage, UserMessage
 
-TodoStatus = Literal["pending", "in_progress", "completed"]
+TodoStatus = Literal["pending", "in_progress", "completed", "cancelled"]
+"""``cancelled``: dropped without being done (denied, failed, or the run was stopped)."""
+OPEN: frozenset[TodoStatus] = frozenset({"pending", "in_progress"})
 
 
 class Todo(BaseModel):
@@ -19,6 +21,13 @@ class Todo(BaseModel):
 
     content: str = Field(min_length=1, max_length=500)
     status: TodoStatus = "pending"
+
+
+def stopped(todos: tuple[Todo, ...]) -> tuple[Todo, ...]:
+    """``todos`` after their run was stopped: what was still open is cancelled."""
+    return tuple(
+        t.model_copy(update={"status": "cancelled"}) if t.status in OPEN else t for t in todos
+    )
 
 
 class RunState(StrEnum):

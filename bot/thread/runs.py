@@ -14,7 +14,7 @@ from bot.api.inbound import Author, ThreadKey
 from bot.api.surface import Button, Surface
 from bot.approvals.models import ApprovalRequest, ApprovalStatus
 from bot.approvals.store import ApprovalStore
-from bot.engine.events import Finished, Notice, ToolFinished
+from bot.engine.events import Finished, Notice, TodosChanged, ToolFinished
 from bot.engine.loop import Engine
 from bot.engine.states import RunResult
 from bot.errors import LeaseLost
@@ -24,7 +24,7 @@ from bot.llm.messages import Usage, UserMessage
 from bot.present.approval_card import ran_note, update_card
 from bot.present.budget import BudgetRegistry
 from bot.present.presenter import Presenter
-from bot.sessions.model import PanelRef, RunState, Session
+from bot.sessions.model import PanelRef, RunState, Session, stopped
 from bot.sessions.store import SessionStore
 from bot.tools.base import ToolContext
 
@@ -182,6 +182,9 @@ class Supervisor:
                     raise
                 who = active.stopped_by.display_name
                 await presenter(Notice(f"Stopped by {who}."))
+                if (todos := stopped(session.todos)) != session.todos:  # the plan is not open
+                    session.todos = todos  # any more: nothing works on it
+                    await presenter(TodosChanged(todos))
                 await presenter(Finished(Usage()))
                 return RunResult(False, 0, Usage(), f"stopped by {who}")
         finally:

@@ -77,11 +77,11 @@ async def test_a_kill_between_card_and_click_loses_nothing_on_postgres(
                     assert (await resp.json())["note"] == "Approved."
                 await until_event(
                     ws,
-                    lambda e: e.get("type") == "message" and "Demo answer" in e["message"]["text"],
+                    lambda e: e.get("type") == "message" and "script ends" in e["message"]["text"],
                 )
             async with http.get(f"{base}/api/threads/{thread_id}") as resp:
                 shown = "\n".join(m["text"] for m in (await resp.json())["messages"])
-    assert "Demo answer" in shown and "command ran" in shown, shown
+    assert "script ends" in shown and "command ran" in shown, shown
 
     conn = await asyncpg.connect(url)
     try:
@@ -94,7 +94,7 @@ async def test_a_kill_between_card_and_click_loses_nothing_on_postgres(
     finally:
         await conn.close()
     assert status == "approved" and events == ["requested", "approved"]
-    assert any("Plan a team lunch" in b for b in bodies) and any("Demo answer" in b for b in bodies)
+    assert any("Plan a team lunch" in b for b in bodies) and any("script ends" in b for b in bodies)
     assert version == migrations()[-1][0]
     assert not (tmp_path / "data" / "threadline.sqlite3").exists()
 

@@ -155,14 +155,14 @@ async def test_a_kill_between_card_and_click_loses_nothing(tmp_path: Path) -> No
                     assert (await resp.json())["note"] == "Approved."
                 await until_event(
                     ws,
-                    lambda e: e.get("type") == "message" and "Demo answer" in e["message"]["text"],
+                    lambda e: e.get("type") == "message" and "script ends" in e["message"]["text"],
                 )
             async with http.get(f"{base}/api/threads/{thread_id}") as resp:
                 messages = (await resp.json())["messages"]
     shown = "\n".join(m["text"] for m in messages)
     decided = next(m for m in messages if m["id"] == card["id"])
     assert "Approved" in decided["text"] and decided["buttons"] == []
-    assert "Demo answer" in shown and "command ran" in shown, shown
+    assert "script ends" in shown and "command ran" in shown, shown
     assert len([m for m in messages if m["text"].startswith("🔐")]) == 0  # no second card
 
 

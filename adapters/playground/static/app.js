@@ -7,7 +7,8 @@ const els = {
   pins: $("pins"), scroller: $("scroller"), empty: $("empty"), messages: $("messages"),
   status: $("status"), statusText: $("status-text"), form: $("composer"), input: $("input"),
   send: $("send"), name: $("user-name"), newThread: $("new-thread"), toast: $("toast"),
-  files: $("files"), chosen: $("chosen"),
+  files: $("files"), chosen: $("chosen"), attach: $("attach"), app: $("app"), menu: $("menu"),
+  backdrop: $("backdrop"),
 };
 let chosen = []; // the files to send with the next message
 
@@ -198,7 +199,7 @@ function upsertMessage(message) {
     els.messages.append(node);
   }
   node.dataset.edits = String(message.edits);
-  node.querySelector(".msg-body").innerHTML = renderMarkdown(message.text);
+  setMarkdown(node.querySelector(".msg-body"), message.text);
   node.querySelector(".msg-files").replaceChildren(...(message.files || []).map(fileNode));
   node.querySelector(".msg-buttons").replaceChildren(...message.buttons.map((b) => buttonNode(b, message.id)));
   els.empty.hidden = true;
@@ -274,6 +275,12 @@ function messageNode(message) {
   return node;
 }
 
+// Markdown into ``node``; a code block that may scroll sideways can be reached with Tab.
+function setMarkdown(node, text) {
+  node.innerHTML = renderMarkdown(text);
+  for (const pre of node.querySelectorAll("pre")) pre.tabIndex = 0;
+}
+
 function buttonNode(button, messageId) {
   const node = document.createElement("button");
   node.type = "button";
@@ -300,9 +307,17 @@ function renderPins() {
     node.className = "pin";
     node.dataset.id = id;
     node.title = "Show in the thread";
+    node.tabIndex = 0;
+    node.setAttribute("role", "button");
     node.innerHTML = `<span class="pin-icon" aria-hidden="true">${PIN_ICON}</span>
-      <div class="pin-body">${renderMarkdown(view.messages.get(id).text)}</div>`;
+      <div class="pin-body"></div>`;
+    setMarkdown(node.querySelector(".pin-body"), view.messages.get(id).text);
     node.addEventListener("click", () => flash(id));
+    node.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" && event.key !== " ") return;
+      event.preventDefault();
+      flash(id);
+    });
     return node;
   }));
 }
@@ -340,7 +355,8 @@ function showNote(text, threadId, kind = "note") {
   const node = document.createElement("div");
   node.className = `ephemeral ${kind}`;
   node.innerHTML = `<span class="ephemeral-tag">${kind === "error" ? "Error" : "Only visible to you"}</span>
-    <div class="ephemeral-body">${renderMarkdown(text)}</div>`;
+    <div class="ephemeral-body"></div>`;
+  setMarkdown(node.querySelector(".ephemeral-body"), text);
   els.messages.append(node);
   scrollToEnd(stick);
 }
@@ -356,6 +372,8 @@ function flash(id) {
   const node = view.nodes.get(id);
   if (!node) return;
   node.scrollIntoView({ behavior: "smooth", block: "center" });
+  node.tabIndex = -1;
+  node.focus({ preventScroll: true });
   node.classList.remove("flash");
   void node.offsetWidth;
   node.classList.add("flash");
@@ -392,6 +410,10 @@ async function send(text, files) {
         : await postJson("/api/messages", body);
       if (status === 202) {
         if (data.thread_id !== view.threadId) location.hash = `#/t/${data.thread_id}`;
+        return true;
+      }
+      if (status === 200 && data.note) { // a /threadline command: its answer is for you alone
+        showNote(data.note, data.thread_id);
         return true;
       }
       toast(data.error || `The playground answered ${status}.`);
@@ -484,9 +506,28 @@ els.name.addEventListener("input", () => {
 });
 els.newThread.addEventListener("click", () => {
   location.hash = "#/";
+  setMenu(false, false);
   els.input.focus();
 });
-window.addEventListener("hashchange", () => openThread(routedThread()));
+els.attach.addEventListener("click", () => els.files.click());
+window.addEventListener("hashchange", () => {
+  setMenu(false, false);
+  openThread(routedThread());
+});
+
+// On a phone the thread list, New thread and your name are in a drawer the menu button opens.
+function setMenu(open, refocus = true) {
+  if (els.app.classList.contains("menu-open") === open) return;
+  els.app.classList.toggle("menu-open", open);
+  els.menu.setAttribute("aria-expanded", String(open));
+  if (open) els.newThread.focus();
+  else if (refocus) els.menu.focus();
+}
+els.menu.addEventListener("click", () => setMenu(!els.app.classList.contains("menu-open")));
+els.backdrop.addEventListener("click", () => setMenu(false));
+document.addEventListener("keydown", (event) => {
+  if (event.key === "Escape") setMenu(false);
+});
 
 view.threadId = routedThread();
 renderTitle();

@@ -24,12 +24,13 @@ async def todo_write(
     ctx: ToolContext, todos: Annotated[list[Todo], Field(max_length=MAX_TODOS)]
 ) -> str:
     """Replace the thread's whole todo list. Use it to plan work with several steps and to
-    report progress: mark an item in_progress when you start it and completed when done.
-    Keep at most one item in_progress.
+    report progress: mark an item in_progress when you start it, completed when done, and
+    cancelled when it was dropped undone (denied, failed, no longer wanted). Keep at most one
+    item in_progress.
 
     Args:
         todos: The complete new list, in order. Each item has `content` (what to do) and
-            `status`: pending, in_progress or completed.
+            `status`: pending, in_progress, completed or cancelled.
     """
     if sum(1 for t in todos if t.status == "in_progress") > 1:
         raise ToolError("only one item may be in_progress at a time")

@@ -51,14 +51,14 @@ async def test_a_message_gets_a_streamed_reply_from_the_demo_model(runtime: Runt
         async with http.get(f"{runtime.url}/api/info") as response:
             assert (await response.json())["model_label"] == runtime.core.model_label
         ws = await http.ws_connect(f"{runtime.url}/api/ws?client=tab-a")
-        thread_id = (await say(http, runtime.url, "Make a plan for a team lunch"))["thread_id"]
+        thread_id = (await say(http, runtime.url, "Create a file called notes.md"))["thread_id"]
         await next_event(ws, lambda e: e["type"] == "message" and e["message"]["bot"])
         await asyncio.wait_for(adapter.wait_idle(), 30)
 
         thread = adapter.state.thread(thread_id)
         bot = [m for m in thread.messages if m.bot]
         assert (
-            thread.messages[0].text == "Make a plan for a team lunch"
+            thread.messages[0].text == "Create a file called notes.md"
             and thread.messages[0].author_name == "Ada"
         )
         assert bot and all(m.author_name == "Threadline" for m in bot)

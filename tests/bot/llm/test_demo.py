@@ -17,7 +17,7 @@ from bot.core import Core
 from bot.infra.clock import ManualClock
 from bot.llm.demo import DEMO_LABEL, DemoTransport, demo_reply
 from bot.llm.demo_intent import Kind, understand
-from bot.llm.demo_script import small_talk
+from bot.llm.demo_script import SCRIPT_ENDS, small_talk
 from bot.llm.messages import (
     AssistantMessage,
     Message,
@@ -105,31 +105,34 @@ def todos_of(message: AssistantMessage) -> list[tuple[str, str]]:
 
 
 async def test_the_demo_plans_works_through_and_answers(demo: OpenAIModel) -> None:
+    """A request it cannot do: it says so plainly, shows ``date`` at work, and reports once."""
     assert demo.label == DEMO_LABEL == "demo model (offline)"
     messages: list[Message] = [TASK]
-    statuses: list[list[str]] = []
-    for _ in range(3):
-        reply = await call(demo, messages)
-        statuses.append([status for _, status in todos_of(reply)])
-        result = ToolResult(
-            call_id=reply.tool_calls[0].id, name="todo_write", content="Todo list saved."
-        )
-        messages += [reply, result]
-    assert statuses == [
-        ["in_progress", "pending", "pending"],
-        ["completed", "in_progress", "pending"],
-        ["completed", "completed", "completed"],
+    plan = await call(demo, messages, (TODO, RUN))
+    assert todos_of(plan) == [
+        ("Read the request", "completed"),
+        ("Show a command at work: `date`", "in_progress"),
+        ("Say what happened", "pending"),
     ]
-    assert all(isinstance(m, AssistantMessage) and m.text for m in messages[1::2])
-
-    final = await call(demo, messages)
+    messages += [plan, ToolResult(call_id=plan.tool_calls[0].id, name="todo_write", content="ok")]
+    act = await call(demo, messages, (TODO, RUN))
+    (command,) = act.tool_calls
+    assert json.loads(command.arguments)["command"] == "date"
+    assert act.text.startswith(
+        "I'm the offline demo model, so I can't plan the release of the new pipeline for real."
+    )
+    output = "Sat Nov 28 07:00:00 UTC 2026\n[exit code 0]"
+    messages += [act, ToolResult(call_id=command.id, name="run_command", content=output)]
+    done = await call(demo, [*messages, todo_note()], (TODO, RUN))
+    assert [s for _, s in todos_of(done)] == ["completed"] * 3 and done.text == ""
+    messages += [done, ToolResult(call_id=done.tool_calls[0].id, name="todo_write", content="ok")]
+    final = await call(demo, [*messages, todo_note()], (TODO, RUN))
     assert final.tool_calls == ()
-    assert final.text.startswith("## ")
-    assert "\n- " in final.text and "```" in final.text
-    assert "offline demo model" in final.text
+    assert final.text == (
+        "The command ran in my workspace (exit code 0) and printed:\n\n"
+        "```\nSat Nov 28 07:00:00 UTC 2026\n```\n\n" + SCRIPT_ENDS
+    )
     assert "OPENAI_API_KEY" in final.text and "OPENAI_BASE_URL" in final.text
-    assert "Alice" in final.text
-    assert "> Plan the release of the new pipeline" in final.text
 
 
 async def test_a_question_it_cannot_answer_says_so_and_how_to_connect_a_model(
@@ -139,7 +142,28 @@ async def test_a_question_it_cannot_answer_says_so_and_how_to_connect_a_model(
     assert answer.tool_calls == ()
     assert "offline demo model" in answer.text and "can't really answer" in answer.text
     assert "OPENAI_API_KEY" in answer.text and "OPENAI_BASE_URL" in answer.text
-    assert "> How do I cut a release with the new pipeline?" in answer.text
+    assert answer.text.startswith(
+        "Thanks, Alice! You wrote:\n\n> How do I cut a release with the new pipeline?\n\n"
+        "I'm the **offline demo model**"
+    )
+
+
+async def test_files_shared_are_named_in_plain_words(demo: OpenAIModel) -> None:
+    note = (
+        "Shared 3 files (saved in your workspace: use read_file):\n"
+        "- cities.csv (59 bytes, text, 4 lines). Start:\n```\nname,people\n```\n"
+        "- photo.png (2.0 KB, image, 10×10): saved\n"
+        "- huge.bin: not downloaded (9.0 MB, larger than the 8.0 MB cap)"
+    )
+    alone = await call(demo, [UserMessage(text=note, author_name="Alice")], (TODO, RUN))
+    assert alone.text.startswith(
+        "Thanks, Alice! I've saved `cities.csv` and `photo.png` in my workspace, but I can't "
+        "read them for you. I'm the **offline demo model**"
+    )
+    asked = UserMessage(text=f"Which is largest?\n\n{note}", author_name="Alice")
+    answer = await call(demo, [asked], (TODO, RUN))
+    assert "Shared" not in answer.text and "read_file" not in answer.text
+    assert "`cities.csv` and `photo.png`" in answer.text and "can't really answer" in answer.text
 
 
 @pytest.mark.parametrize(
@@ -174,61 +198,71 @@ async def run_until_the_command(
     """The demo's plan for ``said`` (saved), then its next call."""
     messages: list[Message] = [UserMessage(text=said, author_name="Alice")]
     plan = await call(demo, messages, tools)
-    assert [s for _, s in todos_of(plan)] == ["in_progress", "pending", "pending"]
+    assert [s for _, s in todos_of(plan)] == ["completed", "in_progress", "pending"]
     messages += [plan, ToolResult(call_id=plan.tool_calls[0].id, name="todo_write", content="ok")]
     act = await call(demo, messages, tools)
     (only,) = act.tool_calls
     return [*messages, act], only
 
 
+async def finish(
+    demo: OpenAIModel, messages: list[Message], result: ToolResult
+) -> tuple[AssistantMessage, AssistantMessage]:
+    """The demo's plan brought up to date after ``result``, and its final answer."""
+    messages = [*messages, result]
+    # the engine ends every request with a system note (the todo list), after the result
+    done = await call(demo, [*messages, todo_note()], (TODO, RUN))
+    messages += [done, ToolResult(call_id=done.tool_calls[0].id, name="todo_write", content="ok")]
+    final = await call(demo, [*messages, todo_note()], (TODO, RUN))
+    assert final.tool_calls == ()
+    return done, final
+
+
 async def test_asked_to_run_a_command_it_plans_and_runs_that_command(demo: OpenAIModel) -> None:
     messages, command = await run_until_the_command(demo, "Hello! Can you run `ls -la`?")
     assert command.name == "run_command"
     assert json.loads(command.arguments)["command"] == "ls -la"
+    assert messages[-1].text == (
+        "I'll run `ls -la` in my workspace. Commands ask for your approval first."
+    )
     output = "total 0\ndrwxr-xr-x 2 bot bot 40 .\n[exit code 0]"
-    messages.append(ToolResult(call_id=command.id, name="run_command", content=output))
-    report = await call(demo, [*messages, todo_note()], (TODO, RUN))
-    assert "The command ran in my own workspace directory (exit code 0)" in report.text
-    messages += [
-        report,
-        ToolResult(call_id=report.tool_calls[0].id, name="todo_write", content="ok"),
-    ]
-    done = await call(demo, messages, (TODO, RUN))
-    messages += [done, ToolResult(call_id=done.tool_calls[0].id, name="todo_write", content="ok")]
-    final = await call(demo, [*messages, todo_note()], (TODO, RUN))
-    assert final.tool_calls == ()
-    assert "drwxr-xr-x 2 bot bot 40 ." in final.text and "exit code 0" in final.text
+    done, final = await finish(
+        demo, messages, ToolResult(call_id=command.id, name="run_command", content=output)
+    )
+    assert [s for _, s in todos_of(done)] == ["completed"] * 3
+    assert final.text.startswith(
+        "The command ran in my workspace (exit code 0) and printed:\n\n"
+        "```\ntotal 0\ndrwxr-xr-x 2 bot bot 40 .\n```"
+    )
 
 
 @pytest.mark.parametrize(
-    ("result", "said", "never"),
+    ("result", "said"),
     [
-        ("denied by Bob: the call was not run.", "You denied it", "command ran"),
-        ("expired: nobody approved the call in time, so it was not run.", "in time", "command ran"),
+        ("denied by Bob: the call was not run.", "You denied it, so nothing was run."),
+        (
+            "expired: nobody approved the call in time, so it was not run.",
+            "Nobody approved it in time, so nothing was run.",
+        ),
         (
             "interrupted: the run stopped before this tool reported back; its outcome is unknown.",
-            "can't tell",
-            "command ran",
+            "That call was cut off before it reported back, so I can't tell what it did.",
         ),
-        ("error: the command could not start", "didn't work", "command ran"),
+        (
+            "error: the command could not start",
+            "That didn't work: error: the command could not start",
+        ),
     ],
 )
-async def test_after_deny_or_expiry_it_reads_the_result_it_got(
-    demo: OpenAIModel, result: str, said: str, never: str
+async def test_a_step_not_done_is_cancelled_and_said_once(
+    demo: OpenAIModel, result: str, said: str
 ) -> None:
     messages, command = await run_until_the_command(demo, "run pwd")
-    messages.append(ToolResult(call_id=command.id, name="run_command", content=result))
-    # the engine ends every request with a system note (the todo list), after the result
-    report = await call(demo, [*messages, todo_note()], (TODO, RUN))
-    assert said in report.text and never not in report.text
-    messages += [
-        report,
-        ToolResult(call_id=report.tool_calls[0].id, name="todo_write", content="ok"),
-    ]
-    done = await call(demo, messages, (TODO, RUN))
-    messages += [done, ToolResult(call_id=done.tool_calls[0].id, name="todo_write", content="ok")]
-    final = await call(demo, [*messages, todo_note()], (TODO, RUN))
-    assert said in final.text and never not in final.text and "printed" not in final.text
+    done, final = await finish(
+        demo, messages, ToolResult(call_id=command.id, name="run_command", content=result)
+    )
+    assert [s for _, s in todos_of(done)] == ["completed", "cancelled", "completed"]
+    assert final.text == f"{said}\n\n{SCRIPT_ENDS}"
 
 
 async def test_asked_to_create_a_file_it_writes_that_file(demo: OpenAIModel) -> None:
@@ -242,13 +276,15 @@ async def test_asked_to_create_a_file_it_writes_that_file(demo: OpenAIModel) -> 
     )
 
 
-async def test_a_request_without_the_command_tool_is_planned_without_it(demo: OpenAIModel) -> None:
+async def test_a_request_without_its_tool_gets_a_plain_answer(demo: OpenAIModel) -> None:
     first = await call(demo, [TASK])
-    assert todos_of(first)[1] == ("Sketch the answer", "pending")
+    assert first.tool_calls == () and "can't really answer" in first.text
+    no_write = await call(demo, [UserMessage(text="create a file called a.md")], (TODO, RUN))
+    assert no_write.tool_calls == () and "can't really answer" in no_write.text
 
 
 async def test_a_new_message_starts_a_new_plan(demo: OpenAIModel) -> None:
-    first = await call(demo, [TASK])
+    first = await call(demo, [TASK], (TODO, RUN))
     earlier: list[Message] = [
         TASK,
         first,
@@ -256,8 +292,8 @@ async def test_a_new_message_starts_a_new_plan(demo: OpenAIModel) -> None:
         AssistantMessage(text="All done."),
         UserMessage(text="And make a second plan, please", author_name="Bob"),
     ]
-    again = await call(demo, earlier)
-    assert [s for _, s in todos_of(again)] == ["in_progress", "pending", "pending"]
+    again = await call(demo, earlier, (TODO, RUN))
+    assert [s for _, s in todos_of(again)] == ["completed", "in_progress", "pending"]
 
 
 async def test_without_tools_the_demo_only_answers(demo: OpenAIModel) -> None:
@@ -275,7 +311,7 @@ async def test_the_demo_streams_in_small_pieces(demo: OpenAIModel) -> None:
 
 
 def test_the_step_comes_from_the_messages_after_the_last_user_message() -> None:
-    tools = [{"type": "function", "function": {"name": "todo_write"}}]
+    tools = [{"type": "function", "function": {"name": n}} for n in ("todo_write", "run_command")]
 
     def body(*roles: str) -> dict[str, Any]:
         return {
@@ -312,6 +348,7 @@ def test_the_step_comes_from_the_messages_after_the_last_user_message() -> None:
         ("pwd", Kind.RUN, "pwd"),
         ("please run the tests", Kind.TASK, None),
         ("make a plan to move the office", Kind.TASK, None),
+        ("OK so Make a plan", Kind.TASK, None),
         ("How do I cut a release?", Kind.QUESTION, None),
         ("What's the weather like?", Kind.QUESTION, None),
         ("", Kind.ACK, None),
@@ -389,8 +426,9 @@ async def test_through_the_engine_deny_is_reported_as_denied(thread: DemoThread)
     assert any("`run_command`" in m.text for m in thread.surface.live())
     await thread.click("Deny")
     shown = thread.surface.visible_text()
-    assert "You denied it" in shown and "Demo answer" in shown
-    assert "command ran" not in shown and "It printed" not in shown
+    assert shown.count("nothing was run") == 1 and SCRIPT_ENDS in shown
+    assert "command ran" not in shown and "printed" not in shown
+    assert "3/3 done" not in shown and "2/3 done, 1 cancelled" in shown
     session = await thread.core.store.load_session(KEY, thread.clock.now())
     result = next(
         m for m in session.messages if isinstance(m, ToolResult) and m.name == "run_command"
@@ -421,4 +459,4 @@ async def test_through_the_engine_each_request_reports_its_own_command(thread: D
         await thread.say(f"run echo {word}")
         await thread.click("Approve")
         final = thread.surface.texts()[-1]
-        assert "## Demo answer" in final and f"It printed:\n\n```\n{word}\n```" in final
+        assert final.endswith(SCRIPT_ENDS) and f"printed:\n\n```\n{word}\n```" in final

@@ -8,7 +8,7 @@ from bot.api.surface import SurfaceLimits
 from bot.infra.clock import ManualClock
 from bot.present.budget import EditBudget
 from bot.present.todo_panel import TodoPanel, content_hash, render_todos
-from bot.sessions.model import PanelRef, Todo, TodoStatus
+from bot.sessions.model import PanelRef, Todo, TodoStatus, stopped
 from tests.fakes.surface import DEFAULT_LIMITS, RecordingSurface, drive, settle
 
 
@@ -60,6 +60,23 @@ def test_render_marks_each_status_and_counts() -> None:
     text = render_todos(many, 2000)
     assert len(text) <= 2000
     assert text.endswith("more")
+
+
+async def test_a_cancelled_item_is_not_done_and_leaves_nothing_open() -> None:
+    """A step dropped undone (denied, failed, stopped) is counted apart and unpins the plan."""
+    dropped = todos(("Read the code", "completed"), ("Fix the bug", "cancelled"))
+    assert render_todos(dropped, 2000) == (
+        "**Plan** · 1/2 done, 1 cancelled\n✅ Read the code\n✖️ Fix the bug"
+    )
+    assert stopped(PLAN) == todos(
+        ("Read the code", "completed"), ("Fix the bug", "cancelled"), ("Ship it", "cancelled")
+    )
+    h = Harness()
+    await h.show(PLAN)
+    assert h.surface.pinned_ids == ["m1"]
+    await h.show(stopped(PLAN))
+    assert h.surface.pinned_ids == []
+    assert h.surface.texts() == [render_todos(stopped(PLAN), 2000)]
 
 
 async def test_panel_is_posted_once_pinned_edited_and_unpinned_when_done() -> None:
