@@ -115,12 +115,43 @@ TOOL_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}\*?$|^\*$")
 """A tool name in ``offer_tools``/``hide_tools``; a trailing ``*`` matches a prefix (``tickets__*``)."""
 
 
-class ChannelSettings(BaseModel):
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+"""The values of ``reasoning_effort`` the Chat Completions servers we know take."""
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class SamplingSettings(BaseModel):
+    """How the model samples its answers; what is left out goes to the next layer down (a
+    channel over a model's own table over the global settings), and unset everywhere it is not
+    sent at all: the server's own default applies."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    temperature: float | None = Field(default=None, ge=0)
+    """Randomness of the answers (0: the most likely words; OpenAI takes up to 2)."""
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    """Nucleus sampling: only the words making up this share of the probability."""
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    """Asks the server for repeatable answers (where it supports it)."""
+    reasoning_effort: ReasoningEffort | None = None
+    """How hard a reasoning model thinks before it answers; sent only when set."""
+
+
+class ModelSettings(SamplingSettings):
+    """One model's own settings (``[per_model."NAME"]``, NAME as sent to the server): they
+    apply whenever a thread uses that model, over the global settings; a channel's section
+    still wins over them."""
+
+    context_window: int | None = Field(default=None, ge=1_000)
+    """The model's context window, in tokens."""
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    """Cap on each of its answers, in tokens (less when the prompt leaves less room)."""
+
+
+class ChannelSettings(SamplingSettings):
     """Settings for the threads whose key begins with the parts of this section's name
     (``slack:T1:C1`` covers ``slack:T1:C1:…``, not ``slack:T1:C10:…``). Everything left out is
     the global setting; the most specific section (the one naming the most parts) applies."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
     approvers: ApproversSettings | None = None
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     mcp_servers: list[str] | None = None
@@ -288,6 +319,20 @@ class Settings(SettingsBase):
     """The models ``/threadline model NAME`` may choose (empty: any name; the server decides)."""
     context_window: int = Field(default=128_000, ge=1_000)
     max_output_tokens: int | None = Field(default=None, ge=1)
+    """Cap on each model answer, in tokens; each call asks for less when the prompt leaves less
+    room in the context window."""
+    temperature: float | None = Field(default=None, ge=0)
+    """Randomness of the answers (0: the most likely words; OpenAI takes up to 2); unset: the
+    server's default."""
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    """Nucleus sampling: only the words making up this share of the probability."""
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    """Asks the server for repeatable answers (where it supports it)."""
+    reasoning_effort: ReasoningEffort | None = None
+    """How hard a reasoning model thinks before it answers; sent only when set."""
+    per_model: dict[str, ModelSettings] = Field(default_factory=dict)
+    """Each model's own settings (``[per_model."NAME"]``): its context window, answer cap,
+    sampling and reasoning effort, over the global ones."""
     model_timeout_s: float = Field(default=120.0, gt=0)
     model_max_retries: int = Field(default=4, ge=0, le=10)
     price_input_per_mtok: float | None = Field(default=None, ge=0)
@@ -480,6 +525,16 @@ class Settings(SettingsBase):
     @classmethod
     def _models(cls, values: list[str]) -> list[str]:
         return [model_name(v) for v in values]
+
+    @field_validator("per_model")
+    @classmethod
+    def _per_model(cls, tables: dict[str, ModelSettings]) -> dict[str, ModelSettings]:
+        for name in tables:
+            try:
+                model_name(name)
+            except ValueError as exc:
+                raise _invalid(str(exc), name) from None
+        return tables
 
     @field_validator("channels")
     @classmethod

@@ -30,6 +30,7 @@ from bot.engine.events import (
     Finished,
     ModelCallStarted,
     TextDelta,
+    Thinking,
 )
 from bot.engine.gate import Gate, OpenGate
 from bot.engine.limits import charge, limit_reached
@@ -47,6 +48,7 @@ from bot.engine.states import (
     WrapUp,
 )
 from bot.engine.tool_round import ToolRounds
+from bot.engine.window import output_budget, tools_tokens
 from bot.errors import ContextOverflow, ModelError
 from bot.infra import metrics
 from bot.infra.clock import Clock
@@ -62,6 +64,7 @@ from bot.llm.model import (
     FinishPiece,
     Model,
     ModelRequest,
+    ReasoningPiece,
     TextPiece,
     ToolCallPiece,
     ToolSpec,
@@ -223,12 +226,15 @@ class _Run(ToolRounds):
         ):
             return Fail(reached)
         await self._compact_if_long()
+        system, messages = self._system(), self._messages(wrap_up=not with_tools)
+        tools = self._offered() if with_tools else ()
         request = ModelRequest(
-            system=self._system(),
-            messages=self._messages(wrap_up=not with_tools),
-            tools=self._offered() if with_tools else (),
-            max_tokens=self.deps.config.max_output_tokens,
-            model=self.deps.config.model,
+            system=system,
+            messages=messages,
+            tools=tools,
+            max_tokens=self._max_tokens(system, messages, tools),
+            model=config.model,
+            sampling=config.sampling,
         )
         await self.sink(ModelCallStarted(round, after_messages=bool(arrived)))
         got = ResponseCollector()
@@ -266,6 +272,18 @@ class _Run(ToolRounds):
         if message.tool_calls:
             return RunTools(round, message.tool_calls)
         return Finish()
+
+    def _max_tokens(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> int | None:
+        """The configured cap, or less when the prompt leaves less room in the window."""
+        config = self.deps.config
+        if config.max_output_tokens is None:
+            return None
+        prompt = self._gauge.estimate(system, messages)
+        if not self._gauge.known_messages:  # the server's count includes the tools
+            prompt += tools_tokens(tools)
+        return output_budget(config.max_output_tokens, config.context_window, prompt)
 
     def _offered(self) -> Sequence[ToolSpec]:
         specs = self.deps.tools.specs(self.session.key, self.session)
@@ -324,8 +342,14 @@ class _Run(ToolRounds):
         return all((t := self._tool(c.name)) is None or gate.free(self.ctx, t) for c in calls)
 
     async def _stream(self, request: ModelRequest, got: ResponseCollector) -> None:
+        reasoning = False
         async for piece in metrics.metered(self.deps.model.stream(request)):
+            reasoning = reasoning and isinstance(piece, ReasoningPiece | UsagePiece)
             match piece:
+                case ReasoningPiece():
+                    if not reasoning:  # said once as it begins, never its text
+                        reasoning = True
+                        await self.sink(Thinking())
                 case TextPiece(text):
                     got.add_text(text)
                     self._shown = got.shown_text

@@ -42,6 +42,7 @@ from bot.llm.model import (
     FinishPiece,
     ModelPiece,
     ModelRequest,
+    ReasoningPiece,
     TextPiece,
     ToolCallPiece,
     UsagePiece,
@@ -309,6 +310,8 @@ class ChunkReader:
     def _choice(self, choice: dict[str, Any], pieces: list[ModelPiece]) -> None:
         delta = choice.get("delta")
         if isinstance(delta, dict):
+            if (reasoned := _reasoning(delta)) is not None:
+                pieces.append(reasoned)
             for key in ("content", "refusal"):
                 text = delta.get(key)
                 if isinstance(text, str) and text:
@@ -320,6 +323,20 @@ class ChunkReader:
         if isinstance(reason, str) and reason:
             self.finished = True
             pieces.append(FinishPiece(reason))
+
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where servers stream a model's reasoning (vLLM and DeepSeek: the first; OpenRouter and newer
+vLLM: the second; some send both with the same text)."""
+
+
+def _reasoning(delta: dict[str, Any]) -> ReasoningPiece | None:
+    """That the model reasons, and how much: its text goes no further than this function."""
+    for key in REASONING_FIELDS:
+        text = delta.get(key)
+        if isinstance(text, str) and text:
+            return ReasoningPiece(len(text))
+    return None
 
 
 def _call_piece(position: int, call: object) -> ToolCallPiece:

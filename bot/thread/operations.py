@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Sequence
 
 from bot.api.inbound import Author, ThreadKey
 from bot.api.surface import Surface
 from bot.approvals import inline_waits as asking
 from bot.approvals.decisions import Decisions
+from bot.engine.compact import CHARS_PER_TOKEN, estimate_tokens
+from bot.engine.window import in_use
 from bot.errors import Refused, SurfaceError
+from bot.llm.messages import Message
 from bot.llm.model import Model
 from bot.policy import keys
 from bot.policy.who import Policy
@@ -81,6 +85,7 @@ class ThreadOperations:
             f"State: {state}",
             f"Messages: {len(session.messages)}",
             f"Tokens: {usage.prompt_tokens:,} in, {usage.completion_tokens:,} out",
+            f"Context: {self._context(key, session.model, session.messages)}",
         ]
         if session.cost_usd:
             lines.append(f"Cost: ${session.cost_usd:.4f}")
@@ -88,6 +93,12 @@ class ThreadOperations:
             lines.append(f"Todos: {done} of {len(session.todos)} done")
         lines.extend(self.tools.status(session))
         return "\n".join(lines)
+
+    def _context(self, key: ThreadKey, chosen: str | None, messages: Sequence[Message]) -> str:
+        """How full the thread's context window is (the window of the model it uses)."""
+        config = self.channels.config(key, chosen)
+        tokens = estimate_tokens(messages) + len(config.system_prompt) // CHARS_PER_TOKEN
+        return in_use(tokens, config.context_window)
 
     def _model_label(self, key: ThreadKey, chosen: str | None) -> str:
         model = self.channels.model(key, chosen)
