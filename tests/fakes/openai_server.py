@@ -77,6 +77,8 @@ class Reply:
     reasoning: str = ""
     """Streamed before the text, in deltas of ``reasoning_field``."""
     reasoning_field: str = "reasoning_content"
+    hold_after_reasoning: asyncio.Event | None = None
+    """Wait for this once the reasoning is sent (a model thinking for a while), then go on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,10 +353,13 @@ class FakeOpenAI:
             }
         )
         await out.prepare(request)
-        for event in events[:stop_after]:
+        reasoned = 1 + -(-len(reply.reasoning) // max(1, reply.text_chunk_chars))
+        for sent, event in enumerate(events[:stop_after], 1):
             await out.write(event)
             if record.first_byte_at is None:
                 record.first_byte_at = time.monotonic()
+            if sent == reasoned and reply.reasoning and reply.hold_after_reasoning is not None:
+                await reply.hold_after_reasoning.wait()
         record.last_byte_at = time.monotonic()
         if isinstance(response, CutOff) and response.hold_until is not None:
             await response.hold_until.wait()
