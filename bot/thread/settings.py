@@ -208,29 +208,3 @@ def _source(settings: Settings, channel: ChannelSettings, model: str, field: str
     if own is not None and getattr(own, field, None) is not None:
         return f' (per_model "{model}")'
     return " (global)"
-
-
-def describe_models(settings: Settings, base: EngineConfig) -> list[str]:
-    """What ``threadline doctor`` says of the model's settings: the global ones, then each
-    ``[per_model."NAME"]`` table's effective settings."""
-    lines = [f"model settings: {_effective(base)}"]
-    for name in sorted(settings.per_model):
-        config = Channels(settings, base).model_config(name)
-        lines.append(f'per_model "{name}": {_effective(config)}')
-    return lines
-
-
-def _effective(config: EngineConfig) -> str:
-    cap = config.max_output_tokens
-    answers = (
-        f"answers up to {cap:,} tokens (fewer when the prompt leaves less room)"
-        if cap is not None
-        else "answers as long as the server allows"
-    )
-    sampled = [
-        f"{f} {value}" for f in SAMPLING if (value := getattr(config.sampling, f)) is not None
-    ]
-    return (
-        f"context window {config.context_window:,} tokens, {answers}; "
-        f"sampling: {', '.join(sampled) or 'the server defaults'}"
-    )
