@@ -48,7 +48,7 @@ from bot.engine.states import (
     WrapUp,
 )
 from bot.engine.tool_round import ToolRounds
-from bot.engine.window import output_budget, tools_tokens
+from bot.engine.window import output_budget, summary_input_chars, tools_tokens
 from bot.errors import ContextOverflow, ModelError
 from bot.infra import metrics
 from bot.infra.clock import Clock
@@ -378,7 +378,11 @@ class _Run(ToolRounds):
         config = self.deps.config
         try:
             shorter = await compacted(
-                self.deps.model, self.session.messages, config.keep_recent_turns
+                self.deps.model,
+                self.session.messages,
+                config.keep_recent_turns,
+                name=config.model,
+                chars=summary_input_chars(config.context_window),
             )
         except CompactionFailed as exc:
             log.warning("compaction of %s failed: %s", self.session.key, exc)

@@ -37,6 +37,16 @@ def output_budget(cap: int | None, window: int, prompt_tokens: int) -> int | Non
     return min(cap, max(room, MIN_OUTPUT_TOKENS))
 
 
+SUMMARY_TOKENS = 2_000
+"""Room kept for the summariser's instructions and the summary itself."""
+
+
+def summary_input_chars(window: int) -> int:
+    """How many characters of a thread a summary call may read within ``window``."""
+    room = window - margin(window) - SUMMARY_TOKENS
+    return max(room, MIN_OUTPUT_TOKENS) * CHARS_PER_TOKEN
+
+
 def tools_tokens(specs: Sequence[ToolSpec]) -> int:
     """About how many tokens the tools' descriptions take in a request."""
     chars = sum(len(s.name) + len(s.description) + len(json.dumps(s.parameters)) for s in specs)
