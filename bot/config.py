@@ -115,9 +115,8 @@ TOOL_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}\*?$|^\*$")
 """A tool name in ``offer_tools``/``hide_tools``; a trailing ``*`` matches a prefix (``tickets__*``)."""
 
 
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-"""The values of ``reasoning_effort`` the Chat Completions servers we know take."""
 ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+"""The values of ``reasoning_effort`` the Chat Completions servers we know take."""
 
 
 class SamplingSettings(BaseModel):
