@@ -24,6 +24,7 @@ from bot.llm.routing import RoutedModel, describe_route, route_of
 from bot.mcp.servers import probe as probe_mcp_servers
 from bot.policy.words import access_lines, tool_lines
 from bot.scheduler.when import local_time
+from bot.thread.model_words import describe_models, model_warnings
 from bot.thread.settings import describe_section
 from bot.tools.builtin import builtin_tools
 from bot.tools.commands import describe_sandbox
@@ -110,8 +111,9 @@ async def _check_routes(settings: Settings) -> bool:
         )
     ok = True
     try:
-        for name in dict.fromkeys([*settings.per_model, *model.fallbacks]):
-            if name in settings.per_model:
+        own = [name for name, table in settings.per_model.items() if table.routed]
+        for name in dict.fromkeys([*own, *model.fallbacks]):
+            if name in own:
                 where = describe_route(route_of(settings, name))
             else:
                 where = f"model {name} on the default server"
@@ -225,6 +227,15 @@ def _channels(settings: Settings) -> None:
         _line(None, f"{lines[0]} " + "; ".join(line.strip() for line in lines[1:]))
 
 
+def _model_settings(settings: Settings) -> None:
+    """The effective context window, answer cap and sampling, and what looks mistaken."""
+    base = EngineConfig.from_settings(settings)
+    for text in describe_models(settings, base):
+        _line(None, text)
+    for text in model_warnings(settings, base):
+        _line(None, f"warning: {text}")
+
+
 def _policy(settings: Settings) -> None:
     """Who can talk to the bot, use each tool that changes something, and approve it."""
     for text in [*access_lines(settings.access), *tool_lines(settings, builtin_tools(settings))]:
@@ -276,6 +287,7 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     _schedules_and_memory(settings)
     _sub_agents(settings)
     _answers(settings)
+    _model_settings(settings)
     _channels(settings)
     _policy(settings)
     print("all checks passed" if ok else "some checks failed", flush=True)

@@ -117,12 +117,77 @@ TOOL_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}\*?$|^\*$")
 """A tool name in ``offer_tools``/``hide_tools``; a trailing ``*`` matches a prefix (``tickets__*``)."""
 
 
-class ChannelSettings(BaseModel):
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+"""The values of ``reasoning_effort`` the Chat Completions servers we know take."""
+
+
+class SamplingSettings(BaseModel):
+    """How the model samples its answers; what is left out goes to the next layer down (a
+    channel over a model's own table over the global settings), and unset everywhere it is not
+    sent at all: the server's own default applies."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    temperature: float | None = Field(default=None, ge=0)
+    """Randomness of the answers (0: the most likely words; OpenAI takes up to 2)."""
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    """Nucleus sampling: only the words making up this share of the probability."""
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    """Asks the server for repeatable answers (where it supports it)."""
+    reasoning_effort: ReasoningEffort | None = None
+    """How hard a reasoning model thinks before it answers; sent only when set."""
+
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+class ModelSettings(SamplingSettings):
+    """One model's own settings (``[per_model."NAME"]``, NAME as sent to the server): they
+    apply whenever a thread uses that model, over the global settings (a channel's section
+    still wins over them); and its own server and key, if it has them: a thread or channel
+    that uses this model name is answered there, other names keep ``OPENAI_BASE_URL`` and
+    ``OPENAI_API_KEY``."""
+
+    context_window: int | None = Field(default=None, ge=1_000)
+    """The model's context window, in tokens."""
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    """Cap on each of its answers, in tokens (less when the prompt leaves less room)."""
+    base_url: str | None = None
+    """Its OpenAI-compatible server (default: ``OPENAI_BASE_URL``, or OpenAI's)."""
+    api_key_env: str | None = None
+    """The environment variable holding its key (default: ``OPENAI_API_KEY`` when the server is
+    the default one, no key otherwise: ``OPENAI_API_KEY`` never goes to another server)."""
+    openai_api: Literal["chat", "responses"] | None = None
+    """Its API: Chat Completions or OpenAI's Responses API (default: ``THREADLINE_OPENAI_API``)."""
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be a URL starting with http:// or https://")
+        return None if value is None else value.rstrip("/")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str | None) -> str | None:
+        if value is not None and not ENV_NAME.match(value):
+            raise ValueError(
+                f"{value[:60]!r} is not the name of an environment variable (letters, digits, _)"
+            )
+        return value
+
+    @property
+    def routed(self) -> bool:
+        """Whether the model has a server or key of its own."""
+        return (
+            self.base_url is not None or self.api_key_env is not None or self.openai_api is not None
+        )
+
+
+class ChannelSettings(SamplingSettings):
     """Settings for the threads whose key begins with the parts of this section's name
     (``slack:T1:C1`` covers ``slack:T1:C1:…``, not ``slack:T1:C10:…``). Everything left out is
     the global setting; the most specific section (the one naming the most parts) applies."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
     approvers: ApproversSettings | None = None
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     mcp_servers: list[str] | None = None
@@ -194,40 +259,6 @@ def model_name(value: str) -> str:
     if not MODEL_NAME.match(value):
         raise ValueError(f"{value[:60]!r} is not a model name (1-200 characters without spaces)")
     return value
-
-
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-
-
-class ModelSettings(BaseModel):
-    """One model's own server and key (``[per_model."NAME"]``): a thread or channel that uses
-    this model name is answered there; other names keep ``OPENAI_BASE_URL`` and
-    ``OPENAI_API_KEY``."""
-
-    model_config = ConfigDict(extra="forbid")
-    base_url: str | None = None
-    """Its OpenAI-compatible server (default: ``OPENAI_BASE_URL``, or OpenAI's)."""
-    api_key_env: str | None = None
-    """The environment variable holding its key (default: ``OPENAI_API_KEY`` when the server is
-    the default one, no key otherwise: ``OPENAI_API_KEY`` never goes to another server)."""
-    openai_api: Literal["chat", "responses"] | None = None
-    """Its API: Chat Completions or OpenAI's Responses API (default: ``THREADLINE_OPENAI_API``)."""
-
-    @field_validator("base_url")
-    @classmethod
-    def _base_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("must be a URL starting with http:// or https://")
-        return None if value is None else value.rstrip("/")
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _env_name(cls, value: str | None) -> str | None:
-        if value is not None and not ENV_NAME.match(value):
-            raise ValueError(
-                f"{value[:60]!r} is not the name of an environment variable (letters, digits, _)"
-            )
-        return value
 
 
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -340,8 +371,6 @@ class Settings(SettingsBase):
     model: str = "gpt-4o-mini"
     models: list[str] = Field(default_factory=list)
     """The models ``/threadline model NAME`` may choose (empty: any name; the server decides)."""
-    per_model: dict[str, ModelSettings] = Field(default_factory=dict)
-    """Per model name: its own server and key (``[per_model."NAME"]``)."""
     openai_api: Literal["chat", "responses"] = "chat"
     """``chat``: Chat Completions (``/chat/completions``, any OpenAI-compatible server);
     ``responses``: OpenAI's Responses API (``/responses``), which keeps a reasoning model's
@@ -352,6 +381,20 @@ class Settings(SettingsBase):
     (``THREADLINE_FALLBACK_MODELS=gpt-4o-mini,llama3.1``)."""
     context_window: int = Field(default=128_000, ge=1_000)
     max_output_tokens: int | None = Field(default=None, ge=1)
+    """Cap on each model answer, in tokens; each call asks for less when the prompt leaves less
+    room in the context window."""
+    temperature: float | None = Field(default=None, ge=0)
+    """Randomness of the answers (0: the most likely words; OpenAI takes up to 2); unset: the
+    server's default."""
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    """Nucleus sampling: only the words making up this share of the probability."""
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    """Asks the server for repeatable answers (where it supports it)."""
+    reasoning_effort: ReasoningEffort | None = None
+    """How hard a reasoning model thinks before it answers; sent only when set."""
+    per_model: dict[str, ModelSettings] = Field(default_factory=dict)
+    """Each model's own settings (``[per_model."NAME"]``): its context window, answer cap,
+    sampling and reasoning effort, over the global ones; its own server and key."""
     model_timeout_s: float = Field(default=120.0, gt=0)
     model_max_retries: int = Field(default=4, ge=0, le=10)
     model_retry_after_max_s: float = Field(default=180.0, ge=0, le=3600)
@@ -561,14 +604,6 @@ class Settings(SettingsBase):
             return [model_name(v) if isinstance(v, str) else v for v in value]
         return value
 
-    @field_validator("per_model")
-    @classmethod
-    def _per_model(cls, routes: dict[str, ModelSettings]) -> dict[str, ModelSettings]:
-        for name in routes:
-            if not MODEL_NAME.match(name):
-                raise _invalid("a model name is 1-200 characters without spaces", name)
-        return routes
-
     @model_validator(mode="after")
     def _route_keys(self) -> Settings:
         for name, route in self.per_model.items():
@@ -588,6 +623,16 @@ class Settings(SettingsBase):
         if value is None and isinstance(env_file, str) and Path(env_file).is_file():
             value = dotenv_values(env_file).get(route.api_key_env)
         return SecretStr(value) if value else None
+
+    @field_validator("per_model")
+    @classmethod
+    def _per_model(cls, tables: dict[str, ModelSettings]) -> dict[str, ModelSettings]:
+        for name in tables:
+            try:
+                model_name(name)
+            except ValueError as exc:
+                raise _invalid(str(exc), name) from None
+        return tables
 
     @field_validator("channels")
     @classmethod

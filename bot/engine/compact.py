@@ -32,6 +32,7 @@ facts found, files and commands used and their outcomes, open questions, and pro
 Write compact Markdown bullet points. Do not invent anything."""
 MAX_RESULT_CHARS = 2000
 """How much of each tool result the summariser reads."""
+LEFT_OUT = "\n(… part of the conversation left out to fit the context window …)\n"
 
 
 class CompactionFailed(Exception):
@@ -102,11 +103,25 @@ def render_for_summary(messages: Sequence[Message]) -> str:
     return "\n".join(lines)
 
 
-async def summarise(model: Model, messages: Sequence[Message]) -> str:
+def fitted(text: str, chars: int | None) -> str:
+    """``text`` cut to about ``chars`` characters: its first third and its end (who asked for
+    what, and where things stand), with a note of what was left out between them."""
+    if chars is None or len(text) <= chars:
+        return text
+    head = chars // 3
+    return text[:head] + LEFT_OUT + text[len(text) - (chars - head) :]
+
+
+async def summarise(
+    model: Model, messages: Sequence[Message], *, name: str | None = None, chars: int | None = None
+) -> str:
+    """The summary of ``messages`` by ``model`` (asked as ``name``, the thread's model), from
+    at most about ``chars`` characters of them."""
     request = ModelRequest(
         system=SUMMARY_PROMPT,
-        messages=[UserMessage(text=render_for_summary(messages))],
+        messages=[UserMessage(text=fitted(render_for_summary(messages), chars))],
         tools=(),
+        model=name,
     )
     try:
         parts = [p.text async for p in model.stream(request) if isinstance(p, TextPiece)]
@@ -119,10 +134,16 @@ async def summarise(model: Model, messages: Sequence[Message]) -> str:
 
 
 async def compacted(
-    model: Model, messages: Sequence[Message], keep_turns: int
+    model: Model,
+    messages: Sequence[Message],
+    keep_turns: int,
+    *,
+    name: str | None = None,
+    chars: int | None = None,
 ) -> list[Message] | None:
     """The transcript with its older part replaced by a summary; None when there is nothing
-    to compact. Raises :class:`CompactionFailed`."""
+    to compact. The summary is asked of the thread's model (``name``) from what fits its
+    window (``chars``). Raises :class:`CompactionFailed`."""
     cut = cut_point(messages, keep_turns)
     if cut == 0 and keep_turns > 1:
         cut = cut_point(messages, 1)
@@ -130,6 +151,6 @@ async def compacted(
         return None
     older = messages[:cut]
     replaced = sum(m.replaced if isinstance(m, Summary) else 1 for m in older)
-    text = await summarise(model, older)
+    text = await summarise(model, older, name=name, chars=chars)
     log.info("compacted %d messages into a summary of %d characters", len(older), len(text))
     return [Summary(text=text, replaced=replaced), *messages[cut:]]

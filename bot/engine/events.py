@@ -19,6 +19,11 @@ class ModelCallStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class Thinking:
+    """The model began to reason before it answers; what it reasons is never shown or kept."""
+
+
+@dataclass(frozen=True, slots=True)
 class TextDelta:
     text: str
 
@@ -100,6 +105,7 @@ class Failed:
 
 EngineEvent = (
     ModelCallStarted
+    | Thinking
     | TextDelta
     | ToolStarted
     | CallAllowed

@@ -31,6 +31,7 @@ from bot.engine.events import (
     ModelCallStarted,
     Notice,
     TextDelta,
+    Thinking,
 )
 from bot.engine.gate import Gate, OpenGate
 from bot.engine.limits import charge, limit_reached
@@ -48,6 +49,7 @@ from bot.engine.states import (
     WrapUp,
 )
 from bot.engine.tool_round import ToolRounds
+from bot.engine.window import output_budget, summary_input_chars, tools_tokens
 from bot.errors import ContextOverflow, ModelError
 from bot.infra import metrics
 from bot.infra.clock import Clock
@@ -66,6 +68,7 @@ from bot.llm.model import (
     NoticePiece,
     ReasoningPiece,
     TextPiece,
+    ThinkingPiece,
     ToolCallPiece,
     ToolSpec,
     UsagePiece,
@@ -247,12 +250,15 @@ class _Run(ToolRounds):
         ):
             return Fail(reached)
         await self._compact_if_long()
+        system, messages = self._system(), self._messages(wrap_up=not with_tools)
+        tools = self._offered() if with_tools else ()
         request = ModelRequest(
-            system=self._system(),
-            messages=self._messages(wrap_up=not with_tools),
-            tools=self._offered() if with_tools else (),
-            max_tokens=self.deps.config.max_output_tokens,
-            model=self.deps.config.model,
+            system=system,
+            messages=messages,
+            tools=tools,
+            max_tokens=self._max_tokens(system, messages, tools),
+            model=config.model,
+            sampling=config.sampling,
         )
         await self.sink(ModelCallStarted(round, after_messages=bool(arrived)))
         got = ResponseCollector()
@@ -291,6 +297,18 @@ class _Run(ToolRounds):
         if message.tool_calls:
             return RunTools(round, message.tool_calls)
         return Finish()
+
+    def _max_tokens(
+        self, system: str, messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> int | None:
+        """The configured cap, or less when the prompt leaves less room in the window."""
+        config = self.deps.config
+        if config.max_output_tokens is None:
+            return None
+        prompt = self._gauge.estimate(system, messages)
+        if not self._gauge.known_messages:  # the server's count includes the tools
+            prompt += tools_tokens(tools)
+        return output_budget(config.max_output_tokens, config.context_window, prompt)
 
     def _offered(self) -> Sequence[ToolSpec]:
         specs = self.deps.tools.specs(self.session.key, self.session)
@@ -353,8 +371,14 @@ class _Run(ToolRounds):
         pieces = self.deps.model.stream(request)
         if self.deps.config.text_tool_calls:
             pieces = with_text_calls(pieces)
+        reasoning = False
         async for piece in metrics.metered(pieces):
+            reasoning = reasoning and isinstance(piece, ThinkingPiece | UsagePiece)
             match piece:
+                case ThinkingPiece():
+                    if not reasoning:  # said once as it begins, never its text
+                        reasoning = True
+                        await self.sink(Thinking())
                 case TextPiece(text):
                     got.add_text(text)
                     self._shown = got.shown_text
@@ -390,7 +414,11 @@ class _Run(ToolRounds):
         config = self.deps.config
         try:
             shorter = await compacted(
-                self.deps.model, self.session.messages, config.keep_recent_turns
+                self.deps.model,
+                self.session.messages,
+                config.keep_recent_turns,
+                name=config.model,
+                chars=summary_input_chars(config.context_window),
             )
         except CompactionFailed as exc:
             log.warning("compaction of %s failed: %s", self.session.key, exc)

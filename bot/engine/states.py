@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.engine.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.llm.messages import ToolCall, Usage
+from bot.llm.model import DEFAULT_SAMPLING, Sampling
 
 if TYPE_CHECKING:
     from bot.config import Settings
@@ -35,6 +36,8 @@ class EngineConfig:
     """Read tool calls the model writes in its text (:mod:`bot.llm.text_calls`)."""
     timezone: str = "UTC"
     """Where the times told in the thread are read (an IANA name)."""
+    sampling: Sampling = DEFAULT_SAMPLING
+    """Temperature, top_p, seed and reasoning effort, as each request sends them."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> EngineConfig:
@@ -42,7 +45,17 @@ class EngineConfig:
         values: dict[str, Any] = {
             f.name: getattr(settings, f.name) for f in fields(cls) if f.name in _FROM_SETTINGS
         }
-        return cls(system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT, **values)
+        sampling = Sampling(
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            seed=settings.seed,
+            reasoning_effort=settings.reasoning_effort,
+        )
+        return cls(
+            system_prompt=settings.system_prompt or DEFAULT_SYSTEM_PROMPT,
+            sampling=sampling,
+            **values,
+        )
 
     def offers(self, tool: str) -> bool:
         """Whether the tool named ``tool`` is offered under this configuration."""

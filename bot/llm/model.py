@@ -49,6 +49,14 @@ class ToolCallPiece:
 
 
 @dataclass(frozen=True, slots=True)
+class ThinkingPiece:
+    """The model reasons before it answers (``reasoning_content`` or ``reasoning`` deltas). Its
+    text is not kept: only how many characters arrived."""
+
+    chars: int
+
+
+@dataclass(frozen=True, slots=True)
 class UsagePiece:
     usage: Usage
 
@@ -82,8 +90,36 @@ class WaitPiece:
 
 
 ModelPiece = (
-    TextPiece | ToolCallPiece | UsagePiece | FinishPiece | NoticePiece | ReasoningPiece | WaitPiece
+    TextPiece
+    | ThinkingPiece
+    | ToolCallPiece
+    | UsagePiece
+    | FinishPiece
+    | NoticePiece
+    | ReasoningPiece
+    | WaitPiece
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Sampling:
+    """How the model samples its answer; a value left None is not sent (the server decides)."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    reasoning_effort: str | None = None
+
+    def sent(self) -> dict[str, float | int | str]:
+        """The request fields these set, in a fixed order."""
+        return {
+            name: value
+            for name in ("temperature", "top_p", "seed", "reasoning_effort")
+            if (value := getattr(self, name)) is not None
+        }
+
+
+DEFAULT_SAMPLING = Sampling()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +130,7 @@ class ModelRequest:
     max_tokens: int | None = None
     model: str | None = None
     """The model to ask (a thread's or channel's choice); None: the model's own name."""
+    sampling: Sampling = DEFAULT_SAMPLING
 
 
 class Model(Protocol):

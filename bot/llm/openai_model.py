@@ -46,6 +46,7 @@ from bot.llm.model import (
     ModelPiece,
     ModelRequest,
     TextPiece,
+    ThinkingPiece,
     ToolCallPiece,
     UsagePiece,
     WaitPiece,
@@ -367,6 +368,8 @@ class ChunkReader:
     def _choice(self, choice: dict[str, Any], pieces: list[ModelPiece]) -> None:
         delta = choice.get("delta")
         if isinstance(delta, dict):
+            if (reasoned := _reasoning(delta)) is not None:
+                pieces.append(reasoned)
             for key in ("content", "refusal"):
                 text = delta.get(key)
                 if isinstance(text, str) and text:
@@ -441,6 +444,20 @@ def _invalid(detail: str) -> ModelStreamBroken:
     return ModelStreamBroken(
         f"the model server sent a stream that was not valid ({detail})", what="invalid"
     )
+
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Where servers stream a model's reasoning (vLLM and DeepSeek: the first; OpenRouter and newer
+vLLM: the second; some send both with the same text)."""
+
+
+def _reasoning(delta: dict[str, Any]) -> ThinkingPiece | None:
+    """That the model reasons, and how much: its text goes no further than this function."""
+    for key in REASONING_FIELDS:
+        text = delta.get(key)
+        if isinstance(text, str) and text:
+            return ThinkingPiece(len(text))
+    return None
 
 
 def _usage(raw: dict[str, Any]) -> Usage:

@@ -202,7 +202,8 @@ M = TypeVar("M", bound=Model)
 
 def routed(settings: Settings, default: M, make: Callable[[Route], Model]) -> M | RoutedModel:
     """``default`` alone, or a :class:`RoutedModel` when models have routes or fallbacks."""
-    if not settings.per_model and not settings.fallback_models:
+    own = [name for name, model in settings.per_model.items() if model.routed]
+    if not own and not settings.fallback_models:
         return default
-    routes = {name: make(route_of(settings, name)) for name in settings.per_model}
+    routes = {name: make(route_of(settings, name)) for name in own}
     return RoutedModel(default, routes, settings.fallback_models)

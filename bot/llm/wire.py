@@ -281,7 +281,9 @@ class WireEncoder:
         """The JSON body of a ``POST /chat/completions`` for ``request``.
 
         ``max_tokens_field`` names the output limit: ``max_tokens`` is understood by every
-        OpenAI-compatible server, OpenAI's newer models want ``max_completion_tokens``.
+        OpenAI-compatible server, OpenAI's newer models want ``max_completion_tokens``. The
+        request's sampling (``temperature``, ``top_p``, ``seed``, ``reasoning_effort``) is sent
+        only where it is set.
         """
         parts = [
             '{"model":',
@@ -295,5 +297,7 @@ class WireEncoder:
             parts.extend((',"tools":', self.tools_json(request.tools)))
         if request.max_tokens is not None:
             parts.extend((",", _dumps(max_tokens_field), ":", str(int(request.max_tokens))))
+        for name, value in request.sampling.sent().items():
+            parts.extend((",", _dumps(name), ":", _dumps(value)))
         parts.append("}")
         return "".join(parts).encode()

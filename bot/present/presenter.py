@@ -24,6 +24,7 @@ from bot.engine.events import (
     ModelCallStarted,
     Notice,
     TextDelta,
+    Thinking,
     TodosChanged,
     ToolFinished,
     ToolProgress,
@@ -42,6 +43,7 @@ from bot.sessions.model import PanelRef
 log = logging.getLogger(__name__)
 
 THINKING = "thinking…"
+THINKING_FOOTER = "_thinking…_"
 SILENT_TOOLS = frozenset({"todo_write"})
 """Tools whose work shows elsewhere (the todo panel) and need no footer."""
 OnCard = Callable[[ApprovalRequest, str], Awaitable[None]]
@@ -86,6 +88,8 @@ class Presenter:
         self._closed = False
         self._paragraph = False
         """A new model call began: its text starts a new paragraph."""
+        self._footer_thinking = False
+        """The reply's footer says the model is thinking (its next text takes it away)."""
 
     def _new_reply(self) -> ReplyStream | NativeReply:
         """A reply message (natively streamed where the surface can), with the Stop button."""
@@ -119,7 +123,7 @@ class Presenter:
         match event:
             case TextDelta(text):
                 self._write(text)
-            case ModelCallStarted():
+            case ModelCallStarted() | Thinking():
                 await self._model_call(event)
             case ToolStarted() | ToolProgress() if event.name not in SILENT_TOOLS:
                 self._tool_started(event)
@@ -139,13 +143,26 @@ class Presenter:
                 gap = "\n\n" if self._reply.has_text else ""
                 await self._end(f"{gap}⚠️ {message}")
 
-    async def _model_call(self, event: ModelCallStarted) -> None:
+    async def _model_call(self, event: ModelCallStarted | Thinking) -> None:
+        if isinstance(event, Thinking):
+            self._thinking()
+            return
         if event.after_messages and self._reply.has_text:
             await self._below()  # the answer to messages written meanwhile goes under them
         self._paragraph = self._paragraph or event.round > 1
         self._status_while_silent(THINKING)
 
+    def _thinking(self) -> None:
+        """The model reasons: the status line says so, or a line under the reply once it has
+        text (the next text takes it away). The reasoning itself is never shown."""
+        if self._reply.has_text:
+            self._reply.set_footer(THINKING_FOOTER)
+            self._footer_thinking = True
+        else:
+            self._set_status(THINKING)
+
     def _tool_started(self, event: ToolStarted | ToolProgress) -> None:
+        self._footer_thinking = False
         if isinstance(event, ToolProgress):
             self._progress(event)
             return
@@ -231,6 +248,9 @@ class Presenter:
     def _write(self, text: str) -> None:
         if not text:
             return
+        if self._footer_thinking:
+            self._footer_thinking = False
+            self._reply.set_footer(None)
         self._reply.append(self._overflow.take(self._separator() + text))
         self._paragraph = False
         if self._reply.has_text:

@@ -11,11 +11,13 @@ from bot.api.inbound import Author, ThreadKey
 from bot.api.surface import Surface
 from bot.approvals import inline_waits as asking
 from bot.approvals.decisions import Decisions
+from bot.engine.compact import CHARS_PER_TOKEN, estimate_tokens
+from bot.engine.window import in_use, tools_tokens
 from bot.errors import Refused, SurfaceError
 from bot.llm.model import Model
 from bot.policy import keys
 from bot.policy.who import Policy
-from bot.sessions.model import RunState
+from bot.sessions.model import RunState, Session
 from bot.storage.protocol import Store
 from bot.thread.hold import Holds
 from bot.thread.runs import Supervisor
@@ -81,6 +83,7 @@ class ThreadOperations:
             f"State: {state}",
             f"Messages: {len(session.messages)}",
             f"Tokens: {usage.prompt_tokens:,} in, {usage.completion_tokens:,} out",
+            f"Context: {self._context(key, session)}",
         ]
         if session.cost_usd:
             lines.append(f"Cost: ${session.cost_usd:.4f}")
@@ -88,6 +91,14 @@ class ThreadOperations:
             lines.append(f"Todos: {done} of {len(session.todos)} done")
         lines.extend(self.tools.status(session))
         return "\n".join(lines)
+
+    def _context(self, key: ThreadKey, session: Session) -> str:
+        """How full the thread's context window is (the window of the model it uses): its
+        prompt, tools and transcript, estimated."""
+        config = self.channels.config(key, session.model)
+        tools = [s for s in self.tools.specs(key, session) if config.offers(s.name)]
+        prompt = len(config.system_prompt) // CHARS_PER_TOKEN + tools_tokens(tools)
+        return in_use(prompt + estimate_tokens(session.messages), config.context_window)
 
     def _model_label(self, key: ThreadKey, chosen: str | None) -> str:
         model = self.channels.model(key, chosen)

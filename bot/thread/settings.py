@@ -5,13 +5,21 @@ most specific section wins, as for approvers and tools; keys are matched part by
 
 What a section may set: the model, a system prompt (added to the default one, or replacing it),
 which tools are offered (``offer_tools``, ``hide_tools``; MCP servers with ``mcp_servers``),
-the limits of a run (``max_turns``, token and cost caps, the context window) and ``during_run``.
+the limits of a run (``max_turns``, token and cost caps, the context window), how the model
+samples (``temperature``, ``top_p``, ``seed``, ``reasoning_effort``) and ``during_run``.
+
+The model's own table (``[per_model."NAME"]``, for the model the thread uses) sits between:
+global < the model's table < the channel's section, each value from the highest layer that
+sets it. A channel's value is for its threads whatever model they use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from bot.config import ChannelSettings, Settings, model_name
 from bot.engine.states import EngineConfig
@@ -28,6 +36,10 @@ LIMITS = (
     "day_max_cost_usd",
 )
 """The limits a channel section may set, by the names of their :class:`EngineConfig` fields."""
+MODEL_LIMITS = ("context_window", "max_output_tokens")
+"""The limits a model's own table (``[per_model."NAME"]``) may set."""
+SAMPLING = ("temperature", "top_p", "seed", "reasoning_effort")
+"""How the model samples: set globally, per model and per channel."""
 DEFAULT_WORDS = frozenset({"default", "reset", "channel"})
 """``/threadline model default``: back to the channel's model."""
 _MAX_CACHED = 512
@@ -39,6 +51,13 @@ class Chosen:
 
     name: str
     source: str
+
+
+def _set(section: BaseModel | None, names: Sequence[str]) -> dict[str, Any]:
+    """The fields among ``names`` that ``section`` sets."""
+    if section is None:
+        return {}
+    return {name: value for name in names if (value := getattr(section, name)) is not None}
 
 
 class Channels:
@@ -68,9 +87,12 @@ class Channels:
     def _resolve(self, channel: ChannelSettings | None, chosen: str | None) -> EngineConfig:
         base = self._base
         model = chosen or (channel.model if channel is not None else None)
+        own = self._settings.per_model.get(model or self._settings.model)
+        limits = {**_set(own, MODEL_LIMITS), **_set(channel, LIMITS)}
+        sampling = replace(base.sampling, **{**_set(own, SAMPLING), **_set(channel, SAMPLING)})
+        config = replace(base, **limits, model=model, sampling=sampling)
         if channel is None:
-            return replace(base, model=model)
-        limits = {f: getattr(channel, f) for f in LIMITS if getattr(channel, f) is not None}
+            return config
         prompt = base.system_prompt
         if channel.system_prompt is not None:
             prompt = (
@@ -79,13 +101,15 @@ class Channels:
                 else f"{prompt}\n\n{channel.system_prompt}"
             )
         return replace(
-            base,
-            **limits,
+            config,
             system_prompt=prompt,
-            model=model,
             offer_tools=tuple(channel.offer_tools) if channel.offer_tools is not None else None,
             hide_tools=tuple(channel.hide_tools),
         )
+
+    def model_config(self, name: str) -> EngineConfig:
+        """The settings of a run on the model ``name`` where no channel section applies."""
+        return self._resolve(None, name)
 
     def during_run(self, key: str) -> Literal["steer", "queue"]:
         _, channel = self.section(key)
@@ -158,12 +182,29 @@ def describe_section(settings: Settings, prefix: str, base: EngineConfig) -> lis
     )
     if channel.mcp_servers is not None:
         lines.append(f"  MCP servers: {', '.join(channel.mcp_servers) or 'none'}")
+    own = config.model or settings.model
     limits = ", ".join(
-        f"{f} {getattr(config, f)}{'' if getattr(channel, f) is not None else ' (global)'}"
+        f"{f} {getattr(config, f)}{_source(settings, channel, own, f)}"
         for f in LIMITS
         if getattr(config, f) is not None
     )
     lines.append(f"  limits: {limits}")
+    sampled = [
+        f"{f} {value}{_source(settings, channel, own, f)}"
+        for f in SAMPLING
+        if (value := getattr(config.sampling, f)) is not None
+    ]
+    lines.append(f"  sampling: {', '.join(sampled) or 'the server defaults'}")
     during = channel.during_run or settings.during_run
     lines.append(f"  during a run: {during}{'' if channel.during_run else ' (global)'}")
     return lines
+
+
+def _source(settings: Settings, channel: ChannelSettings, model: str, field: str) -> str:
+    """Where a channel's effective value comes from, when not from its own section."""
+    if getattr(channel, field, None) is not None:
+        return ""
+    own = settings.per_model.get(model)
+    if own is not None and getattr(own, field, None) is not None:
+        return f' (per_model "{model}")'
+    return " (global)"

@@ -50,6 +50,7 @@ SETTINGS_MODELS: list[tuple[str, type[SettingsBase]]] = [
 PLACEHOLDERS = {
     "tools": "TOOL",
     "channels": '"PREFIX"',
+    "per_model": '"NAME"',
     "mcp_servers": "SERVER",
     "custom_tools": "NAME",
     "parameters": "PARAMETER",

@@ -3,7 +3,9 @@
 ``POST /v1/chat/completions`` answers from a queue of scripted responses (then from an
 optional default responder), streaming Server-Sent Events shaped like OpenAI's:
 
-* :class:`Reply`: text and/or tool calls. Text arrives in several content deltas; each tool
+* :class:`Reply`: text and/or tool calls, after optional reasoning (deltas of
+  ``reasoning_content`` as vLLM and DeepSeek send them, or ``reasoning`` as OpenRouter does).
+  Text arrives in several content deltas; each tool
   call's arguments arrive in several fragments sharing one ``index``, with ``id``, ``type`` and
   ``function.name`` only in the first. A finish chunk, then a usage chunk (``choices: []``)
   when the request asked for ``stream_options.include_usage``, then ``data: [DONE]``.
@@ -19,8 +21,9 @@ Non-streaming requests (``"stream": false``) get a ``chat.completion`` object fo
 ``POST /v1/responses`` answers from the same script in the Responses API's streamed events
 (:mod:`tests.fakes.openai_responses`).
 ``GET /v1/models`` lists ``models``.
-Every request is recorded with its parsed body, headers and server-side monotonic
-timestamps (received, first byte sent, last byte sent).
+Every request is recorded with its parsed body (:attr:`RecordedRequest.params`: the sampling
+and output limit it asked for), headers and server-side monotonic timestamps (received, first
+byte sent, last byte sent).
 """
 
 from __future__ import annotations
@@ -38,6 +41,15 @@ from typing import Any
 from aiohttp import web
 
 CREATED = 1_700_000_000
+PARAMS = (
+    "temperature",
+    "top_p",
+    "seed",
+    "reasoning_effort",
+    "max_tokens",
+    "max_completion_tokens",
+)
+"""The request fields :attr:`RecordedRequest.params` gathers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +78,11 @@ class Reply:
     """Defaults to ``tool_calls`` when there are calls, else ``stop``."""
     text_chunk_chars: int = 6
     argument_fragments: int = 3
+    reasoning: str = ""
+    """Streamed before the text, in deltas of ``reasoning_field``."""
+    reasoning_field: str = "reasoning_content"
+    hold_after_reasoning: asyncio.Event | None = None
+    """Wait for this once the reasoning is sent (a model thinking for a while), then go on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +234,11 @@ class RecordedRequest:
         messages: list[dict[str, Any]] = self.body.get("messages", [])
         return messages
 
+    @property
+    def params(self) -> dict[str, Any]:
+        """The sampling and output limit the request asked for (the fields it sent)."""
+        return {k: self.body[k] for k in PARAMS if k in self.body}
+
 
 @dataclass
 class FakeOpenAI:
@@ -359,10 +381,13 @@ class FakeOpenAI:
             }
         )
         await out.prepare(request)
-        for event in events[:stop_after]:
+        reasoned = 1 + -(-len(reply.reasoning) // max(1, reply.text_chunk_chars))
+        for sent, event in enumerate(events[:stop_after], 1):
             await out.write(event)
             if record.first_byte_at is None:
                 record.first_byte_at = time.monotonic()
+            if sent == reasoned and reply.reasoning and reply.hold_after_reasoning is not None:
+                await reply.hold_after_reasoning.wait()
         record.last_byte_at = time.monotonic()
         if isinstance(response, CutOff) and response.hold_until is not None:
             await response.hold_until.wait()
@@ -418,6 +443,8 @@ class FakeOpenAI:
 
         chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
         step = max(1, reply.text_chunk_chars)
+        for start in range(0, len(reply.reasoning), step):
+            chunks.append(chunk({reply.reasoning_field: reply.reasoning[start : start + step]}))
         for start in range(0, len(reply.text), step):
             chunks.append(chunk({"content": reply.text[start : start + step]}))
         for index, call in enumerate(reply.calls):
@@ -451,7 +478,10 @@ class FakeOpenAI:
             "completion_tokens": reply.completion_tokens,
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
             "prompt_tokens_details": {"cached_tokens": reply.cached_tokens, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
+            "completion_tokens_details": {
+                "reasoning_tokens": len(reply.reasoning) // 4,
+                "audio_tokens": 0,
+            },
         }
 
     def _completion(self, body: dict[str, Any], reply: Reply) -> dict[str, Any]:

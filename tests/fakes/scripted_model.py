@@ -72,6 +72,7 @@ class ScriptedModel:
                 list(request.tools),
                 request.max_tokens,
                 request.model,
+                request.sampling,
             )
         )
         if len(self.requests) > self.max_calls:
