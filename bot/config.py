@@ -290,6 +290,9 @@ class Settings(SettingsBase):
     max_output_tokens: int | None = Field(default=None, ge=1)
     model_timeout_s: float = Field(default=120.0, gt=0)
     model_max_retries: int = Field(default=4, ge=0, le=10)
+    model_first_token_timeout_s: float = Field(default=60.0, gt=0)
+    """Seconds a model call may send nothing (no text, no tool call) before the run ends with a
+    note saying so; retries within that time count toward it."""
     price_input_per_mtok: float | None = Field(default=None, ge=0)
     """USD per million prompt tokens; with the output price, enables cost tracking."""
     price_output_per_mtok: float | None = Field(default=None, ge=0)

@@ -8,7 +8,8 @@
     │   ├── ModelServerError   5xx
     │   ├── ContextOverflow    the request is longer than the model's context window
     │   ├── ModelRejected      another 4xx: bad key, unknown model, bad request
-    │   └── ModelStreamBroken  a malformed or cut-off stream
+    │   ├── ModelStreamBroken  a malformed or cut-off stream
+    │   └── ModelSilent        nothing came for the first-token timeout (the server hangs)
     ├── SurfaceError           the chat platform refused or failed a call
     │   ├── SurfaceRateLimited 429 (retry_after in seconds)
     │   ├── MessageTooLong     the text is over the platform's limit
@@ -81,6 +82,10 @@ class ModelRejected(ModelError):
 
 class ModelStreamBroken(ModelError):
     retryable = True
+
+
+class ModelSilent(ModelError):
+    """The model sent nothing within the first-token timeout; its message is for people."""
 
 
 class SurfaceError(ThreadlineError):

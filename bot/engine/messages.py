@@ -8,6 +8,7 @@ from bot.errors import (
     ModelRateLimited,
     ModelRejected,
     ModelServerError,
+    ModelSilent,
     ModelStreamBroken,
     ModelUnavailable,
 )
@@ -23,6 +24,8 @@ def failure_text(exc: ModelError, *, partial: bool) -> str:
             text = "The model server kept failing (it answered with a server error). Please try again shortly."
         case ContextOverflow():
             text = "This thread has grown longer than the model can read at once. Start a new thread to continue."
+        case ModelSilent():
+            text = str(exc)
         case ModelStreamBroken():
             text = "The model's answer was cut off."
         case ModelRejected():
