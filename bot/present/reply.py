@@ -379,12 +379,21 @@ class ReplyStream:
         """Delete messages ``index``… (they are posted again from the current text)."""
         doomed, self._messages = self._messages[index:], self._messages[:index]
         for msg in doomed:
+            await self._delete(msg)
+
+    async def _delete(self, msg: _Message) -> None:
+        """Delete ``msg`` (after a rate limit's wait); failing that, later at low priority."""
+        for _ in range(MAX_FAILURES):
             try:
                 await self._surface.delete(msg.id)
+            except SurfaceRateLimited as exc:
+                await self._clock.sleep(exc.retry_after)
+                continue
             except SurfaceError:
                 log.warning("could not delete superseded message %s", msg.id, exc_info=True)
-                if self._discard is not None:  # tried again later, at low priority
-                    self._discard(msg.id)
-                await self._live(msg, "" if msg.recorded else None)  # a restart deletes it
-                continue
+                break
             await self._live(msg, None)
+            return
+        if self._discard is not None:
+            self._discard(msg.id)
+        await self._live(msg, "" if msg.recorded else None)  # a restart deletes it
