@@ -15,6 +15,7 @@ from bot.errors import ModelError
 from bot.files.intake import sees_images
 from bot.files.kinds import size_words
 from bot.infra.clock import SystemClock
+from bot.llm.first_token import FirstTokenLimit
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelRequest, TextPiece
 from bot.llm.openai_model import build_openai_model
@@ -80,7 +81,10 @@ def _check_workers(settings: Settings) -> bool:
 
 
 async def _check_model(settings: Settings) -> bool:
-    model = build_openai_model(settings, SystemClock(), rng=random.Random())
+    """One short request, under the first-token timeout the bot uses (and how close it came)."""
+    clock = SystemClock()
+    limit = settings.model_first_token_timeout_s
+    model = FirstTokenLimit(build_openai_model(settings, clock, rng=random.Random()), clock, limit)
     where = settings.openai_base_url or ("the OpenAI API" if settings.openai_api_key else "offline")
     request = ModelRequest(
         system="You are a health check.",
@@ -88,15 +92,31 @@ async def _check_model(settings: Settings) -> bool:
         tools=(),
         max_tokens=5,
     )
+    began, first = clock.monotonic(), None
+    text = ""
     try:
-        text = "".join([p.text async for p in model.stream(request) if isinstance(p, TextPiece)])
+        async for piece in model.stream(request):
+            first = clock.monotonic() - began if first is None else first
+            text += piece.text if isinstance(piece, TextPiece) else ""
     except ModelError as exc:
         _line(False, f"model {model.label} at {where}: {exc}")
         return False
     finally:
         await model.aclose()
     _line(True, f"model {model.label} at {where} answered ({len(text)} characters)")
+    _line(*_first_token(first or 0.0, limit))
     return True
+
+
+def _first_token(waited: float, limit: float) -> tuple[bool | None, str]:
+    """How soon the model began, against ``THREADLINE_MODEL_FIRST_TOKEN_TIMEOUT_S``."""
+    words = (
+        f"model: its answer began after {waited:.1f} s; a run whose model sends nothing for "
+        f"{limit:g} s ends with a note (THREADLINE_MODEL_FIRST_TOKEN_TIMEOUT_S)"
+    )
+    if waited > limit / 2:
+        return None, f"{words}: close to it, raise it if this server is often slow to begin"
+    return True, words
 
 
 async def _check_platform(
