@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from bot.errors import ModelSilent
 from bot.infra.clock import Clock
@@ -49,13 +48,17 @@ class FirstTokenLimit:
         await self._model.aclose()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
-        async with aclosing(self._model.stream(request)) as pieces:
+        pieces = self._model.stream(request)
+        try:
             first = await self._first(pieces)
             if first is None:
                 return
             yield first
             async for piece in pieces:
                 yield piece
+        finally:
+            if isinstance(pieces, AsyncGenerator):  # its request ends now, not when collected
+                await pieces.aclose()
 
     async def _first(self, pieces: AsyncIterator[ModelPiece]) -> ModelPiece | None:
         """The call's first piece (None: it ended without any), within the limit."""
