@@ -10,6 +10,11 @@ never holds up a finished answer. Rendered text is split at the platform's
 limit: the last chunk is the message being edited, text beyond it continues in new messages,
 and a message that has received its complete chunk is left alone until the final check.
 :meth:`ReplyStream.finish` returns once every message shows exactly the final text.
+
+Buttons (a run's Stop) ride on the message being written. Before a message shows them, what it
+shows of the answer goes to ``on_live`` (and again before each edit that keeps them), so that a
+restart can put the message back without them from that record alone; a placeholder
+("Working…") holds the message, with its buttons, until the text takes it over.
 """
 
 from __future__ import annotations
