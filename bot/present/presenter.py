@@ -267,14 +267,16 @@ class Presenter:
         await self._stop_working()
         try:
             await self._end("")
-            if self._control is not None:
-                await self._control.finish()  # the control message goes with the run
         finally:
-            await self._reply.aclose()
-            if self._control is not None:
-                await self._control.aclose()
-            await self._panel.aclose()
-            await self._stop_status()
+            try:
+                if self._control is not None:
+                    await self._control.finish()  # the control message goes with the run
+            finally:
+                await self._reply.aclose()
+                if self._control is not None:
+                    await self._control.aclose()
+                await self._panel.aclose()
+                await self._stop_status()
 
     async def _stop_working(self) -> None:
         task, self._working = self._working, None
