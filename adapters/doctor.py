@@ -247,9 +247,10 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     ok = _check_data_dir(settings)
     ok = await _check_store(settings) and ok
     _api(settings)
-    answered, words = await check_model(settings)
-    _line(answered, words)
-    ok = answered and ok
+    said = await check_model(settings)
+    for good, words in said:
+        _line(good, words)
+    ok = said[0][0] is True and ok
     ok = await _check_routes(settings) and ok
     _line(
         None,

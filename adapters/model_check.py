@@ -18,12 +18,14 @@ import aiohttp
 from bot.config import Settings
 from bot.errors import ModelError, ModelRejected, ModelStreamBroken
 from bot.infra.clock import SystemClock
+from bot.llm.first_token import FirstTokenLimit
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelRequest, TextPiece
 from bot.llm.openai_model import build_openai_model
 from bot.llm.routing import OPENAI_BASE_URL, RoutedModel
 
 Line = tuple[bool, str]
+Hint = tuple[bool | None, str]
 PROBE_TIMEOUT_S = 10.0
 SHOWN_MODELS = 8
 DEMO = "model: the offline demo model (no OPENAI_API_KEY or OPENAI_BASE_URL)"
@@ -35,24 +37,41 @@ _REQUEST = ModelRequest(
 )
 
 
-async def check_model(settings: Settings) -> Line:
-    """Ask the configured model for one word: (answered, the line saying so or why not)."""
+async def check_model(settings: Settings) -> list[Line | Hint]:
+    """Ask the configured model for one word, under the first-token timeout the bot uses: the
+    line saying it answered or why not, then how soon its answer began."""
     retries: list[ModelError] = []
+    clock = SystemClock()
+    limit = settings.model_first_token_timeout_s
     model = build_openai_model(
-        settings, SystemClock(), rng=random.Random(), on_retry=lambda e, n, s: retries.append(e)
+        settings, clock, rng=random.Random(), on_retry=lambda e, n, s: retries.append(e)
     )
+    alone = model.route(model.name) if isinstance(model, RoutedModel) else model  # no fallback
     where = _safe(settings.openai_base_url) if settings.openai_base_url else "the OpenAI API"
     name = DEMO if settings.uses_demo_model else f"model {model.label} at {where}"
-    alone = model.route(model.name) if isinstance(model, RoutedModel) else model  # no fallback
+    began, first, answered = clock.monotonic(), None, 0
     try:
-        pieces = [p async for p in alone.stream(_REQUEST) if isinstance(p, TextPiece)]
+        async for piece in FirstTokenLimit(alone, clock, limit).stream(_REQUEST):
+            first = clock.monotonic() - began if first is None else first
+            answered += len(piece.text) if isinstance(piece, TextPiece) else 0
     except ModelError as exc:
         words = await _why(settings, exc) if not settings.uses_demo_model else str(exc)
-        return False, f"model {model.label}: {words}{_tries(retries)}"
+        return [(False, f"model {model.label}: {words}{_tries(retries)}")]
     finally:
         await model.aclose()
-    answered = sum(len(p.text) for p in pieces)
-    return True, f"{name} answered ({answered} characters){_after(retries)}"
+    said = f"{name} answered ({answered} characters){_after(retries)}"
+    return [(True, said), _first_token(first or 0.0, limit)]
+
+
+def _first_token(waited: float, limit: float) -> Hint:
+    """How soon the model began, against ``THREADLINE_MODEL_FIRST_TOKEN_TIMEOUT_S``."""
+    words = (
+        f"model: its answer began after {waited:.1f} s; a run whose model sends nothing for "
+        f"{limit:g} s ends with a note (THREADLINE_MODEL_FIRST_TOKEN_TIMEOUT_S)"
+    )
+    if waited > limit / 2:
+        return None, f"{words}: close to it, raise it if this server is often slow to begin"
+    return True, words
 
 
 def _after(retries: list[ModelError]) -> str:

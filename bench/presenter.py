@@ -26,6 +26,7 @@ from bot.infra.clock import SystemClock
 from bot.present.budget import EditBudget
 from bot.present.reply import ReplyStream
 from bot.present.split import split_message
+from bot.sessions.model import LiveMessage
 from tests.fakes.surface import RecordingSurface
 
 LIMITS = SurfaceLimits(
@@ -56,10 +57,11 @@ async def run(tokens: int, rate: float, latency: float) -> None:
     surface = RecordingSurface(clock, LIMITS, strict=True, latency=latency)
     posted: list[str] = []
 
-    async def on_posted(message_id: str) -> None:
-        posted.append(message_id)
+    async def on_live(message_id: str, live: LiveMessage | None) -> None:
+        if live is not None and message_id not in posted:
+            posted.append(message_id)
 
-    stream = ReplyStream(surface, clock, EditBudget(clock, LIMITS.edits_per_minute), on_posted)
+    stream = ReplyStream(surface, clock, EditBudget(clock, LIMITS.edits_per_minute), on_live)
     pieces = answer(tokens, random.Random(7))
     append_cost = 0.0
     start = clock.monotonic()

@@ -401,6 +401,9 @@ class Settings(SettingsBase):
     """The longest wait a model server may ask for (``Retry-After`` on a 429 or 503) that is
     waited out, the thread told when the call is tried again (Stop works meanwhile); a longer
     one ends the answer at once with the server's figure."""
+    model_first_token_timeout_s: float = Field(default=60.0, gt=0)
+    """Seconds a model call may send nothing (no text, no tool call) before the run ends with a
+    note saying so; retries within that time count toward it."""
     price_input_per_mtok: float | None = Field(default=None, ge=0)
     """USD per million prompt tokens; with the output price, enables cost tracking."""
     price_output_per_mtok: float | None = Field(default=None, ge=0)

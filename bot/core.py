@@ -35,6 +35,7 @@ from bot.errors import SurfaceError
 from bot.files.intake import Intake, Received, sees_images
 from bot.infra.clock import Clock, SystemClock
 from bot.infra.tasks import TaskSet
+from bot.llm.first_token import FirstTokenLimit
 from bot.llm.messages import UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
@@ -214,7 +215,7 @@ class Core:
         return cls(
             settings,
             store or store_for(settings),
-            model or build_openai_model(settings, clock, rng=random.Random()),
+            model or _configured_model(settings, clock),
             tool_registry(settings, clock),
             clock,
         )
@@ -457,3 +458,9 @@ def _file_notice(problems: Sequence[str]) -> list[str]:
 
 def _cut_notice(original: int, kept: int) -> str:
     return f"Your message was {original:,} characters long; I read only the first {kept:,}."
+
+
+def _configured_model(settings: Settings, clock: Clock) -> Model:
+    """The configured model, abandoned when it sends nothing for the first-token timeout."""
+    model = build_openai_model(settings, clock, rng=random.Random())
+    return FirstTokenLimit(model, clock, settings.model_first_token_timeout_s)

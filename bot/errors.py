@@ -9,7 +9,8 @@
     │   ├── ContextOverflow    the request is longer than the model's context window
     │   ├── ModelRejected      another 4xx: bad key, unknown model, bad request
     │   ├── ModelStreamBroken  a stream cut off, not valid, or empty (``what`` says which)
-    │   └── FallbacksFailed    the model and every fallback model failed (says how each did)
+    │   ├── FallbacksFailed    the model and every fallback model failed (says how each did)
+    │   └── ModelSilent        nothing came for the first-token timeout (the server hangs)
     ├── SurfaceError           the chat platform refused or failed a call
     │   ├── SurfaceRateLimited 429 (retry_after in seconds)
     │   ├── MessageTooLong     the text is over the platform's limit
@@ -102,6 +103,10 @@ class FallbacksFailed(ModelError):
         said = "; ".join(f"{name} ({why})" for name, why in failures)
         super().__init__(f"no model could answer: {said}")
         self.failures = failures
+
+
+class ModelSilent(ModelError):
+    """The model sent nothing within the first-token timeout; its message is for people."""
 
 
 class SurfaceError(ThreadlineError):

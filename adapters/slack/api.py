@@ -204,17 +204,24 @@ class SlackApi:
             self.client.chat_appendStream(channel=channel, ts=ts, chunks=chunks),
         )
 
-    async def stop_stream(self, channel: str, ts: str) -> None:
-        await guarded("chat.stopStream", self.client.chat_stopStream(channel=channel, ts=ts))
+    async def stop_stream(
+        self, channel: str, ts: str, chunks: list[dict[str, Any]] | None = None
+    ) -> None:
+        """``chat.stopStream``, with ``chunks`` as the stream's last words when given."""
+        extra: dict[str, Any] = {"chunks": chunks} if chunks else {}
+        await guarded(
+            "chat.stopStream", self.client.chat_stopStream(channel=channel, ts=ts, **extra)
+        )
 
     async def drop_buttons(self, channel: str, thread_ts: str, ts: str) -> None:
-        """Read the message (``conversations.replies``) and update it without its buttons."""
+        """Read the message (``conversations.replies``) and update it without its buttons (a
+        button a run left behind, clicked; a restart mends from what it kept instead)."""
         response = await guarded(
             "conversations.replies",
             self.client.conversations_replies(
-                channel=channel, ts=thread_ts, latest=ts, oldest=ts, inclusive=True, limit=1
+                channel=channel, ts=thread_ts, latest=ts, oldest=ts, inclusive=True, limit=2
             ),
-        )
+        )  # the first page begins with the thread's parent, whatever the window
         found = response.get("messages") if response is not None else None
         shown = next((m for m in found or () if isinstance(m, dict) and m.get("ts") == ts), None)
         if shown is None:

@@ -132,8 +132,8 @@ class SlackStreams:
     ) -> None:
         await self._api.append_stream(self._channel, stream_id, _chunks(text, tasks, plan))
 
-    async def stop(self, stream_id: str) -> None:
-        await self._api.stop_stream(self._channel, stream_id)
+    async def stop(self, stream_id: str, text: str = "") -> None:
+        await self._api.stop_stream(self._channel, stream_id, _chunks(text, (), None))
 
 
 def _chunks(text: str, tasks: Sequence[StreamTask], plan: str | None) -> list[dict[str, Any]]:

@@ -136,7 +136,9 @@ class NativeStreams(Protocol):
         self, stream_id: str, text: str, tasks: Sequence[StreamTask], plan: str | None
     ) -> None: ...
 
-    async def stop(self, stream_id: str) -> None: ...
+    async def stop(self, stream_id: str, text: str = "") -> None:
+        """End the stream; ``text`` (rendered) goes on as its last words."""
+        ...
 
 
 def native_streams(surface: Surface) -> NativeStreams | None:

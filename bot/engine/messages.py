@@ -13,6 +13,7 @@ from bot.errors import (
     ModelRateLimited,
     ModelRejected,
     ModelServerError,
+    ModelSilent,
     ModelStreamBroken,
     ModelUnavailable,
 )
@@ -33,18 +34,26 @@ def failure_text(exc: ModelError, *, partial: bool) -> str:
             text = "The model server kept failing (it answered with a server error). Please try again shortly."
         case ContextOverflow():
             text = "This thread has grown longer than the model can read at once. Start a new thread to continue."
-        case ModelStreamBroken(what="invalid" | "empty"):
-            text = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
-            if not partial:
-                text += " Please try again; if it keeps happening, an operator can run `threadline doctor`."
+        case ModelSilent():
+            text = str(exc)
         case ModelStreamBroken():
-            text = "The model's answer was cut off."
+            text = _stream_text(exc, partial=partial)
         case ModelRejected():
             text = f"The model server refused the request: {exc}"
         case _:
             text = f"The model failed: {exc}"
     if partial:
         text += " The reply above is incomplete."
+    return text
+
+
+def _stream_text(exc: ModelStreamBroken, *, partial: bool) -> str:
+    """A stream that broke: cut off, or what was wrong with it (not valid, empty)."""
+    if exc.what == "cut_off":
+        return "The model's answer was cut off."
+    text = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
+    if not partial:
+        text += " Please try again; if it keeps happening, an operator can run `threadline doctor`."
     return text
 
 

@@ -26,7 +26,8 @@ from bot.api.surface import Button, NativeStreams, StreamTask, Surface
 from bot.errors import SurfaceError, SurfaceRateLimited
 from bot.infra.clock import Clock, sleep_until_set
 from bot.present.budget import BudgetRegistry, Priority
-from bot.present.reply import OnPosted, ReplyStream, Written
+from bot.present.reply import OnLive, ReplyStream, Written
+from bot.sessions.model import LiveMessage
 
 log = logging.getLogger(__name__)
 
@@ -48,10 +49,10 @@ class NativeReply:
         clock: Clock,
         budgets: BudgetRegistry,
         edits: ReplyStream,
-        on_started: OnPosted | None = None,
+        on_live: OnLive | None = None,
     ) -> None:
         self._surface = surface
-        self._on_started = on_started
+        self._on_live = on_live
         self._streams = streams
         self._clock = clock
         self._limits = streams.stream_limits
@@ -237,8 +238,8 @@ class NativeReply:
         )
         self._sent += piece
         self._mark_sent(tasks, self._plan)
-        if self._on_started is not None:  # remembered, so that a restart ends it
-            await self._on_started(stream)
+        if self._on_live is not None:  # remembered, so that a restart ends it
+            await self._on_live(stream, LiveMessage(stream, None, stream=True))
 
     async def _append(self, tasks: list[StreamTask], plan: str | None) -> None:
         assert self._stream is not None
@@ -289,6 +290,8 @@ class NativeReply:
             break
         self._done.append((stream, self._sent[self._stream_from :]))
         self._stream = None
+        if self._on_live is not None:
+            await self._on_live(stream, None)
 
     async def _fall_back(self) -> None:
         """Go on by editing: the streamed messages are adopted and edited like our own."""

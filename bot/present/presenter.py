@@ -1,4 +1,10 @@
-"""The engine's event sink for one run: the streamed reply, the status line, the todo panel.
+"""The engine's event sink for one run: the streamed reply, the status line, the todo panel,
+and the Stop button.
+
+A run with a Stop button shows it from its first second (:data:`WORKING_AFTER`) to its end: on
+the reply being written, which says "Working…" until there is text; beside a native stream,
+which cannot carry a button, on a control message of its own ("Working…" and Stop), posted
+once the stream starts or the second has passed and deleted when the run ends.
 
 Handling an event never waits for the platform, except :class:`Finished` and :class:`Failed`,
 which return once the final text, the todo panel and the status line have landed. Call :meth:`Presenter.close` in a ``finally``:
@@ -36,14 +42,19 @@ from bot.present.approval_card import post_allowed, post_card, ran_line
 from bot.present.budget import BudgetRegistry
 from bot.present.native import NativeReply
 from bot.present.overflow import Overflow
-from bot.present.reply import OnPosted, ReplyStream
+from bot.present.reply import OnLive, ReplyStream
 from bot.present.todo_panel import PersistPanel, TodoPanel, plan_of
-from bot.sessions.model import PanelRef
+from bot.sessions.model import LiveMessage, PanelRef
 
 log = logging.getLogger(__name__)
 
 THINKING = "thinking…"
 THINKING_FOOTER = "_thinking…_"
+WORKING = "_Working…_"
+"""What a run's reply (or its control message) shows until there is text."""
+WORKING_AFTER = 1.0
+"""Seconds into a run before "Working…" and the Stop button show, when nothing else does: a
+quick answer's first words come as a post of their own."""
 SILENT_TOOLS = frozenset({"todo_write"})
 """Tools whose work shows elsewhere (the todo panel) and need no footer."""
 OnCard = Callable[[ApprovalRequest, str], Awaitable[None]]
@@ -61,7 +72,7 @@ class Presenter:
         budgets: BudgetRegistry,
         panel: PanelRef | None,
         persist_panel: PersistPanel,
-        on_posted: OnPosted | None = None,
+        on_live: OnLive | None = None,
         on_card: OnCard | None = None,
         stop_button: Button | None = None,
         on_tool: OnTool | None = None,
@@ -74,9 +85,13 @@ class Presenter:
         self._on_card = on_card
         self._on_tool = on_tool
         self._budgets = budgets
-        self._on_posted = on_posted
+        self._on_live = on_live
         self._stop_button = stop_button
         self._native: NativeReply | None = None
+        self._working: asyncio.Task[None] | None = None
+        self._working_shown = False
+        self._control: ReplyStream | None = None
+        """Beside a native stream: the message with the Stop button."""
         self._reply = self._new_reply()
         self._cards = asyncio.Lock()
         self._panel = TodoPanel(
@@ -91,29 +106,63 @@ class Presenter:
         self._footer_thinking = False
         """The reply's footer says the model is thinking (its next text takes it away)."""
 
-    def _new_reply(self) -> ReplyStream | NativeReply:
-        """A reply message (natively streamed where the surface can), with the Stop button."""
+    def _edits(self) -> ReplyStream:
         surface, sweeper = self._surface, self._budgets.sweeper
-        edits = ReplyStream(
+        return ReplyStream(
             surface,
             self._clock,
             self._budgets.get(surface.limits),
-            self._on_posted,
+            self._on_live,
             lambda draft: sweeper.discard(surface, draft),
         )
-        streams = native_streams(surface)
-        self._native = (
-            None
-            if streams is None
-            else NativeReply(surface, streams, self._clock, self._budgets, edits, self._on_posted)
-        )
-        reply: ReplyStream | NativeReply = edits if self._native is None else self._native
-        self._overflow = Overflow(self._file_after, file_transfer(surface))
+
+    def _new_reply(self) -> ReplyStream | NativeReply:
+        """A reply message (natively streamed where the surface can); an edited one shows the
+        Stop button (and "Working…" while it has no text, once the run's first second passed)."""
+        edits = self._edits()
+        self._overflow = Overflow(self._file_after, file_transfer(self._surface))
+        streams = native_streams(self._surface)
+        if streams is not None:
+            self._native = NativeReply(
+                self._surface, streams, self._clock, self._budgets, edits, self._stream_live
+            )
+            return self._native
         if self._stop_button is not None:
-            reply.set_buttons((self._stop_button,))
-        return reply
+            edits.set_buttons((self._stop_button,))
+            if self._working_shown:
+                edits.set_placeholder(WORKING)
+        return edits
+
+    async def _stream_live(self, message_id: str, live: LiveMessage | None) -> None:
+        """A native stream started (or ended): the control message shows from its start."""
+        if live is not None and live.stream:
+            self._show_working()
+        if self._on_live is not None:
+            await self._on_live(message_id, live)
+
+    def _arm_working(self) -> None:
+        """From the run's first event: "Working…" and Stop show after :data:`WORKING_AFTER`."""
+        if self._stop_button is not None and self._working is None and not self._closed:
+            self._working = asyncio.get_running_loop().create_task(self._working_soon())
+
+    async def _working_soon(self) -> None:
+        await self._clock.sleep(WORKING_AFTER)
+        self._show_working()
+
+    def _show_working(self) -> None:
+        if self._working_shown or self._closed or self._stop_button is None:
+            return
+        self._working_shown = True
+        if self._native is None:
+            if not self._reply.finished and isinstance(self._reply, ReplyStream):
+                self._reply.set_placeholder(WORKING)
+            return
+        self._control = self._edits()
+        self._control.set_buttons((self._stop_button,))
+        self._control.set_placeholder(WORKING)
 
     async def __call__(self, event: EngineEvent) -> None:
+        self._arm_working()
         if isinstance(event, ApprovalNeeded | CallAllowed):  # shown whatever the reply's state
             await self._shown_apart(event)
             return
@@ -238,12 +287,26 @@ class Presenter:
         if self._closed:
             return
         self._closed = True
+        await self._stop_working()
         try:
             await self._end("")
         finally:
-            await self._reply.aclose()
-            await self._panel.aclose()
-            await self._stop_status()
+            try:
+                if self._control is not None:
+                    await self._control.finish()  # the control message goes with the run
+            finally:
+                await self._reply.aclose()
+                if self._control is not None:
+                    await self._control.aclose()
+                await self._panel.aclose()
+                await self._stop_status()
+
+    async def _stop_working(self) -> None:
+        task, self._working = self._working, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
     def _write(self, text: str) -> None:
         if not text:

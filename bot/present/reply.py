@@ -10,6 +10,11 @@ never holds up a finished answer. Rendered text is split at the platform's
 limit: the last chunk is the message being edited, text beyond it continues in new messages,
 and a message that has received its complete chunk is left alone until the final check.
 :meth:`ReplyStream.finish` returns once every message shows exactly the final text.
+
+Buttons (a run's Stop) ride on the message being written. Before a message shows them, what it
+shows of the answer goes to ``on_live`` (and again before each edit that keeps them), so that a
+restart can put the message back without them from that record alone; a placeholder
+("Working…") holds the message, with its buttons, until the text takes it over.
 """
 
 from __future__ import annotations
@@ -26,10 +31,13 @@ from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLim
 from bot.infra.clock import Clock, sleep_until_set
 from bot.present.budget import EditBudget, Priority
 from bot.present.split import MIN_LIMIT, open_block, split_message
+from bot.sessions.model import LiveMessage
 
 log = logging.getLogger(__name__)
 
-OnPosted = Callable[[str], Awaitable[None]]
+OnLive = Callable[[str, LiveMessage | None], Awaitable[None]]
+"""Told what a message that shows the Stop button (or still streams) is, before it shows it,
+so that a restart can mend it; None once it shows neither any more."""
 Discard = Callable[[str], None]
 """Takes a superseded draft's message id, to delete it later."""
 MAX_FAILURES = 3
@@ -48,7 +56,7 @@ class _Message:
     """It shows its complete chunk; later text goes to other messages."""
     buttons: tuple[Button, ...] = ()
     recorded: bool = False
-    """Its id went to ``on_posted``: it may show buttons."""
+    """It went to ``on_live``: it may show buttons (forgotten when it shows none again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +99,13 @@ class ReplyStream:
         surface: Surface,
         clock: Clock,
         budget: EditBudget,
-        on_posted: OnPosted | None = None,
+        on_live: OnLive | None = None,
         discard: Discard | None = None,
     ) -> None:
         self._surface = surface
         self._clock = clock
         self._budget = budget
-        self._on_posted = on_posted
+        self._on_live = on_live
         self._discard = discard
         self._drafts: list[_Message] = []
         self._limit = surface.limits.max_chars
@@ -105,6 +113,7 @@ class ReplyStream:
         self._written = Written()
         self._footer: str | None = None
         self._footer_alone = False
+        self._placeholder: str | None = None
         self._buttons: tuple[Button, ...] = ()
         self._final: str | None = None
         self._messages: list[_Message] = []
@@ -150,6 +159,13 @@ class ReplyStream:
             self._footer, self._footer_alone = footer, alone
             if self._task is not None or alone:
                 self._kick()
+
+    def set_placeholder(self, text: str | None) -> None:
+        """What the reply shows (with its buttons) while it has nothing else to show ("Working…");
+        the text then takes the message over, and with no text at all it goes at the end."""
+        if text != self._placeholder and self._final is None:
+            self._placeholder = text
+            self._kick()
 
     def set_buttons(self, buttons: tuple[Button, ...]) -> None:
         """Buttons on the message being written (a Stop button); the final text has none."""
@@ -217,9 +233,9 @@ class ReplyStream:
         chunks = list(split)
         if self._final is not None:
             return chunks
-        if not chunks:  # a footer shown alone, or nothing yet
-            footer = self._footer if self._footer_alone else None
-            return [self._surface.render(footer)] if footer else []
+        if not chunks:  # a footer shown alone, a placeholder, or nothing yet
+            alone = self._footer if self._footer_alone else self._placeholder
+            return [self._surface.render(alone)] if alone else []
         tail = chunks[-1]
         if marker is not None:
             tail += "\n" + marker  # show streaming code as code
@@ -250,12 +266,29 @@ class ReplyStream:
             return _Op("post", i, chunks[i], i < last, buttons if i == last else ())
         return None
 
+    def _bare(self, index: int) -> str:
+        """What message ``index`` shows of the answer (no footer, no placeholder; a code block
+        left open is closed): what a restart puts back."""
+        split, marker = self._split()
+        if index >= len(split):
+            return ""
+        return split[index] + ("\n" + marker if marker and index == len(split) - 1 else "")
+
     def adopt(self, message_id: str, shown: str) -> None:
         """Continue in a message posted elsewhere (a native stream that ended early); it is
-        edited to the final text like one of ours."""
-        self._messages.append(_Message(message_id, shown, self._clock.monotonic(), False))
+        edited to the final text like one of ours (and, recorded as it was, forgotten then)."""
+        adopted = _Message(message_id, shown, self._clock.monotonic(), False)
+        adopted.recorded = self._on_live is not None
+        self._messages.append(adopted)
 
-    def _post_anew(self, index: int) -> bool:
+    async def _live(self, msg: _Message, text: str | None) -> None:
+        """Tell ``on_live`` what ``msg`` is now (None: nothing to mend any more)."""
+        if self._on_live is None or (text is None and not msg.recorded):
+            return
+        await self._on_live(msg.id, None if text is None else LiveMessage(msg.id, text))
+        msg.recorded = text is not None
+
+    async def _post_anew(self, index: int) -> bool:
         """Whether the final text should be posted as new messages from ``index`` on, because
         the edit budget would hold it back too long (the old ones become drafts to delete)."""
         after = self._surface.limits.fresh_final_after
@@ -264,6 +297,8 @@ class ReplyStream:
         if self._budget.wait_estimate() <= after:
             return False
         log.info("edit budget busy: posting the final text anew instead of editing")
+        for draft in self._messages[index:]:
+            await self._live(draft, "" if draft.recorded else None)  # a restart deletes it
         self._drafts.extend(self._messages[index:])
         del self._messages[index:]
         return True
@@ -278,7 +313,7 @@ class ReplyStream:
         """Wait for the edit's turn; the newest edit of that message then, or None to plan
         again (the reply finished meanwhile, or the text moved on to another message)."""
         final = self._final is not None
-        if self._post_anew(op.index):
+        if await self._post_anew(op.index):
             return None
         wait = self._messages[op.index].touched + self._interval - self._clock.monotonic()
         if wait > 0 and not final and await sleep_until_set(self._clock, wait, self._finishing):
@@ -328,19 +363,20 @@ class ReplyStream:
         now = self._clock.monotonic()
         if op.kind == "post":
             # a message whose id must be recorded first is posted without its buttons: they come
-            # with an edit once the id is recorded, so a crash right after the post leaves no
-            # button behind (and a reply final at its first post records nothing)
-            shown = () if self._on_posted is not None else op.buttons
+            # with an edit once the id and its text are recorded, so a crash right after the
+            # post leaves no button behind (and a reply final at its first post records nothing)
+            shown = () if self._on_live is not None else op.buttons
             message_id = await self._surface.post(op.text, shown)
             self._messages.append(_Message(message_id, op.text, now, op.seal, shown))
         elif op.kind == "edit":
             msg = self._messages[op.index]
-            if op.buttons and not msg.recorded and self._on_posted is not None:
-                await self._on_posted(msg.id)
-                msg.recorded = True
+            if op.buttons:  # what it shows is recorded before it shows it
+                await self._live(msg, self._bare(op.index))
             msg.touched = now
             await self._surface.edit(msg.id, op.text, op.buttons, final=self._final is not None)
             msg.text, msg.sealed, msg.buttons = op.text, op.seal, op.buttons
+            if not op.buttons:
+                await self._live(msg, None)
         else:
             await self._drop_from(op.index)
 
@@ -348,7 +384,21 @@ class ReplyStream:
         """Delete messages ``index``… (they are posted again from the current text)."""
         doomed, self._messages = self._messages[index:], self._messages[:index]
         for msg in doomed:
+            await self._delete(msg)
+
+    async def _delete(self, msg: _Message) -> None:
+        """Delete ``msg`` (after a rate limit's wait); failing that, later at low priority."""
+        for _ in range(MAX_FAILURES):
             try:
                 await self._surface.delete(msg.id)
+            except SurfaceRateLimited as exc:
+                await self._clock.sleep(exc.retry_after)
+                continue
             except SurfaceError:
                 log.warning("could not delete superseded message %s", msg.id, exc_info=True)
+                break
+            await self._live(msg, None)
+            return
+        if self._discard is not None:
+            self._discard(msg.id)
+        await self._live(msg, "" if msg.recorded else None)  # a restart deletes it

@@ -47,6 +47,21 @@ class PanelRef:
     pinned: bool
 
 
+@dataclass(frozen=True, slots=True)
+class LiveMessage:
+    """A message the running run keeps live, and what a restart does with it.
+
+    ``text``: what a reply showing the Stop button shows without it (rendered), put back with a
+    note by the repair; ``""`` for a message that holds nothing of the answer (the "Working…"
+    placeholder, the control message beside a native stream, a superseded draft), which is
+    deleted; None for a record from before the text was kept (its buttons are dropped).
+    ``stream``: a natively streamed message still open, which the repair stops."""
+
+    message_id: str
+    text: str | None = ""
+    stream: bool = False
+
+
 @dataclass(slots=True)
 class Session:
     key: ThreadKey
@@ -64,8 +79,9 @@ class Session:
     """The UTC day (``YYYY-MM-DD``) that ``day_tokens`` and ``day_cost_usd`` count."""
     day_tokens: int = 0
     day_cost_usd: float = 0.0
-    stop_buttons: list[str] = field(default_factory=list)
-    """Messages of the running run that show its Stop button (removed when the run ends)."""
+    live_messages: list[LiveMessage] = field(default_factory=list)
+    """Messages of the running run that show its Stop button or still stream (the run's end
+    leaves none; a restart mends those a crash left)."""
     toolkits: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each toolkit's state in this thread (a JSON object by toolkit name; see
     :mod:`bot.tools.state`), saved with the session."""

@@ -15,7 +15,7 @@ from bot.llm.messages import Message, Usage, UserMessage, load_message
 from bot.memory.model import Memory
 from bot.policy import keys
 from bot.scheduler.schedules import Schedule
-from bot.sessions.model import PanelRef, RunState, Session, Todo
+from bot.sessions.model import LiveMessage, PanelRef, RunState, Session, Todo
 
 
 def number(prefixed: str, letter: str) -> int | None:
@@ -68,6 +68,21 @@ def _thread_model(toolkits: dict[str, dict[str, Any]]) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
+def _live_column(live: Sequence[LiveMessage]) -> str:
+    """The ``stop_buttons`` column: the run's live messages as JSON objects."""
+    return json.dumps([{"id": m.message_id, "text": m.text, "stream": m.stream} for m in live])
+
+
+def _live_messages(raw: str) -> list[LiveMessage]:
+    """The column read back; a bare id is a record from before the text was kept."""
+    return [
+        LiveMessage(str(m), None)
+        if not isinstance(m, dict)
+        else LiveMessage(str(m["id"]), m.get("text"), bool(m.get("stream")))
+        for m in json.loads(raw)
+    ]
+
+
 def session_row(session: Session) -> tuple[Any, ...]:
     """``key`` and the :data:`SESSION_COLUMNS` of ``session``, as stored."""
     panel = session.panel
@@ -95,7 +110,7 @@ def session_row(session: Session) -> tuple[Any, ...]:
         session.day,
         session.day_tokens,
         session.day_cost_usd,
-        json.dumps(session.stop_buttons),
+        _live_column(session.live_messages),
         _toolkits_column(session),
     )
 
@@ -127,7 +142,7 @@ def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:
             day=row[8],
             day_tokens=int(row[9]),
             day_cost_usd=float(row[10]),
-            stop_buttons=[str(m) for m in json.loads(row[11])],
+            live_messages=_live_messages(row[11]),
             toolkits=toolkits,
             model=model,
         )

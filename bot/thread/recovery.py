@@ -4,6 +4,10 @@ Every open tool call gets an "interrupted" result (and its approval, if any, exp
 side effects is re-run silently. A run cut off by a restart is picked up where it left off, once:
 the session says ``resumed`` while it runs, and cut off again it gets a word in the thread
 instead. Messages that were waiting for the run are answered.
+
+What the run left live in the thread is mended from what the session kept of it
+(:mod:`bot.present.mend`), never read back from the platform: no Stop button and no open stream
+outlives the crash.
 """
 
 from __future__ import annotations
@@ -16,8 +20,8 @@ from bot.api.surface import Surface
 from bot.approvals import inline_waits as asking
 from bot.approvals.decisions import Decisions
 from bot.engine.prompt import open_calls
-from bot.errors import SurfaceError
 from bot.llm.messages import Message, ToolResult, UserMessage
+from bot.present.mend import mend
 from bot.sessions.model import RunState, Session
 from bot.thread.hold import Holds
 from bot.thread.line import Place
@@ -81,7 +85,7 @@ class Recovery:
         async with self._holds.session(key) as session:
             if session is None or session.state is not RunState.AWAITING_APPROVAL:
                 return
-            await self._drop_stop_buttons(session, surface)
+            await self._mend_live(session, surface)
         await self._decisions.recover(key, surface)
 
     async def repair(self, session: Session, surface: Surface | None) -> None:
@@ -89,7 +93,7 @@ class Recovery:
         the approvals of those calls): nothing with side effects is re-run silently."""
         if session.state is RunState.AWAITING_APPROVAL:
             return
-        await self._drop_stop_buttons(session, surface)
+        await self._mend_live(session, surface)
         await asking.close(
             self._decisions, session, surface, asking.RESTARTED
         )  # what a sub-agent waited for
@@ -111,16 +115,15 @@ class Recovery:
         ]
         await self._store.append_messages(session, results)
 
-    async def _drop_stop_buttons(self, session: Session, surface: Surface | None) -> None:
-        """The Stop buttons of a run a restart cut off go (best effort: a message may be gone)."""
-        if not session.stop_buttons or surface is None:
+    async def _mend_live(self, session: Session, surface: Surface | None) -> None:
+        """What a run a restart cut off left live goes to rest: its Stop buttons, its
+        "Working…" and control messages, its open streams (best effort: a message may be gone)."""
+        if not session.live_messages or surface is None:
             return
-        for message_id in session.stop_buttons:
-            try:
-                await surface.drop_buttons(message_id)
-            except SurfaceError:
-                log.info("could not remove the Stop button of %s in %s", message_id, session.key)
-        session.stop_buttons = []
+        budget = self._supervisor.budgets.get(surface.limits)
+        for live in session.live_messages:
+            await mend(surface, live, budget)
+        session.live_messages = []
         await self._store.save_state(session)
 
 

@@ -24,7 +24,7 @@ from bot.llm.messages import Usage, UserMessage
 from bot.present.approval_card import ran_note, update_card
 from bot.present.budget import BudgetRegistry
 from bot.present.presenter import Presenter
-from bot.sessions.model import PanelRef, RunState, Session, stopped
+from bot.sessions.model import LiveMessage, PanelRef, RunState, Session, stopped
 from bot.sessions.store import SessionStore
 from bot.tools.base import ToolContext
 
@@ -136,7 +136,7 @@ class Supervisor:
                     session.state = RunState.AWAITING_APPROVAL
                 else:
                     session.state = RunState.RUNNING if again else RunState.IDLE
-                session.stop_buttons = []  # the presenter's last edit removed them
+                session.live_messages = []  # the presenter's last edits and stops mended them
                 session.updated_at = self.clock.now()
                 await self.store.save_state(session)
                 log.info("the run in %s ended: %s", session.key, _outcome(result))
@@ -219,9 +219,15 @@ class Supervisor:
             await update_card(surface, self.clock, found, ran_note(done))
             return True
 
-        async def on_posted(message_id: str) -> None:  # it shows the Stop button: remembered
-            session.stop_buttons.append(message_id)
-            await store.save_state(session)
+        async def on_live(message_id: str, live: LiveMessage | None) -> None:
+            """What a message with the Stop button shows (or an open stream), kept for a
+            restart to mend; forgotten once it has neither."""
+            kept = [m for m in session.live_messages if m.message_id != message_id]
+            if live is not None:
+                kept.append(live)
+            if kept != session.live_messages:
+                session.live_messages = kept
+                await store.save_state(session)
 
         return Presenter(
             surface,
@@ -229,7 +235,7 @@ class Supervisor:
             self.budgets,
             session.panel,
             persist_panel,
-            on_posted=on_posted if stop is not None else None,
+            on_live=on_live if stop is not None else None,
             on_card=on_card,
             stop_button=stop,
             on_tool=on_tool,

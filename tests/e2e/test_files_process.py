@@ -40,10 +40,12 @@ async def test_shared_files_reach_the_model_and_the_workspace(tmp_path: Path) ->
                 root = await slack.say(
                     "UADA", "CGENERAL", f"{MENTION} which is largest?", files=files
                 )
-                await slack.wait_for(
-                    lambda: any("largest." in m.shown for m in slack.replies("CGENERAL", root.ts)),
-                    WAIT,
-                )
+
+                def answered() -> bool:  # and the run over: its Stop message is gone
+                    replies = slack.replies("CGENERAL", root.ts)
+                    return len(replies) == 1 and "largest." in replies[0].shown
+
+                await slack.wait_for(answered, WAIT)
                 (reply,) = slack.replies("CGENERAL", root.ts)
         assert "dump.bin: not read (8.0 KB, larger than the 4.0 KB cap)" in reply.shown
         (request,) = model.requests

@@ -111,10 +111,10 @@ def card_recorded(database: Path, card_id: str) -> bool:
 
 
 def stop_recorded(database: Path, message_id: str) -> bool:
-    """The session knows which message shows its run's Stop button."""
+    """The session knows which message shows its run's Stop button (and what it shows)."""
     with contextlib.closing(sqlite3.connect(database)) as db:
         rows = db.execute("SELECT stop_buttons FROM sessions").fetchall()
-    return any(message_id in json.loads(row[0]) for row in rows)
+    return any(live["id"] == message_id for row in rows for live in json.loads(row[0]))
 
 
 def card_in(event: dict[str, Any]) -> bool:

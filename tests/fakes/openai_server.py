@@ -16,6 +16,8 @@ optional default responder), streaming Server-Sent Events shaped like OpenAI's:
 * :class:`StreamError`: a reply that stops with an ``{"error": …}`` event after some chunks.
 * :class:`Raw`: a body of Server-Sent Events given byte for byte (broken ones included).
 * :class:`Delay`: any of the above, after waiting for an event and/or some seconds.
+* :class:`Hang`: a server that takes the request and then sends nothing: no byte at all, or
+  its headers and a first chunk with no token in it, until an event is set.
 
 Non-streaming requests (``"stream": false``) get a ``chat.completion`` object for a Reply.
 ``POST /v1/responses`` answers from the same script in the Responses API's streamed events
@@ -36,7 +38,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 
@@ -215,7 +217,22 @@ class Delay:
     until: asyncio.Event | None = None
 
 
-Response = Reply | Fault | CutOff | Malformed | StreamError | Raw | Delay
+@dataclass(frozen=True, slots=True)
+class Hang:
+    """Send nothing (``before="byte"``: not even the headers) or only the headers and the
+    first chunk, which holds no token (``before="token"``), until ``until`` is set; then
+    drop the connection."""
+
+    until: asyncio.Event
+    before: Literal["byte", "token"] = "byte"
+
+    def script(self) -> Response:
+        if self.before == "byte":
+            return Delay(CutOff(Reply("never sent"), 0), until=self.until)
+        return CutOff(Reply("never sent"), 1, hold_until=self.until)
+
+
+Response = Reply | Fault | CutOff | Malformed | StreamError | Raw | Delay | Hang
 Responder = Callable[[dict[str, Any]], Response]
 
 
@@ -322,6 +339,8 @@ class FakeOpenAI:
             self.requests.append(record)
             self._arrived.notify_all()
         response = self._next(body)
+        if isinstance(response, Hang):
+            response = response.script()
         while isinstance(response, Delay):
             if response.until is not None:
                 await response.until.wait()

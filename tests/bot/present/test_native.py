@@ -58,8 +58,11 @@ class Streams:
         message.text += text
         self._note(tasks, plan)
 
-    async def stop(self, stream_id: str) -> None:
+    async def stop(self, stream_id: str, text: str = "") -> None:
         self._enter("stop")
+        if stream_id not in self.open:
+            raise SurfaceError("message_not_in_streaming_state")
+        self.surface.messages[stream_id].text += text
         self.open.discard(stream_id)
 
     def _enter(self, op: str) -> None:

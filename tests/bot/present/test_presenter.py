@@ -18,7 +18,7 @@ from bot.llm.messages import Usage
 from bot.present.budget import BudgetRegistry
 from bot.present.presenter import Presenter
 from bot.present.todo_panel import content_hash, render_todos
-from bot.sessions.model import PanelRef, Todo
+from bot.sessions.model import LiveMessage, PanelRef, Todo
 from tests.fakes.surface import RecordingSurface, drive, run_until, settle
 
 PLAN = (Todo(content="Look", status="in_progress"), Todo(content="Answer"))
@@ -38,7 +38,7 @@ class Run:
     async def persist(self, ref: PanelRef | None) -> None:
         self.panel = ref
 
-    async def record(self, message_id: str) -> None:
+    async def record(self, message_id: str, live: LiveMessage | None) -> None:
         self.posted.append(message_id)
 
     async def play(self, *events: EngineEvent) -> None:

@@ -14,6 +14,7 @@ from bot.present.budget import EditBudget
 from bot.present.reply import ReplyStream
 from bot.present.split import open_block, split_message
 from bot.present.sweep import DraftSweeper
+from bot.sessions.model import LiveMessage
 from tests.fakes.surface import (
     DEFAULT_LIMITS,
     EditLedger,
@@ -39,15 +40,22 @@ class Thread:
         self.clock = clock
         self.surface = RecordingSurface(clock, limits, strict=True, **surface_options)  # type: ignore[arg-type]
         self.posted: list[str] = []
+        self.live: dict[str, LiveMessage] = {}
+        """What a restart would mend now, by message id."""
         self.stream = ReplyStream(
             self.surface, clock, budget or EditBudget(clock, limits.edits_per_minute), self.record
         )
         if stop:  # as the supervisor's presenter: ids recorded before a Stop button shows
             self.stream.set_buttons(STOP)
 
-    async def record(self, message_id: str) -> None:
-        assert not self.surface.messages[message_id].buttons, "recorded before it shows buttons"
-        self.posted.append(message_id)
+    async def record(self, message_id: str, live: LiveMessage | None) -> None:
+        if live is None:
+            self.live.pop(message_id, None)
+            return
+        if message_id not in self.posted:
+            assert not self.surface.messages[message_id].buttons, "recorded before it shows buttons"
+            self.posted.append(message_id)
+        self.live[message_id] = live
 
     def assert_recorded(self, *, shown_any: bool = True) -> None:
         """Every message that showed buttons was recorded (before it showed them)."""

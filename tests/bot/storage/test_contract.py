@@ -9,7 +9,7 @@ from bot.api.inbound import ThreadKey
 from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers, AuditEntry
 from bot.llm.messages import AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
 from bot.scheduler.jobs import Job
-from bot.sessions.model import PanelRef, RunState, Todo
+from bot.sessions.model import LiveMessage, PanelRef, RunState, Todo
 from bot.storage.protocol import Store
 from tests.bot.storage.conftest import Stores
 
@@ -53,6 +53,11 @@ async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> Non
         "skills": {"loaded": [{"name": "deploy", "text": "Ünïcode ✓", "cut": False}]}
     }
     session.model = "gpt-4o"
+    session.live_messages = [
+        LiveMessage("M1", "Half of *an* answer ✓"),
+        LiveMessage("M2", ""),
+        LiveMessage("M3", None, stream=True),
+    ]
     session.updated_at = 5.0
     await store.save_state(session)
 
@@ -67,6 +72,7 @@ async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> Non
     assert (again.day, again.day_tokens, again.day_cost_usd) == ("2026-01-02", 15, 0.25)
     assert (again.created_at, again.updated_at) == (1.0, 5.0)
     assert again.toolkits == session.toolkits and again.model == "gpt-4o"
+    assert again.live_messages == session.live_messages
     assert await store.keys_in_state(RunState.RUNNING) == [KEY]
 
 

@@ -258,6 +258,15 @@ class FakeSlack:
         """The bot's messages in a thread, oldest first."""
         return [m for m in self.thread(channel, root_ts) if m.user == BOT_USER]
 
+    def open_streams(self, channel: str) -> list[Message]:
+        """The bot's messages still streaming (started, neither stopped nor replaced): a stream
+        nobody stops shows as streaming for good here."""
+        return [
+            m
+            for (c, _), m in self.workspace.messages.items()
+            if c == channel and m.streaming and not m.deleted
+        ]
+
     def pins(self, channel: str) -> list[str]:
         return list(self.workspace.channels[channel].pins)
 

@@ -189,16 +189,18 @@ class WebApi:
 
     def m_conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
         """A thread's messages, oldest first, between ``oldest`` and ``latest`` (inclusive when
-        asked), at most ``limit``."""
+        asked), at most ``limit`` — and, as Slack does, the first page always begins with the
+        thread's parent, whatever the window (so ``limit=1`` gives the parent alone)."""
         channel = self._channel(args.get("channel"))
         root = args.get("ts")
         if not isinstance(root, str) or self.workspace.find(channel.id, root) is None:
             raise SlackError("thread_not_found")
         inclusive = str(args.get("inclusive", "")).lower() in ("1", "true")
         low, high = float(args.get("oldest") or 0), float(args.get("latest") or 1e12)
-        found = [
+        thread = self.workspace.thread(channel.id, root)
+        found = thread[:1] + [
             m
-            for m in self.workspace.thread(channel.id, root)
+            for m in thread[1:]
             if ((low <= float(m.ts) <= high) if inclusive else (low < float(m.ts) < high))
         ]
         limit = min(int(args.get("limit") or 1000), self.replies_page_max)
