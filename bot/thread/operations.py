@@ -1,5 +1,5 @@
 """What people ask of a thread through commands (``/threadline status``, ``model``, ``skill``,
-``reset``) and what adapters ask about threads; :class:`bot.core.Core` hands these to
+``quiet``, ``listen``, ``reset``) and what adapters ask about threads; :class:`bot.core.Core` hands these to
 :class:`ThreadOperations`."""
 
 from __future__ import annotations
@@ -28,6 +28,13 @@ from bot.tools.skills import SkillsToolkit
 log = logging.getLogger(__name__)
 
 BUSY = "Another of my workers is busy in this thread; try again once it has answered."
+NOT_IN = "I'm not in this thread: mention me here to start one."
+QUIET = (
+    "Quiet: in this thread I answer only messages that mention me; I still read the others"
+    " when I'm mentioned. `/threadline listen` (or the Quiet or listen shortcut again) brings"
+    " me back."
+)
+LISTENING = "Listening: I answer the messages of this thread again (as its channel says)."
 COMMAND_WAIT_S = 120.0
 """A reset or a skill waits this long for a run on another worker to end."""
 
@@ -115,6 +122,23 @@ class ThreadOperations:
                 await self.holds.sessions.save_state(session)
                 log.info("%s chose the model %s for %s", actor.id, chosen or "of the channel", key)
         return note
+
+    async def quiet(self, key: ThreadKey, on: bool | None, actor: Author) -> str:
+        """``/threadline quiet`` (``on``) or ``listen`` (None: whichever it is not): the
+        thread's quiet flag, kept with its session (after the run going on there, if any, has
+        ended); what to tell the person."""
+        if not await self.store.has_session(key):
+            return NOT_IN
+        async with self.holds.session(key, wait_s=COMMAND_WAIT_S) as session:
+            if session is None:
+                return BUSY
+            on = not session.quiet if on is None else on
+            if session.quiet != on:
+                session.quiet = on
+                session.updated_at = self.holds.clock.now()
+                await self.holds.sessions.save_state(session)
+                log.info("%s made %s %s", actor.id, key, "quiet" if on else "listen")
+        return QUIET if on else LISTENING
 
     async def load_skill(self, key: ThreadKey, name: str, actor: Author) -> str:
         """Load the skill ``name`` into the thread (``/threadline skill NAME``), once the run

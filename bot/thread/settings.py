@@ -5,7 +5,14 @@ most specific section wins, as for approvers and tools; keys are matched part by
 
 What a section may set: the model, a system prompt (added to the default one, or replacing it),
 which tools are offered (``offer_tools``, ``hide_tools``; MCP servers with ``mcp_servers``),
-the limits of a run (``max_turns``, token and cost caps, the context window) and ``during_run``.
+the limits of a run (``max_turns``, token and cost caps, the context window), ``during_run``
+and ``thread_replies``.
+
+Which messages of a thread the bot answers is decided here, once (:meth:`Channels.answers`):
+a message that mentions the bot (or is in a direct message) always; any other message of a
+thread the bot is in unless the channel's ``thread_replies`` is ``mentions`` or the thread is
+quiet (``/threadline quiet``). What it does not answer is kept in the thread's session and read
+with the next answered message.
 """
 
 from __future__ import annotations
@@ -93,6 +100,20 @@ class Channels:
             return channel.during_run
         return self._settings.during_run
 
+    def thread_replies(self, key: str) -> Literal["all", "mentions"]:
+        _, channel = self.section(key)
+        if channel is not None and channel.thread_replies is not None:
+            return channel.thread_replies
+        return self._settings.thread_replies
+
+    def answers(self, key: str, *, addressed: bool, quiet: bool) -> bool:
+        """Whether a message of the bot's thread ``key`` is answered (False: it is kept, and
+        read with the next one that is): ``addressed`` (a mention, a direct message) always;
+        another one unless the thread is ``quiet`` or its channel answers mentions only."""
+        if addressed:
+            return True
+        return not quiet and self.thread_replies(key) == "all"
+
     def model(self, key: str, chosen: str | None) -> Chosen:
         """The model a run in the thread asks, and where that was set."""
         if chosen:
@@ -166,4 +187,15 @@ def describe_section(settings: Settings, prefix: str, base: EngineConfig) -> lis
     lines.append(f"  limits: {limits}")
     during = channel.during_run or settings.during_run
     lines.append(f"  during a run: {during}{'' if channel.during_run else ' (global)'}")
+    replies = channel.thread_replies or settings.thread_replies
+    lines.append(
+        f"  thread replies: {REPLIES[replies]}{'' if channel.thread_replies else ' (global)'}"
+    )
     return lines
+
+
+REPLIES = {
+    "all": "every message of a thread the bot is in",
+    "mentions": "only messages that mention the bot (the others are read with the next mention)",
+}
+"""``thread_replies`` in words, for ``threadline doctor``."""
