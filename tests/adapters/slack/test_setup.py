@@ -108,6 +108,7 @@ async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
     text = "\n".join(t for _, t in lines)
     assert "@threadline in workspace Fake Workspace (T0FAKE)" in text
     assert "Socket Mode can connect" in text
+    assert "threadline_stop, threadline_status, threadline_quiet, threadline_reset" in text
     assert BOT_TOKEN not in text and APP_TOKEN not in text
 
 
