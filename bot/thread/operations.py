@@ -91,6 +91,7 @@ class ThreadOperations:
         ]
         if session.cost_usd:
             lines.append(f"Cost: ${session.cost_usd:.4f}")
+        lines.append(self._replies(key, session.quiet))
         if session.todos:
             lines.append(f"Todos: {done} of {len(session.todos)} done")
         lines.extend(self.tools.status(session))
@@ -101,6 +102,14 @@ class ThreadOperations:
         if model.source == "THREADLINE_MODEL" or model.name == self.model.name:
             return self.model.label
         return f"{model.name} ({model.source})"
+
+    def _replies(self, key: ThreadKey, quiet: bool) -> str:
+        """Which messages of the thread are answered, and why."""
+        if quiet:
+            return "Answers: only messages that mention me (this thread is quiet)"
+        if self.channels.thread_replies(key) == "mentions":
+            return "Answers: only messages that mention me (the channel's setting)"
+        return "Answers: every message"
 
     def refusal(self, actor: Author, key: ThreadKey) -> str | None:
         """Why ``actor`` may not give a command about the thread ``key`` (None: they may)."""

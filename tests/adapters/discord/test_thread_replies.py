@@ -80,9 +80,11 @@ async def test_the_message_commands_quiet_status_stop_and_a_confirmed_reset(
     await d.idle()  # a run would wait for the puppet's words: none came, none ran
     assert d.fake.world.shown(thread.id) == ["Hi there"]
     # on the message in the channel that started the thread: the same thread
+    status = await private(d, d.fake.message_command(said, STATUS, d.ada))
+    assert "Answers: only messages that mention me (this thread is quiet)" in status
     assert await private(d, d.fake.message_command(start, QUIETEN, d.ada)) == LISTENING
     status = await private(d, d.fake.message_command(said, STATUS, d.ada))
-    assert "Messages: 3" in status
+    assert "Messages: 3" in status and "Answers: every message" in status
 
     puppet.say("Talking")
     d.fake.say(thread, d.bob, "now talk for a while")

@@ -137,6 +137,7 @@ async def test_status_stop_and_a_confirmed_reset_by_shortcut(
         await world.answered(root)
         status = await note(world, "UADA", root, "threadline_status", 1)
         assert "Model: held scripted model" in status and "Messages: 2" in status
+        assert "Answers: every message" in status
 
         model.released.clear()
         await world.fake.say("UADA", "CGENERAL", "a long task", thread_ts=root.ts)
