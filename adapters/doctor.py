@@ -25,7 +25,7 @@ from bot.mcp.servers import probe as probe_mcp_servers
 from bot.policy.words import access_lines, tool_lines
 from bot.scheduler.when import local_time
 from bot.thread.model_words import describe_models, model_warnings
-from bot.thread.settings import describe_section
+from bot.thread.settings import REPLIES, describe_section
 from bot.tools.builtin import builtin_tools
 from bot.tools.commands import describe_sandbox
 from bot.tools.doctor import tool_checks
@@ -221,6 +221,12 @@ def _channels(settings: Settings) -> None:
         f"{model}a first mention in an existing thread reads up to "
         f"{settings.thread_history_messages} earlier messages "
         f"({settings.thread_history_chars:,} characters)",
+    )
+    _line(
+        None,
+        f"thread replies: {REPLIES[settings.thread_replies]} (THREADLINE_THREAD_REPLIES="
+        f"{settings.thread_replies}; direct messages are always answered; /threadline quiet "
+        "or the Quiet shortcut quiets one thread)",
     )
     for prefix in sorted(settings.channels):
         lines = describe_section(settings, prefix, base)

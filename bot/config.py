@@ -210,6 +210,8 @@ class ChannelSettings(SamplingSettings):
     day_max_tokens: int | None = Field(default=None, ge=1)
     day_max_cost_usd: float | None = Field(default=None, gt=0)
     during_run: Literal["steer", "queue"] | None = None
+    thread_replies: Literal["all", "mentions"] | None = None
+    """In a thread the bot is in: answer every message, or only those that mention it."""
     timezone: str | None = None
     """The channel's time zone (an IANA name): the model is told the time there too."""
 
@@ -426,6 +428,10 @@ class Settings(SettingsBase):
     """Longer user messages are cut to this many characters, and the thread is told."""
     during_run: Literal["steer", "queue"] = "steer"
     """A message arriving during a run: shown to the model at its next call, or queued."""
+    thread_replies: Literal["all", "mentions"] = "all"
+    """In a thread the bot is in: answer every message (``all``), or only those that mention it
+    (``mentions``; the others are kept and read with the next mention). Direct messages are
+    always answered."""
     compact_at: float = Field(default=0.8, gt=0.1, le=1.0)
     """Compact a thread when its estimated tokens pass this share of the context window."""
     keep_recent_turns: int = Field(default=4, ge=1, le=100)

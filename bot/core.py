@@ -16,9 +16,11 @@ import random
 from collections.abc import Awaitable, Sequence
 
 from bot.api import actions
+from bot.api.commands import CANNOT, RESET_DONE, STOPPED
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.port import Stopped
-from bot.api.surface import Surface
+from bot.api.shortcuts import Note, Shortcut
+from bot.api.surface import Button, Surface
 from bot.api.transfer import file_transfer
 from bot.approvals.decided import Decided
 from bot.approvals.decisions import Decisions
@@ -72,6 +74,14 @@ from bot.tools.registry import ToolRegistry
 log = logging.getLogger(__name__)
 
 STOP_REFUSED = "You can't use Threadline here, so you can't stop its run; it goes on."
+NOT_OURS = (
+    "That message is not in a Threadline thread (this bot is not in that thread), so there is"
+    " nothing to do there."
+)
+RESET_CONFIRM = (
+    "Reset this thread? Threadline forgets its conversation here and the next message starts"
+    " afresh. Nothing changes until you confirm."
+)
 
 
 class Core:
@@ -304,7 +314,11 @@ class Core:
         """Take the message's place in its thread: once this returns, a later message of the
         thread comes after it. Returns the work that answers it, already started (await it to
         know when it landed), or None (a redelivery, a message handed to the thread's running
-        run, or the core shutting down)."""
+        run, a message not addressed to the bot in a thread it is not in, or the core shutting
+        down). Whether a message that does not mention the bot is answered or only kept is the
+        thread's (:meth:`bot.thread.settings.Channels.answers`)."""
+        if not inbound.addressed and not await self.store.has_session(inbound.thread_key):
+            return None  # a thread the bot is not in
         verdict = self.policy.talk(inbound.author, inbound.thread_key)
         if not verdict.allowed:
             log.info(
@@ -322,6 +336,7 @@ class Core:
             event_id=inbound.event_id,
             earlier=earlier,
             images=files.images,
+            addressed=inbound.addressed,
         )
         if not await self.deliveries.accept(inbound.thread_key, message):
             log.info("ignoring a redelivery of %s", inbound.event_id)
@@ -330,7 +345,12 @@ class Core:
         notices.extend(_file_notice(files.problems))
         notice = " ".join(notices) or None
         return await self.answers.place(
-            inbound.thread_key, message, author, surface, notice, awaited=True
+            inbound.thread_key,
+            message,
+            author,
+            surface,
+            notice,
+            awaited=True,
         )
 
     async def _files(self, inbound: Inbound, surface: Surface) -> Received:
@@ -400,9 +420,44 @@ class Core:
                     with contextlib.suppress(SurfaceError):
                         await surface.drop_buttons(message_id)
                 return "That run has already ended."
+            case actions.ResetThread(key):
+                return await self._confirmed_reset(ThreadKey(key), actor, surface)
             case None:
                 log.info("click on unknown action %r by %s", action_id, actor.id)
                 return "This button is no longer active."
+
+    async def _confirmed_reset(self, key: ThreadKey, actor: Author, surface: Surface) -> str:
+        """The reset a shortcut asked to confirm, once confirmed (the right to give a command
+        there is asked again: it may have changed)."""
+        if self.operations.refusal(actor, key) is not None:
+            return CANNOT
+        target = surface if surface.thread_key == key else self.surfaces.surface_for(key)
+        if target is None:
+            return "I can't reach that thread any more; nothing changed."
+        await self.reset(key, target)
+        log.info("%s reset %s", actor.id, key)
+        return RESET_DONE
+
+    # --- shortcuts on a message (bot.api.shortcuts) ---
+
+    async def on_shortcut(
+        self, shortcut: Shortcut, key: ThreadKey, actor: Author, surface: Surface
+    ) -> Note:
+        """A shortcut on a message of the thread ``key``: the same rights as the commands (the
+        Stop right for stop, the command right for the others); a private note back."""
+        if not await self.store.has_session(key):
+            return Note(NOT_OURS)
+        if shortcut == "stop":
+            stopped = await self.stop(key, actor)
+            return Note(STOP_REFUSED if stopped == "refused" else STOPPED[stopped])
+        if self.operations.refusal(actor, key) is not None:
+            return Note(CANNOT)
+        if shortcut == "status":
+            return Note(await self.describe(key))
+        if shortcut == "quiet":
+            return Note(await self.quiet(key, None, actor))
+        confirm = Button(actions.encode(actions.ResetThread(key)), "Reset this thread", "danger")
+        return Note(RESET_CONFIRM, (confirm,))
 
     # --- what commands and adapters ask of a thread (bot.thread.operations) ---
 
@@ -426,6 +481,9 @@ class Core:
 
     async def reset(self, key: ThreadKey, surface: Surface) -> None:
         await self.operations.reset(key, surface)
+
+    async def quiet(self, key: ThreadKey, on: bool | None, actor: Author) -> str:
+        return await self.operations.quiet(key, on, actor)
 
     # --- work that comes from elsewhere: a schedule, another worker ---
 

@@ -13,7 +13,7 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from adapters.discord.commands import command_group, sync_if_changed
+from adapters.discord.commands import command_group, message_commands, sync_if_changed
 from adapters.discord.config import Shards
 from adapters.discord.guard import guard_parsers
 from adapters.discord.listeners import Listeners
@@ -77,6 +77,8 @@ class ThreadlineClient(discord.Client):
     async def setup_hook(self) -> None:
         self.add_dynamic_items(ActionButton)
         self.tree.add_command(command_group(self.listeners))
+        for command in message_commands(self.listeners):
+            self.tree.add_command(command)
         if self.application_id is None:
             log.warning("Discord did not name the application; slash commands are not registered")
             return

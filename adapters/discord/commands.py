@@ -1,6 +1,7 @@
-"""``/threadline status|reset|stop|model|schedules|memory|skill`` as Discord application
-commands (what each does is :mod:`bot.api.commands`), and registering them with Discord only when
-they change.
+"""``/threadline status|reset|stop|quiet|listen|model|schedules|memory|skill`` as Discord
+application commands (what each does is :mod:`bot.api.commands`), the shortcuts of
+:mod:`bot.api.shortcuts` as message commands (type 3: a message's "Apps" menu), and registering
+them with Discord only when they change.
 
 Discord rate-limits command registration hard, so :func:`sync_if_changed` keeps a hash of the
 command set (with the application id) in the data directory and overwrites the global commands
@@ -20,6 +21,7 @@ import discord
 from discord import app_commands
 
 from bot.api.commands import ChooseModel, Command, Kept, LoadSkill
+from bot.api.shortcuts import SHORTCUTS, Shortcut
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +31,10 @@ HASH_FILE = "discord-commands.json"
 
 class CommandHandler(Protocol):
     async def on_command(self, interaction: discord.Interaction[Any], command: Command) -> None: ...
+
+    async def on_shortcut(
+        self, interaction: discord.Interaction[Any], shortcut: Shortcut, message: discord.Message
+    ) -> None: ...
 
 
 def command_group(handler: CommandHandler) -> app_commands.Group:
@@ -45,6 +51,14 @@ def command_group(handler: CommandHandler) -> app_commands.Group:
     @group.command(name="stop", description="Stop the run in progress in this thread")
     async def stop(interaction: discord.Interaction[Any]) -> None:
         await handler.on_command(interaction, "stop")
+
+    @group.command(name="quiet", description="Answer this thread only when a message mentions me")
+    async def quiet(interaction: discord.Interaction[Any]) -> None:
+        await handler.on_command(interaction, "quiet")
+
+    @group.command(name="listen", description="Answer every message of this thread again")
+    async def listen(interaction: discord.Interaction[Any]) -> None:
+        await handler.on_command(interaction, "listen")
 
     @group.command(
         name="model", description="Show the model of this thread, or change it for this thread only"
@@ -80,6 +94,20 @@ def command_group(handler: CommandHandler) -> app_commands.Group:
     return group
 
 
+def message_commands(handler: CommandHandler) -> list[app_commands.ContextMenu]:
+    """The shortcuts as message commands, one per shortcut, named as people see them."""
+    return [_message_command(handler, shortcut, name) for shortcut, (name, _) in SHORTCUTS.items()]
+
+
+def _message_command(
+    handler: CommandHandler, shortcut: Shortcut, name: str
+) -> app_commands.ContextMenu:
+    async def used(interaction: discord.Interaction[Any], message: discord.Message) -> None:
+        await handler.on_shortcut(interaction, shortcut, message)
+
+    return app_commands.ContextMenu(name=name, callback=used)
+
+
 async def sync_if_changed(
     tree: app_commands.CommandTree[Any], application_id: int, data_dir: Path
 ) -> bool:
@@ -93,7 +121,7 @@ async def sync_if_changed(
         return False
     await tree.sync()
     await asyncio.to_thread(_write_digest, path, digest)
-    log.info("registered %d slash command group(s) with Discord", len(commands))
+    log.info("registered %d application command(s) with Discord", len(commands))
     return True
 
 

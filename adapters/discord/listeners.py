@@ -1,15 +1,17 @@
-"""Discord's events → the core: messages, clicks and slash commands, each in an owned task.
+"""Discord's events → the core: messages, clicks, slash commands and message commands (the
+shortcuts of :mod:`bot.api.shortcuts`), each in an owned task.
 
 Nothing here waits for the core inside a platform's deadline: a message is handed to the core
-in a background task; a click or a slash command is acknowledged first (Discord wants an
-answer within 3 s), then handled in a background task whose result comes back as an
-ephemeral follow-up.
+in a background task; a click, a slash command or a message command is acknowledged first
+(Discord wants an answer within 3 s), then handled in a background task whose result comes
+back as an ephemeral follow-up (with a confirm button for a reset).
 
 Which messages are answered:
 - Messages from bots (this one included) and webhooks, and system messages, are ignored.
 - Direct messages are always answered (``discord:dm:{channel}``).
-- In a thread: a message that mentions the bot is answered; so is any readable message in a
-  thread the bot has joined (``core.has_session``).
+- In a thread: a message that mentions the bot is answered; any other readable message is
+  handed to the core as not addressed to the bot, and the core decides (whether the thread is
+  the bot's, and whether it answers it or only keeps it: ``thread_replies``, a quiet thread).
 - In a text channel: a mention opens a thread from the message and is answered there. A
   redelivered mention finds that thread (its id is the message's) instead of a second one.
 Messages of one channel are routed one at a time, in arrival order.
@@ -24,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -42,10 +44,13 @@ from adapters.discord.parse import (
 )
 from adapters.discord.ratelimit import GlobalPacer, RateLimitWatch
 from adapters.discord.surface import NO_PINGS, DiscordSurface, Link
+from adapters.discord.views import build_view
 from bot.api.commands import Command, run_command
 from bot.api.inbound import Earlier, Gap, ThreadKey
 from bot.api.kit import Clock, TaskSet, ThreadLocks
 from bot.api.port import CoreApi
+from bot.api.shortcuts import Note, Shortcut
+from bot.api.surface import Button
 from bot.errors import SurfaceError
 
 log = logging.getLogger(__name__)
@@ -226,9 +231,7 @@ class Listeners:
             if mentioned:
                 return Where(channel.id, guild.id)
             readable = bool(message.content.strip() or message.attachments)
-            if readable and await self.core.has_session(thread_key(guild.id, channel.id)):
-                return Where(channel.id, guild.id)
-            return None
+            return Where(channel.id, guild.id) if readable else None
         if isinstance(channel, discord.TextChannel) and mentioned:
             thread_id = await self._open_thread(message, thread_name(message, me))
             return None if thread_id is None else Where(thread_id, guild.id)
@@ -305,6 +308,38 @@ class Listeners:
             lambda surface: run_command(self.core, command, surface.thread_key, surface, actor),
         )
 
+    async def on_shortcut(
+        self, interaction: discord.Interaction[Any], shortcut: Shortcut, message: discord.Message
+    ) -> None:
+        try:
+            await interaction.response.defer(ephemeral=True, thinking=True)
+        except discord.HTTPException as exc:
+            log.warning(
+                "could not acknowledge the %s shortcut: %s %s", shortcut, exc.status, exc.text
+            )
+            return
+        self.tasks.spawn(self._shortcut(interaction, shortcut, message))
+
+    async def _shortcut(
+        self, interaction: discord.Interaction[Any], shortcut: Shortcut, message: discord.Message
+    ) -> None:
+        """The shortcut in the thread of ``message`` (a thread's starter message in its channel
+        names that thread); its note goes to the person alone."""
+        channel_id = interaction.channel_id or message.channel.id
+        guild_id = interaction.guild_id
+        if _starts_a_thread(message):
+            channel_id = message.id  # the thread started from this message has its id
+        surface = self.surface(channel_id, guild_id)
+        actor = author_of(interaction.user)
+        try:
+            note = await self.core.on_shortcut(shortcut, surface.thread_key, actor, surface)
+        except Exception:
+            log.exception("the %s shortcut in %s failed", shortcut, surface.thread_key)
+            note = Note(COMMAND_FAILED)
+        finally:
+            await surface.aclose()
+        await _follow_up(interaction, note.text, note.buttons)
+
     async def _privately(
         self,
         interaction: discord.Interaction[Any],
@@ -329,6 +364,14 @@ class Listeners:
             await _follow_up(interaction, note)
 
 
+def _starts_a_thread(message: discord.Message) -> bool:
+    """A server message in a channel that a thread was started from (the thread's id is its)."""
+    guild = message.guild
+    if guild is None or isinstance(message.channel, discord.Thread):
+        return False
+    return guild.get_thread(message.id) is not None or message.thread is not None
+
+
 async def _say_failed(surface: DiscordSurface) -> None:
     try:
         await surface.post(FAILED)
@@ -345,9 +388,17 @@ async def _say_no_thread(message: discord.Message) -> None:
         log.warning("could not tell channel %s that threads are not allowed", message.channel.id)
 
 
-async def _follow_up(interaction: discord.Interaction[Any], note: str) -> None:
-    """A private answer to the person who clicked or typed the command."""
+async def _follow_up(
+    interaction: discord.Interaction[Any], note: str, buttons: Sequence[Button] = ()
+) -> None:
+    """A private answer to the person who clicked or typed the command (with ``buttons``)."""
+    view = build_view(buttons)
     try:
-        await interaction.followup.send(note[:2000], ephemeral=True, allowed_mentions=NO_PINGS)
+        if view is None:
+            await interaction.followup.send(note[:2000], ephemeral=True, allowed_mentions=NO_PINGS)
+        else:
+            await interaction.followup.send(
+                note[:2000], ephemeral=True, allowed_mentions=NO_PINGS, view=view
+            )
     except discord.HTTPException as exc:
         log.warning("could not send the private note: %s %s", exc.status, exc.text)

@@ -59,6 +59,7 @@ def to_inbound(message: discord.Message, where: Where, me: discord.abc.User) -> 
         text=clean_text(message, me),
         event_id=f"discord:{message.id}",
         files=files,
+        addressed=where.guild_id is None or mentions_me(message, me),
     )
 
 

@@ -42,6 +42,7 @@ from adapters.slack.surface import SlackSurface, slack_limits
 from bot.api.inbound import ThreadKey
 from bot.api.kit import Clock, SystemClock, TaskSet
 from bot.api.port import CoreApi
+from bot.api.shortcuts import CALLBACK_PREFIX
 from bot.config import Settings
 from bot.errors import ConfigError
 
@@ -232,6 +233,7 @@ def _bolt_app(
     app.event(re.compile(".*"))(handlers.on_other_event)
     app.action(re.compile(".*"))(handlers.on_action)
     app.command(COMMAND)(handlers.on_command)
+    app.message_shortcut(re.compile(f"^{CALLBACK_PREFIX}"))(handlers.on_shortcut)
     return app
 
 

@@ -13,6 +13,7 @@ from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig, SlackSett
 from adapters.slack.people import configured_groups
 from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES, GROUP_SCOPE, OPTIONAL_SCOPES
 from bot.api.kit import unreachable_reason
+from bot.api.shortcuts import SHORTCUTS, callback_id
 from bot.config import Settings
 from bot.errors import ConfigError
 
@@ -51,6 +52,7 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         lines.append(_scopes(response.headers.get("x-oauth-scopes"), wanted))
         if optional := _optional(response.headers.get("x-oauth-scopes")):
             lines.append(optional)
+        lines.append(_shortcuts())
         lines.append(_streaming(config))
         lines.append(_edit_budget(settings, config))
         if config.app_token is not None:
@@ -108,6 +110,18 @@ async def _socket_mode(client: AsyncWebClient, app_token: str, config: SlackConf
             f"could not reach the Slack API{where} to open Socket Mode: {_reason(exc, config)}",
         )
     return (True, "app token works: Socket Mode can connect")
+
+
+def _shortcuts() -> Line:
+    """The message shortcuts the app must declare (a bot token cannot read the app's
+    settings, so this is said, not checked)."""
+    ids = ", ".join(callback_id(s) for s in SHORTCUTS)
+    return (
+        None,
+        f"message shortcuts (commands inside threads): the app must declare {ids} under "
+        "Interactivity & Shortcuts, as deploy/slack-manifest.*.yaml do; a bot token cannot "
+        "check that, so compare once with the manifest",
+    )
 
 
 def _streaming(config: SlackConfig) -> Line:

@@ -2,13 +2,17 @@
 
 A listener only parses the payload and starts a task, so Slack always gets its
 acknowledgement well within 3 seconds, however busy the core is. The task resolves the
-speaker's name, checks that the bot has joined the thread (for messages without a mention),
-and hands an :class:`~bot.api.inbound.Inbound` to the core. Messages of one thread are
+speaker's name and hands an :class:`~bot.api.inbound.Inbound` to the core, saying whether it
+mentions the bot (the core decides whether a thread is the bot's, and whether a message that
+does not mention it is answered). Messages of one thread are
 prepared one at a time, in the order they arrived, and each takes its place in the core
 (``core.admit``) before the next is prepared, so a slow name lookup cannot let a later message
 overtake an earlier one. A click is acknowledged first, then routed to ``core.on_action``; its
 note goes to the clicker alone with ``chat.postEphemeral``. A ``/threadline`` command is
 acknowledged first too, then answered to the person alone (:mod:`adapters.slack.commands`).
+A message shortcut (``threadline_stop``…, :mod:`bot.api.shortcuts`) is acknowledged first,
+then handed to ``core.on_shortcut``; its note (with a confirm button for reset) goes to the
+person alone, in the thread.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from adapters.slack.history import earlier
 from adapters.slack.parse import (
     Click,
     PersonMessage,
+    ShortcutUse,
     mentioned_users,
     parse_click,
     parse_message,
+    parse_shortcut,
     plain_text,
     thread_key,
 )
@@ -42,6 +48,7 @@ from bot.api.commands import run_command
 from bot.api.inbound import Author, Earlier, Gap, Inbound, ThreadKey
 from bot.api.kit import TaskSet, ThreadLocks
 from bot.api.port import CoreApi
+from bot.api.shortcuts import Note, read
 from bot.api.surface import SurfaceLimits
 from bot.errors import SurfaceError
 
@@ -54,6 +61,7 @@ acknowledgement within 3 s)."""
 FAILED = "Something went wrong while answering; the server log has the details."
 CLICK_FAILED = "Something went wrong with that button; the server log has the details."
 COMMAND_FAILED = "Something went wrong; the server log has the details."
+UNKNOWN_SHORTCUT = "I don't know that shortcut; the app's shortcuts may be newer than this bot."
 
 
 @dataclass(eq=False)
@@ -107,12 +115,18 @@ class SlackListeners:
             return
         self.tasks.spawn(self._command(command))
 
+    async def on_shortcut(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        use = parse_shortcut(body)
+        if use is None:
+            log.info("ignoring a shortcut payload without a user, a channel and a message")
+            return
+        self.tasks.spawn(self._shortcut(use))
+
     # --- the work ----------------------------------------------------------------------------
     async def _accept(self, message: PersonMessage) -> None:
         key = message.thread_key(self.identity.team_id)
         async with self._order.hold(key):
-            if message.needs_session and not await self.core.has_session(key):
-                return
             inbound = await self._inbound(message, key)
             if self.streams is not None:  # a native stream of the answer is for this person
                 self.streams.answering(key, message.user)
@@ -145,6 +159,7 @@ class SlackListeners:
             event_id=message.event_id(self.identity.team_id),
             files=message.files,
             history=history,
+            addressed=not message.needs_session,
         )
 
     async def _earlier(self, message: PersonMessage, key: ThreadKey) -> tuple[Earlier | Gap, ...]:
@@ -193,6 +208,32 @@ class SlackListeners:
             )
         except SurfaceError:
             log.warning("could not show %s the note about their click", click.user, exc_info=True)
+
+    async def _shortcut(self, use: ShortcutUse) -> None:
+        """The shortcut in the thread of the message it was used on; its note goes to the
+        person alone, in that thread."""
+        key = thread_key(self.identity.team_id, use.channel, use.root_ts)
+        try:
+            note = await self._shortcut_note(use, key)
+        except Exception:
+            log.exception("the shortcut %r in %s failed", use.callback_id, key)
+            note = Note(COMMAND_FAILED)
+        payload = message_payload(render(note.text), note.buttons)
+        try:
+            await self.api.ephemeral(use.channel, use.user, use.root_ts, payload)
+        except SurfaceError:
+            log.warning("could not answer the shortcut of %s in %s", use.user, key)
+
+    async def _shortcut_note(self, use: ShortcutUse, key: ThreadKey) -> Note:
+        shortcut = read(use.callback_id)
+        if shortcut is None:
+            log.info("unknown shortcut %r", use.callback_id)
+            return Note(UNKNOWN_SHORTCUT)
+        name, roles = await asyncio.gather(
+            self.names.name(use.user), self.groups.roles_of(use.user)
+        )
+        actor = Author(f"slack:{use.user}", name, roles)
+        return await self.core.on_shortcut(shortcut, key, actor, self.surface(key))
 
     async def _command(self, command: SlashCommand) -> None:
         """Run the command in the thread it names; its answer goes to the person alone."""

@@ -1,5 +1,5 @@
-"""Slack payloads → what the adapter acts on: a person's message, or a click; and Slack's
-message markup → the plain text the model reads.
+"""Slack payloads → what the adapter acts on: a person's message, a click, or a message
+shortcut; and Slack's message markup → the plain text the model reads.
 
 Which messages the bot answers:
 
@@ -7,8 +7,9 @@ Which messages the bot answers:
   (or in the thread it was written in);
 - any message in a direct message with the bot: each top-level message starts a thread under
   it, a reply in a thread continues that thread's session;
-- a message without a mention in a thread: only if the bot has joined that thread (the adapter
-  asks the core; ``needs_session``);
+- a message without a mention in a thread: handed to the core as not addressed to the bot
+  (``needs_session``); the core decides whether the thread is the bot's and whether it answers
+  it or only keeps it (``thread_replies``, a quiet thread);
 - nothing else: not top-level messages without a mention, not the bot's own or other bots'
   messages, not edits, deletions, joins or any other subtype.
 
@@ -74,7 +75,8 @@ class PersonMessage:
     """The text with the bot's mention removed (still Slack markup)."""
     files: tuple[Attachment, ...]
     needs_session: bool
-    """Not addressed to the bot: answer only in a thread the bot has joined."""
+    """Not addressed to the bot: the core answers it only in a thread the bot is in (and there
+    as the thread's settings say)."""
     direct: bool = False
     """Written in a direct message with the bot."""
 
@@ -93,6 +95,17 @@ class Click:
     action_id: str
     message_ts: str | None = None
     """The message whose button was clicked."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShortcutUse:
+    """A message shortcut (``message_action``): who used which one on which thread's message."""
+
+    user: str
+    channel: str
+    root_ts: str
+    """The thread of the message it was used on (the message's own ts when top-level)."""
+    callback_id: str
 
 
 def thread_key(team: str, channel: str, thread_ts: str) -> ThreadKey:
@@ -192,6 +205,20 @@ def parse_click(body: Any) -> Click | None:
         action_id=action_id,
         message_ts=clicked if _text(clicked) else None,
     )
+
+
+def parse_shortcut(body: Any) -> ShortcutUse | None:
+    """The message shortcut in a ``message_action`` payload, or None for anything else."""
+    if not isinstance(body, dict) or body.get("type") != "message_action":
+        return None
+    message = _dict(body, "message")
+    user = _dict(body, "user").get("id")
+    channel = _dict(body, "channel").get("id")
+    root = message.get("thread_ts") or message.get("ts") or body.get("message_ts")
+    callback = body.get("callback_id")
+    if not (_text(user) and _text(channel) and _text(root) and _text(callback)):
+        return None
+    return ShortcutUse(user=user, channel=channel, root_ts=root, callback_id=callback)
 
 
 def _dict(body: dict[str, Any], name: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ deny        approval id             deny it
 always      approval id             approve, and allow the tool here from now on
 exact       approval id             approve, and allow this exact call here from now on
 stop        run id                  stop that run of the thread
+reset       thread key              reset that thread (the confirmation of a reset)
 ==========  ======================  ===============================================
 """
 
@@ -36,7 +37,12 @@ class StopRun:
     run_id: str
 
 
-Action = Decide | StopRun
+@dataclass(frozen=True, slots=True)
+class ResetThread:
+    key: str
+
+
+Action = Decide | StopRun | ResetThread
 
 
 def encode(action: Action) -> str:
@@ -45,6 +51,8 @@ def encode(action: Action) -> str:
             text = f"{choice.value}:{approval_id}"
         case StopRun(run_id):
             text = f"stop:{run_id}"
+        case ResetThread(key):
+            text = f"reset:{key}"
     if len(text) > MAX_LENGTH:
         raise ValueError(f"action id longer than {MAX_LENGTH} characters: {text[:40]}…")
     return text
@@ -57,6 +65,8 @@ def parse(text: str) -> Action | None:
         return None
     if kind == "stop":
         return StopRun(argument)
+    if kind == "reset":
+        return ResetThread(argument)
     try:
         return Decide(Choice(kind), argument)
     except ValueError:

@@ -1,4 +1,4 @@
-"""``/threadline status|reset|stop|model|schedules|memory|skill``: what each does in a thread,
+"""``/threadline status|reset|stop|quiet|listen|model|schedules|memory|skill``: what each does in a thread,
 for every platform. An adapter turns its platform's command into a :data:`Command` (Discord's
 options, Slack's text through :func:`parse`), names the thread, and shows the answer to the
 person alone.
@@ -49,7 +49,7 @@ class ChooseModel:
         return f"model {self.name}".rstrip()
 
 
-Command = Literal["status", "reset", "stop"] | Kept | LoadSkill | ChooseModel
+Command = Literal["status", "reset", "stop", "quiet", "listen"] | Kept | LoadSkill | ChooseModel
 CANNOT = "You can't use Threadline here."
 STOPPED: dict[Stopped, str] = {
     "stopping": "Stopping the run in this thread.",
@@ -61,11 +61,13 @@ USAGE = """\
 `/threadline status` — model, state, usage and todos of the thread
 `/threadline reset` — forget the thread's conversation and start afresh
 `/threadline stop` — stop the run in progress
+`/threadline quiet` — answer this thread only when a message mentions the bot
+`/threadline listen` — answer every message of this thread again
 `/threadline model [NAME|default]` — show or change the model of this thread only
 `/threadline schedules [cancel ID]` — the thread's scheduled prompts; cancel one by id
 `/threadline memory [forget ID]` — what the bot remembers here; forget one by id
 `/threadline skill NAME` — load a skill into the thread"""
-_PLAIN = frozenset({"status", "reset", "stop"})
+_PLAIN = frozenset({"status", "reset", "stop", "quiet", "listen"})
 _REMOVING = {"schedules": "cancel", "memory": "forget"}
 
 
@@ -131,6 +133,8 @@ async def run_command(
     if command == "reset":
         await core.reset(key, surface)
         return RESET_DONE
+    if command in ("quiet", "listen"):
+        return await core.quiet(key, command == "quiet", actor)
     return STOPPED[await core.stop(key, actor)]
 
 

@@ -87,6 +87,10 @@ class Inbound:
     """The thread's earlier messages, oldest first, when this is the bot's first mention in a
     thread that existed before (shown to the model once, with this message); a :class:`Gap`
     stands where messages were not read."""
+    addressed: bool = True
+    """It mentions the bot, or is written in a direct message with it. False: a message in a
+    thread that does not name the bot (the core answers it only in a thread that is the bot's,
+    as the channel's ``thread_replies`` and the thread's quiet flag say)."""
 
     def __post_init__(self) -> None:
         _valid(self, "thread_key", "text", "event_id")

@@ -7,6 +7,7 @@ from collections.abc import Awaitable
 from typing import Literal, Protocol
 
 from bot.api.inbound import Author, Inbound, ThreadKey
+from bot.api.shortcuts import Note, Shortcut
 from bot.api.surface import Surface
 from bot.infra.clock import Clock
 from bot.memory.service import Memories
@@ -69,6 +70,18 @@ class CoreApi(Protocol):
 
     async def choose_model(self, key: ThreadKey, name: str, actor: Author) -> str:
         """``/threadline model [NAME]``: show or change the thread's model; what to tell the person."""
+        ...
+
+    async def quiet(self, key: ThreadKey, on: bool | None, actor: Author) -> str:
+        """``/threadline quiet`` (``on``) or ``listen``: answer the thread only when mentioned,
+        or every message again (None: the other of the two); what to tell the person."""
+        ...
+
+    async def on_shortcut(
+        self, shortcut: Shortcut, key: ThreadKey, actor: Author, surface: Surface
+    ) -> Note:
+        """A shortcut on a message of the thread ``key``; the private note for the person,
+        with any buttons (reset asks to confirm)."""
         ...
 
     def refusal(self, actor: Author, key: ThreadKey) -> str | None:

@@ -42,6 +42,9 @@ class UserMessage(_Frozen):
     platform); the model reads it just before this message."""
     images: tuple[str, ...] = ()
     """Images shared with the message, as ``data:`` URLs, for a model that sees images."""
+    addressed: bool = True
+    """It mentions the bot (or is in a direct message); False: a message of the thread that
+    does not, kept as context when the thread answers mentions only."""
 
 
 class AssistantMessage(_Frozen):

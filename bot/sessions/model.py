@@ -87,3 +87,5 @@ class Session:
     :mod:`bot.tools.state`), saved with the session."""
     model: str | None = None
     """The model chosen for this thread (``/threadline model``); None: its channel's."""
+    quiet: bool = False
+    """``/threadline quiet``: the thread is answered only when a message mentions the bot."""

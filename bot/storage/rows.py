@@ -51,21 +51,28 @@ _TODOS: TypeAdapter[tuple[Todo, ...]] = TypeAdapter(tuple[Todo, ...])
 _INBOX: TypeAdapter[list[UserMessage]] = TypeAdapter(list[UserMessage])
 _TOOLKITS: TypeAdapter[dict[str, dict[str, Any]]] = TypeAdapter(dict[str, dict[str, Any]])
 THREAD = "@thread"
-"""The entry of the ``toolkits`` column that holds the thread's own settings (its model); no
+"""The entry of the ``toolkits`` column that holds the thread's own settings (its model, its
+quiet flag); no
 toolkit can be named so. Kept there so that a thread setting needs no column of its own."""
 
 
 def _toolkits_column(session: Session) -> str:
     kept: dict[str, dict[str, Any]] = dict(session.toolkits)
+    own: dict[str, Any] = {}
     if session.model is not None:
-        kept[THREAD] = {"model": session.model}
+        own["model"] = session.model
+    if session.quiet:
+        own["quiet"] = True
+    if own:
+        kept[THREAD] = own
     return _TOOLKITS.dump_json(kept).decode()
 
 
-def _thread_model(toolkits: dict[str, dict[str, Any]]) -> str | None:
+def _thread_own(toolkits: dict[str, dict[str, Any]]) -> tuple[str | None, bool]:
+    """The thread's own model and quiet flag, taken out of the toolkits' states."""
     own = toolkits.pop(THREAD, {})
     model = own.get("model")
-    return model if isinstance(model, str) and model else None
+    return (model if isinstance(model, str) and model else None), own.get("quiet") is True
 
 
 def _live_column(live: Sequence[LiveMessage]) -> str:
@@ -127,7 +134,7 @@ def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:
     """The session stored as ``row`` (its :data:`SESSION_COLUMNS`) with the transcript ``bodies``."""
     try:
         toolkits = _TOOLKITS.validate_json(row[12])
-        model = _thread_model(toolkits)  # taken out of the toolkits' states
+        model, quiet = _thread_own(toolkits)
         return Session(
             key=key,
             messages=[load_message(body) for body in bodies],
@@ -145,6 +152,7 @@ def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:
             live_messages=_live_messages(row[11]),
             toolkits=toolkits,
             model=model,
+            quiet=quiet,
         )
     except (ValidationError, ValueError, TypeError) as exc:
         raise StoreError(f"the stored session {key} is unreadable: {exc}") from exc

@@ -14,7 +14,7 @@ from bot.cluster.workers import Alone, Workers
 from bot.infra.tasks import TaskSet
 from bot.llm.messages import UserMessage
 from bot.scheduler.prompts import left_over_notice
-from bot.sessions.model import RunState
+from bot.sessions.model import RunState, Session
 from bot.thread.hold import Holds
 from bot.thread.line import Place
 from bot.thread.reach import Surfaces
@@ -60,13 +60,22 @@ class Answers:
         fresh: bool = True,
     ) -> Awaitable[None] | None:
         """An accepted message: handed to the thread's running run, or given its place in line
-        and the work that answers it (``fresh``: accepted just now by this worker)."""
+        and the work that answers it (``fresh``: accepted just now by this worker); one the
+        thread does not answer (not ``addressed``, :meth:`Channels.answers`) is kept in its
+        session there."""
         steer = self.channels.during_run(key) == "steer" and notice is None
-        if steer and await self.supervisor.steer(key, message):
+        if steer and self._heard(key, message) and await self.supervisor.steer(key, message):
             return None
         place = self.holds.locks.reserve(key)
         answer = self._answer(
-            key, place, message, author, surface, notice, arrival=True, fresh=fresh
+            key,
+            place,
+            message,
+            author,
+            surface,
+            notice,
+            arrival=True,
+            fresh=fresh,
         )
         work = self.tasks.spawn(answer, awaited=awaited)
         if work is None:  # shutting down
@@ -119,6 +128,9 @@ class Answers:
             if arrival and await self.work.answered(message):
                 return
             await self.recovery.repair(session, surface)
+            if not self.channels.answers(key, addressed=message.addressed, quiet=session.quiet):
+                await self._keep(session, message)
+                return
             session.inbox.append(message)
             if session.state is RunState.AWAITING_APPROVAL:
                 await self.holds.sessions.save_state(session)
@@ -133,6 +145,23 @@ class Answers:
             )  # stored with the message: a crash now is a cut-off run
             await self.holds.sessions.append_messages(session, arrived)
             await self.supervisor.drive(session, author, surface, notice=notice, stored=True)
+
+    def _heard(self, key: ThreadKey, message: UserMessage) -> bool:
+        """Whether a message may be steered into the thread's running run (one the thread
+        does not answer waits for the next answered message instead)."""
+        active = self.supervisor.active.get(key)
+        quiet = active is not None and active.session.quiet
+        return self.channels.answers(key, addressed=message.addressed, quiet=quiet)
+
+    async def _keep(self, session: Session, message: UserMessage) -> None:
+        """A message the thread does not answer: kept in its transcript (in the inbox of a run
+        that waits for an approval), so the next answered message's run reads it, with its
+        author."""
+        if session.state is RunState.AWAITING_APPROVAL:
+            session.inbox.append(message)
+            await self.holds.sessions.save_state(session)
+            return
+        await self.holds.sessions.append_messages(session, [message])
 
     # --- several workers ---
 

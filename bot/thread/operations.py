@@ -1,5 +1,5 @@
 """What people ask of a thread through commands (``/threadline status``, ``model``, ``skill``,
-``reset``) and what adapters ask about threads; :class:`bot.core.Core` hands these to
+``quiet``, ``listen``, ``reset``) and what adapters ask about threads; :class:`bot.core.Core` hands these to
 :class:`ThreadOperations`."""
 
 from __future__ import annotations
@@ -30,6 +30,13 @@ from bot.tools.skills import SkillsToolkit
 log = logging.getLogger(__name__)
 
 BUSY = "Another of my workers is busy in this thread; try again once it has answered."
+NOT_IN = "I'm not in this thread: mention me here to start one."
+QUIET = (
+    "Quiet: in this thread I answer only messages that mention me; I still read the others"
+    " when I'm mentioned. `/threadline listen` (or the Quiet or listen shortcut again) brings"
+    " me back."
+)
+LISTENING = "Listening: I answer the messages of this thread again (as its channel says)."
 COMMAND_WAIT_S = 120.0
 """A reset or a skill waits this long for a run on another worker to end."""
 
@@ -87,6 +94,7 @@ class ThreadOperations:
         ]
         if session.cost_usd:
             lines.append(f"Cost: ${session.cost_usd:.4f}")
+        lines.append(self._replies(key, session.quiet))
         if session.todos:
             lines.append(f"Todos: {done} of {len(session.todos)} done")
         lines.extend(self.tools.status(session))
@@ -105,6 +113,14 @@ class ThreadOperations:
         if model.source == "THREADLINE_MODEL" or model.name == self.model.name:
             return self.model.label
         return f"{model.name} ({model.source})"
+
+    def _replies(self, key: ThreadKey, quiet: bool) -> str:
+        """Which messages of the thread are answered, and why."""
+        if quiet:
+            return "Answers: only messages that mention me (this thread is quiet)"
+        if self.channels.thread_replies(key) == "mentions":
+            return "Answers: only messages that mention me (the channel's setting)"
+        return "Answers: every message"
 
     def refusal(self, actor: Author, key: ThreadKey) -> str | None:
         """Why ``actor`` may not give a command about the thread ``key`` (None: they may)."""
@@ -126,6 +142,23 @@ class ThreadOperations:
                 await self.holds.sessions.save_state(session)
                 log.info("%s chose the model %s for %s", actor.id, chosen or "of the channel", key)
         return note
+
+    async def quiet(self, key: ThreadKey, on: bool | None, actor: Author) -> str:
+        """``/threadline quiet`` (``on``) or ``listen`` (None: whichever it is not): the
+        thread's quiet flag, kept with its session (after the run going on there, if any, has
+        ended); what to tell the person."""
+        if not await self.store.has_session(key):
+            return NOT_IN
+        async with self.holds.session(key, wait_s=COMMAND_WAIT_S) as session:
+            if session is None:
+                return BUSY
+            on = not session.quiet if on is None else on
+            if session.quiet != on:
+                session.quiet = on
+                session.updated_at = self.holds.clock.now()
+                await self.holds.sessions.save_state(session)
+                log.info("%s made %s %s", actor.id, key, "quiet" if on else "listen")
+        return QUIET if on else LISTENING
 
     async def load_skill(self, key: ThreadKey, name: str, actor: Author) -> str:
         """Load the skill ``name`` into the thread (``/threadline skill NAME``), once the run

@@ -6,11 +6,18 @@ most specific section wins, as for approvers and tools; keys are matched part by
 What a section may set: the model, a system prompt (added to the default one, or replacing it),
 which tools are offered (``offer_tools``, ``hide_tools``; MCP servers with ``mcp_servers``),
 the limits of a run (``max_turns``, token and cost caps, the context window), how the model
-samples (``temperature``, ``top_p``, ``seed``, ``reasoning_effort``) and ``during_run``.
+samples (``temperature``, ``top_p``, ``seed``, ``reasoning_effort``), ``during_run`` and
+``thread_replies``.
 
 The model's own table (``[per_model."NAME"]``, for the model the thread uses) sits between:
 global < the model's table < the channel's section, each value from the highest layer that
 sets it. A channel's value is for its threads whatever model they use.
+
+Which messages of a thread the bot answers is decided here, once (:meth:`Channels.answers`):
+a message that mentions the bot (or is in a direct message) always; any other message of a
+thread the bot is in unless the channel's ``thread_replies`` is ``mentions`` or the thread is
+quiet (``/threadline quiet``). What it does not answer is kept in the thread's session and read
+with the next answered message.
 """
 
 from __future__ import annotations
@@ -117,6 +124,20 @@ class Channels:
             return channel.during_run
         return self._settings.during_run
 
+    def thread_replies(self, key: str) -> Literal["all", "mentions"]:
+        _, channel = self.section(key)
+        if channel is not None and channel.thread_replies is not None:
+            return channel.thread_replies
+        return self._settings.thread_replies
+
+    def answers(self, key: str, *, addressed: bool, quiet: bool) -> bool:
+        """Whether a message of the bot's thread ``key`` is answered (False: it is kept, and
+        read with the next one that is): ``addressed`` (a mention, a direct message) always;
+        another one unless the thread is ``quiet`` or its channel answers mentions only."""
+        if addressed:
+            return True
+        return not quiet and self.thread_replies(key) == "all"
+
     def model(self, key: str, chosen: str | None) -> Chosen:
         """The model a run in the thread asks, and where that was set."""
         if chosen:
@@ -197,6 +218,10 @@ def describe_section(settings: Settings, prefix: str, base: EngineConfig) -> lis
     lines.append(f"  sampling: {', '.join(sampled) or 'the server defaults'}")
     during = channel.during_run or settings.during_run
     lines.append(f"  during a run: {during}{'' if channel.during_run else ' (global)'}")
+    replies = channel.thread_replies or settings.thread_replies
+    lines.append(
+        f"  thread replies: {REPLIES[replies]}{'' if channel.thread_replies else ' (global)'}"
+    )
     return lines
 
 
@@ -208,3 +233,10 @@ def _source(settings: Settings, channel: ChannelSettings, model: str, field: str
     if own is not None and getattr(own, field, None) is not None:
         return f' (per_model "{model}")'
     return " (global)"
+
+
+REPLIES = {
+    "all": "every message of a thread the bot is in",
+    "mentions": "only messages that mention the bot (the others are read with the next mention)",
+}
+"""``thread_replies`` in words, for ``threadline doctor``."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.api import actions
-from bot.api.actions import Decide, StopRun
+from bot.api.actions import Decide, ResetThread, StopRun
 from bot.approvals.models import Choice
 
 
@@ -16,6 +16,8 @@ from bot.approvals.models import Choice
         Decide(Choice.DENY, "x"),
         Decide(Choice.ALWAYS, "y"),
         StopRun("r1"),
+        ResetThread("slack:T0123456789:C0123456789:1700000000.000100"),
+        ResetThread("discord:123456789012345678:123456789012345678"),
     ],
 )
 def test_an_action_survives_the_round_trip(action: actions.Action) -> None:
@@ -23,7 +25,7 @@ def test_an_action_survives_the_round_trip(action: actions.Action) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["", "stop", "stop:", "approve", "approve:", "launch:1", ":x", "a" * 300]
+    "text", ["", "stop", "stop:", "reset:", "approve", "approve:", "launch:1", ":x", "a" * 300]
 )
 def test_anything_else_is_not_an_action(text: str) -> None:
     assert actions.parse(text) is None

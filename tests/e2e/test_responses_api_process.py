@@ -48,7 +48,9 @@ async def test_a_thread_on_the_responses_api_keeps_its_reasoning(tmp_path: Path)
     first, second = fake.requests
     assert first.body["store"] is False and second.body["store"] is False
     assert fake.requests[0].headers["Authorization"] == f"Bearer {KEY}"
-    items = [i for i in second.body["input"] if i.get("role") != "system"]  # the where-and-when note
+    items = [
+        i for i in second.body["input"] if i.get("role") != "system"
+    ]  # the where-and-when note
     assert [i.get("type") or i["role"] for i in items] == ["user", "reasoning", "assistant", "user"]
     assert items[1] == fake.reasoning_issued[0]
     assert items[2] == {"role": "assistant", "content": "The tide turns at noon."}

@@ -18,6 +18,7 @@ from adapters.runtime import Runtime
 from adapters.slack.adapter import SlackAdapter
 from adapters.slack.doctor import check_slack
 from adapters.slack.scopes import BOT_EVENTS, BOT_SCOPES, GROUP_SCOPE, OPTIONAL_SCOPES
+from bot.api.shortcuts import SHORTCUTS, callback_id
 from bot.config import Settings
 from bot.errors import ConfigError
 from tests.adapters.slack.conftest import PLATFORM_ENV, slack_world
@@ -107,6 +108,7 @@ async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
     text = "\n".join(t for _, t in lines)
     assert "@threadline in workspace Fake Workspace (T0FAKE)" in text
     assert "Socket Mode can connect" in text
+    assert "threadline_stop, threadline_status, threadline_quiet, threadline_reset" in text
     assert BOT_TOKEN not in text and APP_TOKEN not in text
 
 
@@ -251,6 +253,9 @@ def test_the_manifests_ask_for_exactly_what_the_bot_uses(name: str, socket: str)
     assert f"socket_mode_enabled: {socket}" in manifest
     assert re.search(r"interactivity:\n\s+is_enabled: true", manifest)
     assert ("request_url: https://" in manifest) == (name == "http")
+    declared = re.findall(r"^\s+callback_id: (\S+)$", manifest, re.MULTILINE)
+    assert declared == [callback_id(s) for s in SHORTCUTS]
+    assert manifest.count("type: message") == len(SHORTCUTS)  # message shortcuts, not global
 
 
 async def test_healthz_and_readyz_say_whether_slack_is_connected(

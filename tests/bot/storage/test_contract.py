@@ -58,6 +58,7 @@ async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> Non
         LiveMessage("M2", ""),
         LiveMessage("M3", None, stream=True),
     ]
+    session.quiet = True
     session.updated_at = 5.0
     await store.save_state(session)
 
@@ -71,9 +72,14 @@ async def test_everything_survives_a_reopen(stores: Stores, store: Store) -> Non
     assert again.inbox == session.inbox
     assert (again.day, again.day_tokens, again.day_cost_usd) == ("2026-01-02", 15, 0.25)
     assert (again.created_at, again.updated_at) == (1.0, 5.0)
-    assert again.toolkits == session.toolkits and again.model == "gpt-4o"
+    assert again.toolkits == session.toolkits and again.model == "gpt-4o" and again.quiet
     assert again.live_messages == session.live_messages
     assert await store.keys_in_state(RunState.RUNNING) == [KEY]
+    again.quiet, again.model = False, None  # back to the channel's: nothing of its own kept
+    await store.save_state(again)
+    store = await stores.reopen(store)
+    last = await store.load_session(KEY, 99.0)
+    assert (last.quiet, last.model, last.toolkits) == (False, None, session.toolkits)
 
 
 async def test_toolkit_state_is_saved_with_the_messages_and_cleared_when_emptied(
@@ -316,7 +322,9 @@ async def test_an_accepted_message_waits_as_an_arrival_until_its_session_holds_i
     stores: Stores, store: Store
 ) -> None:
     first = UserMessage(text="one", author_id="u1", author_name="Ann", event_id="ev1")
-    second = UserMessage(text="two", author_id="u2", author_name="Bo", event_id="ev2")
+    second = UserMessage(
+        text="two", author_id="u2", author_name="Bo", event_id="ev2", addressed=False
+    )
     assert await store.accept(KEY, first, 1.0)
     assert not await store.accept(KEY, first, 2.0)  # a redelivery keeps nothing more
     assert not await store.first_delivery("ev1", 2.0)

@@ -113,3 +113,7 @@ class Interaction:
     created_at: float
     callbacks: list[dict[str, Any]] = field(default_factory=list)
     followups: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    """The follow-up messages as Discord returned them (ephemeral ones live nowhere else)."""
+    note: dict[str, Any] | None = None
+    """A click on a button of such a message: the message, as Discord sends it."""

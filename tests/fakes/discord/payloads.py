@@ -228,4 +228,6 @@ def interaction(i: Interaction, world: World) -> Json:
         data["user"] = user(i.user)
     if i.message_id is not None:
         data["message"] = message(world.messages[i.message_id], world)
+    elif i.note is not None:
+        data["message"] = i.note
     return data

@@ -304,6 +304,7 @@ class Rest:
         body = await request.json()
         self.world.commands = [
             {
+                "description": "",  # message commands have none; Discord answers with ""
                 **c,
                 "id": str(self.world.snowflake()),
                 "application_id": str(self.world.app_id),
@@ -358,7 +359,9 @@ class Rest:
         interaction = self._interaction(request)
         body = await request.json()
         interaction.followups.append(body)
-        return reply(self._webhook_message(interaction, body), headers=headers)
+        note = self._webhook_message(interaction, body)
+        interaction.notes.append(note)
+        return reply(note, headers=headers)
 
     async def edit_followup(self, request: web.Request) -> web.Response:
         headers = self._limit(request, WEBHOOKS, request.match_info["itoken"])

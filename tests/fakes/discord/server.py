@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.infra.clock import Clock
+from tests.fakes.discord import payloads
 from tests.fakes.discord.cdn import MAX_UPLOAD
 from tests.fakes.discord.gateway import Gateway
 from tests.fakes.discord.limits import GLOBAL_PER_SECOND, RateLimits
@@ -128,8 +129,50 @@ class FakeDiscord:
             data["guild_id"] = str(channel.guild_id)
         return self._interaction(COMMAND, channel.id, user, data, None)
 
+    def click_note(self, used: Interaction, label: str, user: User) -> Interaction:
+        """``user`` clicks ``label`` on the private note ``used`` brought (an ephemeral
+        follow-up: Discord sends the message with the click, it is in no channel's history)."""
+        note = next(
+            n
+            for n in reversed(used.notes)
+            for row in n["components"]
+            for b in row["components"]
+            if b.get("label") == label
+        )
+        button = next(
+            b for row in note["components"] for b in row["components"] if b.get("label") == label
+        )
+        data = {"custom_id": button["custom_id"], "component_type": 2}
+        clicked = self._interaction(COMPONENT, used.channel_id, user, data, None, emit=False)
+        clicked.note = note
+        self.world.emit("INTERACTION_CREATE", {"token": clicked.token})
+        return clicked
+
+    def message_command(self, message: Message, name: str, user: User) -> Interaction:
+        """``user`` picks the message command ``name`` in ``message``'s Apps menu (an
+        application command of type 3, with the message resolved)."""
+        command = next((c for c in self.world.commands if c["name"] == name), None)
+        data: dict[str, Any] = {
+            "id": command["id"] if command else str(self.world.snowflake()),
+            "name": name,
+            "type": 3,
+            "target_id": str(message.id),
+            "resolved": {"messages": {str(message.id): payloads.message(message, self.world)}},
+        }
+        channel = self.world.channel(message.channel_id)
+        if channel.guild_id is not None:
+            data["guild_id"] = str(channel.guild_id)
+        return self._interaction(COMMAND, channel.id, user, data, None)
+
     def _interaction(
-        self, kind: int, channel_id: int, user: User, data: dict[str, Any], message_id: int | None
+        self,
+        kind: int,
+        channel_id: int,
+        user: User,
+        data: dict[str, Any],
+        message_id: int | None,
+        *,
+        emit: bool = True,
     ) -> Interaction:
         channel = self.world.channel(channel_id)
         interaction = Interaction(
@@ -144,7 +187,8 @@ class FakeDiscord:
             self.world.clock.monotonic(),
         )
         self.world.interactions[interaction.token] = interaction
-        self.world.emit("INTERACTION_CREATE", {"token": interaction.token})
+        if emit:
+            self.world.emit("INTERACTION_CREATE", {"token": interaction.token})
         return interaction
 
     # --- what a test reads --------------------------------------------------------------------

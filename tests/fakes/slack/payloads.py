@@ -7,7 +7,16 @@ import time
 import uuid
 from typing import Any
 
-from tests.fakes.slack.state import APP_ID, BOT_ID, BOT_USER, TEAM_ID, Channel, Message, User
+from tests.fakes.slack.state import (
+    APP_ID,
+    BOT_ID,
+    BOT_USER,
+    TEAM_ID,
+    Channel,
+    Ephemeral,
+    Message,
+    User,
+)
 
 _EVENT_IDS = itertools.count(1)
 
@@ -136,3 +145,58 @@ def block_actions(
 
 def is_own(message: Message) -> bool:
     return message.bot_id == BOT_ID
+
+
+def message_action(
+    user: User, channel: Channel, message: Message, callback_id: str
+) -> dict[str, Any]:
+    """A message shortcut used on ``message`` (Slack's ``message_action`` payload)."""
+    return {
+        "type": "message_action",
+        "token": "verification-token-unused",
+        "action_ts": f"{time.time():.6f}",
+        "team": {"id": TEAM_ID, "domain": "fake"},
+        "user": {"id": user.id, "username": user.name, "name": user.name, "team_id": TEAM_ID},
+        "channel": {"id": channel.id, "name": channel.name},
+        "is_enterprise_install": False,
+        "enterprise": None,
+        "callback_id": callback_id,
+        "trigger_id": f"{int(time.time())}.{uuid.uuid4().hex[:12]}",
+        "response_url": "https://hooks.slack.invalid/app/unused",
+        "message_ts": message.ts,
+        "message": {**message.as_event(), "team": TEAM_ID},
+    }
+
+
+def ephemeral_actions(
+    user: User, channel: Channel, note: Ephemeral, button: dict[str, Any]
+) -> dict[str, Any]:
+    """A click on a button of an ephemeral note (Slack sends no ``message`` for those)."""
+    return {
+        "type": "block_actions",
+        "user": {"id": user.id, "username": user.name, "name": user.name, "team_id": TEAM_ID},
+        "api_app_id": APP_ID,
+        "token": "verification-token-unused",
+        "container": {
+            "type": "message",
+            "message_ts": note.ts,
+            "channel_id": channel.id,
+            "is_ephemeral": True,
+            **({"thread_ts": note.thread_ts} if note.thread_ts else {}),
+        },
+        "trigger_id": f"{int(time.time())}.{uuid.uuid4().hex[:12]}",
+        "team": {"id": TEAM_ID, "domain": "fake"},
+        "channel": {"id": channel.id, "name": channel.name},
+        "state": {"values": {}},
+        "response_url": "https://hooks.slack.invalid/actions/unused",
+        "actions": [
+            {
+                "action_id": button["action_id"],
+                "block_id": "threadline-actions",
+                "text": button["text"],
+                "value": button.get("value"),
+                "type": "button",
+                "action_ts": f"{time.time():.6f}",
+            }
+        ],
+    }

@@ -218,6 +218,30 @@ class FakeSlack:
         )
         return await self.deliver("interactive", payload)
 
+    async def shortcut(self, user: str, message: Message, callback_id: str) -> Delivery:
+        """``user`` uses the message shortcut ``callback_id`` on ``message`` (in a thread or
+        not); Slack sends a ``message_action`` payload."""
+        payload = payloads.message_action(
+            self.workspace.users[user],
+            self.workspace.channels[message.channel],
+            message,
+            callback_id,
+        )
+        return await self.deliver("interactive", payload)
+
+    async def click_note(self, user: str, label: str) -> Delivery:
+        """``user`` clicks ``label`` on the newest ephemeral note they see with that button."""
+        note = next(
+            e
+            for e in reversed(self.workspace.ephemerals)
+            if e.user == user and any(b["text"]["text"] == label for b in e.buttons)
+        )
+        button = next(b for b in note.buttons if b["text"]["text"] == label)
+        payload = payloads.ephemeral_actions(
+            self.workspace.users[user], self.workspace.channels[note.channel], note, button
+        )
+        return await self.deliver("interactive", payload)
+
     async def slash(self, user: str, channel: str, text: str) -> SlashCall:
         """``user`` types ``/threadline {text}`` in ``channel`` (Slack runs slash commands in
         channels, never in threads); what comes back to its ``response_url`` is on the call."""

@@ -138,6 +138,12 @@ class Ephemeral:
     user: str
     thread_ts: str | None
     shown: str
+    blocks: list[dict[str, Any]] | None = None
+    ts: str = ""
+
+    @property
+    def buttons(self) -> list[dict[str, Any]]:
+        return Message(self.channel, self.ts, None, blocks=self.blocks).buttons
 
 
 class Workspace:

@@ -377,10 +377,14 @@ class WebApi:
         user = str(args.get("user"))
         if user not in self.workspace.users:
             raise SlackError("user_not_found")
-        shown = Message(channel.id, "0", None, **self._content(args)).shown
-        self.workspace.ephemerals.append(Ephemeral(channel.id, user, args.get("thread_ts"), shown))
+        content = self._content(args)
+        shown = Message(channel.id, "0", None, **content).shown
+        ts = self.workspace.next_ts()
+        self.workspace.ephemerals.append(
+            Ephemeral(channel.id, user, args.get("thread_ts"), shown, content.get("blocks"), ts)
+        )
         self.workspace.changed()
-        return {"message_ts": self.workspace.next_ts()}
+        return {"message_ts": ts}
 
     def m_pins_add(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))
