@@ -107,8 +107,13 @@ class Intake:
                 f"- {shown}: not downloaded (files cannot be read here)",
                 problem=f"{shown}: not read (files cannot be downloaded here)",
             )
+        limit_s = self._settings.file_download_seconds
         try:
-            data = await transfer.fetch(file, cap)
+            async with asyncio.timeout(limit_s):
+                data = await transfer.fetch(file, cap)
+        except TimeoutError:
+            why = f"the download did not finish within {limit_s:g} s and was stopped"
+            return _One(f"- {shown}: not downloaded ({why})", problem=f"{shown}: not read ({why})")
         except FileRefused as exc:
             return _One(f"- {shown}: not downloaded ({exc})", problem=f"{shown}: not read ({exc})")
         except SurfaceError as exc:
