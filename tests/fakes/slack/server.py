@@ -125,6 +125,7 @@ class FakeSlack:
         await self.deliverer.open()
 
     async def stop(self) -> None:
+        self.files.release()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
