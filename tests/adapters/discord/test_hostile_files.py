@@ -44,9 +44,7 @@ async def test_a_download_that_goes_silent_is_stopped_with_a_note(discord_world:
     await d.wait_for(lambda: any("Answered anyway." in s for s in d.fake.world.shown(thread.id)))
     await d.idle()
     (shown,) = d.fake.world.shown(thread.id)
-    assert (
-        "report.csv: not read (the download did not finish within 2 s and was stopped)" in shown
-    )
+    assert "report.csv: not read (the download did not finish within 2 s and was stopped)" in shown
 
 
 async def test_a_slow_download_holds_only_its_own_thread(running: Discord) -> None:

@@ -175,11 +175,12 @@ class FakeSlack:
             channel, user, text, thread_ts=thread_ts, subtype="file_share" if files else None
         )
         event = payloads.message_event(message, where)
-        if files:
-            event["files"] = files
+        mention = payloads.mention_event(message)
+        if files:  # as on Slack, both events of a message carry its files
+            event["files"] = mention["files"] = files
         await self.deliver_event(event)
         if MENTION in text and BOT_USER in where.members:
-            await self.deliver_event(payloads.mention_event(message))
+            await self.deliver_event(mention)
         return message
 
     async def other_bot_says(
