@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -28,14 +29,21 @@ class Fault:
     """Serve this many bytes (the file's data repeated) instead of the file."""
     content_length: int | None = None
     """The ``Content-Length`` announced (a lie when it is not the body's length)."""
+    sent: int = 0
+    """Bytes of the body written so far (all its downloads)."""
     released: asyncio.Event = field(default_factory=asyncio.Event)
     """Set by the test, or by the fake when it stops: a silent download is cut off."""
 
 
 async def serve(
-    request: web.Request, data: bytes, content_type: str, fault: Fault
+    request: web.Request,
+    data: bytes,
+    content_type: str,
+    fault: Fault,
+    progress: Callable[[], None] = lambda: None,
 ) -> web.StreamResponse:
-    """Answer ``request`` with ``data`` the way ``fault`` says."""
+    """Answer ``request`` with ``data`` the way ``fault`` says (``progress`` is called after
+    each chunk)."""
     response = web.StreamResponse(headers={"Content-Type": content_type})
     if fault.content_length is not None:
         response.content_length = fault.content_length
@@ -56,6 +64,8 @@ async def serve(
             piece = block[: min(CHUNK, total - sent)]
             await response.write(piece)
             sent += len(piece)
+            fault.sent += len(piece)
+            progress()
             if pause:
                 await asyncio.sleep(pause)
         await response.write_eof()

@@ -79,6 +79,7 @@ class FakeSlack:
             markdown_limit,
         )
         self.files = SlackFiles(lambda: self.base_url, self.api.may_download, self.api.post_upload)
+        self.files.changed = self._changed
         self.api.files = self.files
         self.echo_bot_events = echo_bot_events
         self.deliveries: list[Delivery] = []
