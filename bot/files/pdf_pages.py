@@ -26,7 +26,7 @@ from typing import Any
 
 import pypdf
 from pypdf.errors import PyPdfError
-from pypdf.generic import ArrayObject, DictionaryObject, StreamObject
+from pypdf.generic import ArrayObject, DictionaryObject, IndirectObject, NameObject, StreamObject
 
 MAX_DEPTH = 64
 """Page tree levels followed at most."""
@@ -57,8 +57,8 @@ def open_pdf(body: bytes) -> tuple[pypdf.PdfReader, int | None, str | None]:
             raise Unreadable("is an encrypted PDF; it cannot be read")
         meta = reader.metadata
         title = str(meta.title).strip() if meta is not None and meta.title else None
-        root = reader.trailer["/Root"].get_object()["/Pages"].get_object()
-        count = root.get("/Count")
+        root = _page_tree(reader).get_object()
+        count = root.get("/Count") if isinstance(root, DictionaryObject) else None
     except _BROKEN as exc:
         raise Unreadable(f"is not a readable PDF: {exc}") from None
     declared = count.get_object() if count is not None else None
@@ -107,7 +107,7 @@ def tidy(text: str) -> str:
 def _leaves(reader: pypdf.PdfReader, limit: int) -> Iterator[pypdf.PageObject]:
     """The page tree's first ``limit`` pages, depth first, with what they inherit; a node seen
     before (a cycle) and levels past :data:`MAX_DEPTH` are not followed."""
-    root = reader.trailer["/Root"].get_object()["/Pages"]
+    root = _page_tree(reader)
     stack: list[tuple[Any, dict[str, Any], int]] = [(root, {}, 0)]
     seen: set[int] = set()
     found = 0
@@ -130,14 +130,23 @@ def _leaves(reader: pypdf.PdfReader, limit: int) -> Iterator[pypdf.PageObject]:
         stack.extend((kid, passed, depth + 1) for kid in reversed(kids))
 
 
+def _page_tree(reader: pypdf.PdfReader) -> Any:
+    """The root of the page tree (a reference, or the node itself)."""
+    catalog = reader.trailer["/Root"].get_object()
+    if not isinstance(catalog, DictionaryObject) or "/Pages" not in catalog:
+        raise Unreadable("is not a readable PDF: it has no pages")
+    return catalog.raw_get("/Pages")
+
+
 def _page(
     reader: pypdf.PdfReader, ref: Any, node: DictionaryObject, inherited: dict[str, Any]
 ) -> pypdf.PageObject:
-    page = pypdf.PageObject(reader, getattr(ref, "indirect_reference", None))
+    where = ref if isinstance(ref, IndirectObject) else getattr(node, "indirect_reference", None)
+    page = pypdf.PageObject(reader, where)
     page.update(node)
     for attribute, value in inherited.items():
         if attribute not in page:
-            page[pypdf.generic.NameObject(attribute)] = value
+            page[NameObject(attribute)] = value
     return page
 
 

@@ -79,6 +79,22 @@ def dense_pdf(operators: int, pages: int = 1) -> bytes:
     return _written(objects)
 
 
+def nested_pdf(words: str, *, cycle: bool = False) -> bytes:
+    """One page two levels down a page tree whose root holds the font (the page inherits its
+    resources); with ``cycle``, the inner node also lists the root among its kids."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({words}) Tj ET".encode()
+    kids = b"5 0 R 2 0 R" if cycle else b"5 0 R"
+    objects: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [4 0 R] /Count 1 /Resources << /Font << /F1 3 0 R >> >> >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Pages /Parent 2 0 R /Kids [%s] /Count 1 >>" % kids,
+        b"<< /Type /Page /Parent 4 0 R /MediaBox [0 0 612 792] /Contents 6 0 R >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+    ]
+    return _written(objects)
+
+
 def _written(objects: list[bytes]) -> bytes:
     """The PDF of ``objects`` (numbered from 1, the catalog first), with its xref table."""
     out = bytearray(b"%PDF-1.4\n")

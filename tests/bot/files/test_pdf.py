@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bot.files.pdf import PdfLimits, read_pdf
 from bot.files.pdf_pages import Unreadable, pdf_text
-from tests.fakes.documents import dense_pdf, many_pages_pdf, scanned_pdf, text_pdf
+from tests.fakes.documents import dense_pdf, many_pages_pdf, nested_pdf, scanned_pdf, text_pdf
 
 
 async def test_a_small_pdf_is_read_whole() -> None:
@@ -62,3 +62,10 @@ def test_fetch_url_reads_pdfs_with_the_same_page_walk() -> None:
         assert "not a readable PDF" in str(exc)
     else:
         raise AssertionError("a broken PDF was read")
+
+
+async def test_a_page_deep_in_the_tree_inherits_its_resources_and_a_cycle_ends() -> None:
+    nested = await read_pdf(nested_pdf("Inherited font"), PdfLimits())
+    assert nested.whole and nested.text == ["--- page 1 ---\nInherited font"]
+    looped = await read_pdf(nested_pdf("Round and round", cycle=True), PdfLimits())
+    assert looped.text == ["--- page 1 ---\nRound and round"] and looped.read == 1
