@@ -105,9 +105,6 @@ async def _upsert(
 ) -> None:
     """Write the session row; the arrivals of the messages it now holds (``messages`` being
     written, and the inbox) are done."""
-    done = [(event_id,) for event_id in stored.arrived(session, messages)]
-    if done:
-        await db.executemany("DELETE FROM arrivals WHERE event_id = ?", done)
     await db.execute(
         f"INSERT INTO sessions (key, {stored.SESSION_COLUMNS})"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -119,6 +116,11 @@ async def _upsert(
         " toolkits = excluded.toolkits",
         stored.session_row(session),
     )
+    # after the session row: a read on this connection between the two statements (the
+    # transaction is not committed yet, but this connection sees it) finds the thread joined
+    done = [(event_id,) for event_id in stored.arrived(session, messages)]
+    if done:
+        await db.executemany("DELETE FROM arrivals WHERE event_id = ?", done)
 
 
 class DeliveryTables:
