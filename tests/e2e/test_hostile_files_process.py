@@ -3,7 +3,8 @@
 On the fake Slack: killed with SIGKILL while a shared file downloads, after Slack had its
 acknowledgement, the program answers the message once it is back (the message was stored
 before the acknowledgement; the file is fetched again), and the thread's follow-ups are
-answered. On the fake Discord: a download that sends headers and then nothing is stopped with
+answered, and a reply that reaches it before its thread's mention is answered after it. On the
+fake Discord: a download that sends headers and then nothing is stopped with
 a note in the thread, a PDF of 100,000 pages is read in part and says so, and gateway frames
 that do not decode are skipped on the same connection."""
 
@@ -19,7 +20,7 @@ from tests.fakes.discord import FakeDiscord
 from tests.fakes.documents import many_pages_pdf
 from tests.fakes.faulty_body import Fault
 from tests.fakes.openai_server import FakeOpenAI, Reply
-from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, MENTION, FakeSlack
+from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, MENTION, FakeSlack, payloads
 
 WAIT = 30.0
 NOTES = b"a line of the notes\n" * 100_000  # 2 MB
@@ -74,6 +75,47 @@ async def test_a_kill_during_a_download_loses_nothing(tmp_path: Path) -> None:
         assert [served for _, served in slack.files.downloads] == [True, True]  # once each run
         saved = list((tmp_path / "data" / "workspaces").glob("*/notes.txt"))
         assert [p.read_bytes() for p in saved] == [NOTES]
+    finally:
+        await slack.stop()
+
+
+async def test_a_reply_that_arrives_before_its_mention_is_answered(tmp_path: Path) -> None:
+    slack = FakeSlack()
+    await slack.start()
+    try:
+        async with FakeOpenAI() as model:
+            model.push(Reply("Let us plan."), Reply("Thanks for the notes."))
+            settings = {
+                "OPENAI_BASE_URL": model.base_url,
+                "OPENAI_API_KEY": "sk-test",
+                "THREADLINE_MODEL": "gpt-4o",
+                "SLACK_BOT_TOKEN": BOT_TOKEN,
+                "SLACK_APP_TOKEN": APP_TOKEN,
+                "SLACK_API_URL": slack.api_url,
+                "THREADLINE_PLAYGROUND": "true",
+            }
+            async with threadline(tmp_path, free_port(), **settings):
+                await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
+                general = slack.workspace.channels["CGENERAL"]
+                root = slack.workspace.post("CGENERAL", "UADA", f"{MENTION} plan the release")
+                reply = slack.workspace.post(
+                    "CGENERAL", "UGRACE", "I take the notes", thread_ts=root.ts
+                )
+                await slack.deliver_event(payloads.message_event(reply, general))  # first
+                await slack.deliver_event(payloads.message_event(root, general))
+                await slack.deliver_event(payloads.mention_event(root))
+                await slack.wait_for(
+                    lambda: (
+                        [m.shown for m in slack.replies("CGENERAL", root.ts)]
+                        == ["Let us plan.", "Thanks for the notes."]
+                    ),
+                    WAIT,
+                )
+        asked = [r.messages[-1]["content"] for r in model.requests]
+        assert [a if isinstance(a, str) else a[0]["text"] for a in asked] == [
+            "[Ada]: plan the release",
+            "[Grace]: I take the notes",
+        ]
     finally:
         await slack.stop()
 
