@@ -16,6 +16,7 @@ from bot.engine.states import EngineConfig
 from bot.errors import ModelError
 from bot.files.intake import sees_images
 from bot.files.kinds import size_words
+from bot.files.pdf import PdfLimits
 from bot.infra.clock import SystemClock
 from bot.llm.messages import UserMessage
 from bot.llm.model import Model, ModelRequest, TextPiece
@@ -176,7 +177,9 @@ def _schedules_and_memory(settings: Settings) -> None:
         f"workspace (previews of {settings.file_preview_chars:,} characters); images "
         f"{'shown to' if sees else 'only described to'} "
         f"{'the model' if settings.uses_demo_model else settings.model} "
-        f"(THREADLINE_VISION={settings.vision}), up to {size_words(settings.image_max_bytes)}",
+        f"(THREADLINE_VISION={settings.vision}), up to {size_words(settings.image_max_bytes)}; "
+        f"a download may take {settings.file_download_seconds:g} s; a PDF is read in its own "
+        f"process, at most {PdfLimits().pages} pages",
     )
 
 

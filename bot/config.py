@@ -487,6 +487,9 @@ class Settings(SettingsBase):
     file_max_bytes: int = Field(default=20 * 1024 * 1024, ge=1024, le=1024**3)
     """Larger shared files are not downloaded (the thread is told); also the most
     ``send_file`` posts."""
+    file_download_seconds: float = Field(default=60.0, ge=1.0, le=3600.0)
+    """How long one shared file's download may take; a slower one is stopped and the thread
+    told (a host that sends headers and then nothing is cut off here)."""
     image_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1024, le=100 * 1024 * 1024)
     """Larger images are saved in the workspace but not shown to the model."""
     file_preview_chars: int = Field(default=1_000, ge=0, le=20_000)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable
 
 from bot.api import actions
 from bot.api.commands import CANNOT, RESET_DONE, STOPPED
@@ -21,7 +21,6 @@ from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.port import Stopped
 from bot.api.shortcuts import Note, Shortcut
 from bot.api.surface import Button, Surface
-from bot.api.transfer import file_transfer
 from bot.approvals.decided import Decided
 from bot.approvals.decisions import Decisions
 from bot.approvals.inline import InlineGate
@@ -34,7 +33,8 @@ from bot.delegate.tool import Delegations
 from bot.engine.loop import Engine, ThreadNotes
 from bot.engine.states import EngineConfig
 from bot.errors import SurfaceError
-from bot.files.intake import Intake, Received, sees_images
+from bot.files.intake import Intake, sees_images
+from bot.files.pending import PendingFiles
 from bot.infra.clock import Clock, SystemClock
 from bot.infra.tasks import TaskSet
 from bot.llm.first_token import FirstTokenLimit
@@ -194,6 +194,7 @@ class Core:
             self.recovery,
             self.holds,
             self.work,
+            PendingFiles(self.intake, self.deliveries, self._sees_images),
         )
         """How an accepted message is answered in its thread."""
         self.operations = ThreadOperations(
@@ -328,22 +329,19 @@ class Core:
         text, cut = _cap(inbound.text, self.settings.max_input_chars)
         author = inbound.author
         earlier = await self._earlier(inbound)
-        files = await self._files(inbound, surface)
         message = UserMessage(
-            text="\n\n".join(t for t in (text, files.note) if t),
+            text=text,
             author_id=author.id,
             author_name=author.display_name,
             event_id=inbound.event_id,
             earlier=earlier,
-            images=files.images,
             addressed=inbound.addressed,
         )
-        if not await self.deliveries.accept(inbound.thread_key, message):
+        # stored with the files it names before any is downloaded (bot.files.pending)
+        if not await self.deliveries.accept(inbound.thread_key, message, inbound.files):
             log.info("ignoring a redelivery of %s", inbound.event_id)
             return None
-        notices = [_cut_notice(len(inbound.text), len(text))] if cut else []
-        notices.extend(_file_notice(files.problems))
-        notice = " ".join(notices) or None
+        notice = _cut_notice(len(inbound.text), len(text)) if cut else None
         return await self.answers.place(
             inbound.thread_key,
             message,
@@ -351,17 +349,12 @@ class Core:
             surface,
             notice,
             awaited=True,
+            files=bool(inbound.files),
         )
 
-    async def _files(self, inbound: Inbound, surface: Surface) -> Received:
-        """The message's files, saved in the thread's workspace and worded for the model."""
-        if not inbound.files:
-            return Received("")
-        model = self.channels.model(inbound.thread_key, None)
-        vision = sees_images(self.settings.vision, model.name, demo=self.settings.uses_demo_model)
-        return await self.intake.take(
-            inbound.thread_key, inbound.files, file_transfer(surface), vision=vision
-        )
+    def _sees_images(self, key: ThreadKey) -> bool:
+        model = self.channels.model(key, None)
+        return sees_images(self.settings.vision, model.name, demo=self.settings.uses_demo_model)
 
     async def _earlier(self, inbound: Inbound) -> str | None:
         """The thread's earlier messages, for a first mention in a thread that existed before
@@ -506,12 +499,6 @@ def _cap(text: str, limit: int) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     return text[:limit], True
-
-
-def _file_notice(problems: Sequence[str]) -> list[str]:
-    if not problems:
-        return []
-    return ["About the files: " + "; ".join(problems) + "."]
 
 
 def _cut_notice(original: int, kept: int) -> str:

@@ -1,7 +1,8 @@
 """The discord.py client: intents, the persistent buttons and the slash commands, events in.
 
-Every gateway event parser is guarded (:mod:`adapters.discord.guard`) as soon as the client's
-state exists, so an event discord.py cannot read is skipped instead of ending the connection.
+Every gateway event parser, and every websocket's reading of a frame, is guarded
+(:mod:`adapters.discord.guard`) as soon as the client's state exists, so an event or a frame
+discord.py cannot read is skipped instead of ending the connection.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from discord import app_commands
 
 from adapters.discord.commands import command_group, message_commands, sync_if_changed
 from adapters.discord.config import Shards
-from adapters.discord.guard import guard_parsers
+from adapters.discord.guard import guard_frames, guard_parsers
 from adapters.discord.listeners import Listeners
 from adapters.discord.surface import NO_PINGS
 from adapters.discord.views import ActionButton
@@ -62,6 +63,7 @@ class ThreadlineClient(discord.Client):
         self.message_content = message_content
         self.tree: app_commands.CommandTree[Any] = app_commands.CommandTree(self)
         guard_parsers(self._connection.parsers, listeners.skipped, listeners.catch_up.new_session)
+        guard_frames(self._connection, listeners.skipped)
 
     @property
     def clicks(self) -> Listeners:

@@ -9,6 +9,14 @@ payload or the error's text, which can quote the payload — counted, and skippe
 
 The wrapper also tells ``on_ready_event`` when a new session begins (READY), before that
 event is read: whatever the gateway sends after it belongs to the new session.
+
+A frame that does not decode at all — not UTF-8 once inflated, not JSON, JSON that is not an
+object (``[]``), nesting deeper than the JSON reader goes — fails before any parser, in the
+websocket's ``received_message``: :func:`guard_frames` wraps that method on each websocket the
+client opens (discord.py hands every new one to ``ConnectionState._update_references``), so
+such a frame is logged (its kind of error only), counted as ``frame`` and skipped, and the
+connection is kept. A broken compression stream still ends the connection: nothing after it
+could be read.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from __future__ import annotations
 import logging
 import traceback
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +32,43 @@ log = logging.getLogger(__name__)
 
 Parser = Callable[[Any], None]
 _GUARDED = "_threadline_guarded"
+FRAME = "frame"
+"""How a frame that does not decode is counted among the skipped events."""
+UNREADABLE = (ValueError, TypeError, AttributeError, KeyError, RecursionError)
+"""What reading a frame that does not decode raises (``UnicodeDecodeError`` and
+``JSONDecodeError`` are value errors); discord.py's own signals (reconnect, closed) and
+socket errors are none of these."""
+
+
+def guard_frames(state: Any, skipped: Counter[str]) -> None:
+    """Each websocket discord.py opens for ``state`` (a ``ConnectionState``) skips frames that do
+    not decode."""
+    update = state._update_references
+    if getattr(update, _GUARDED, False):
+        return
+
+    def update_and_guard(ws: Any) -> None:
+        update(ws)
+        receive = ws.received_message
+        if not getattr(receive, _GUARDED, False):
+            ws.received_message = _frames_guarded(receive, skipped)
+
+    setattr(update_and_guard, _GUARDED, True)
+    state._update_references = update_and_guard
+
+
+def _frames_guarded(
+    receive: Callable[[Any], Awaitable[None]], skipped: Counter[str]
+) -> Callable[[Any], Awaitable[None]]:
+    async def receive_or_skip(msg: Any, /) -> None:
+        try:
+            await receive(msg)
+        except UNREADABLE as exc:
+            skipped[FRAME] += 1
+            log.warning("skipped a frame from Discord that could not be read: %s", describe(exc))
+
+    setattr(receive_or_skip, _GUARDED, True)
+    return receive_or_skip
 
 
 def guard_parsers(

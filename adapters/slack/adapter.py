@@ -131,6 +131,7 @@ class SlackAdapter:
             self.tasks,
             self._history_messages,
             streams,
+            self._clock,
         )
         self.core.register_surfaces(
             f"slack:{identity.team_id}:",

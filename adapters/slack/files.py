@@ -8,7 +8,9 @@ file whose URL points anywhere else is refused before any request is made; redir
 followed by hand, each hop checked the same way, so no redirect carries the token elsewhere.
 
 Slack answers a download it will not serve with its sign-in page (HTTP 200, HTML), not an
-error status: an HTML answer for a file that is not HTML is a refusal.
+error status: an HTML answer for a file that is not HTML is a refusal. A download is streamed
+and cut as soon as it passes the cap; a host that sends nothing for :data:`SILENT_S` seconds is
+given up (the core bounds the whole download: ``file_download_seconds``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from bot.api.kit import origin_of, size_words
 from bot.errors import FileRefused, SurfaceError
 
 CHUNK = 64 * 1024
+SILENT_S = 30.0
+"""A download that receives nothing for this long is stopped."""
 NO_TOKEN = "the bot's token may not download it (is the files:read scope granted?)"
 FILE_HOSTS = frozenset({"files.slack.com", "files.slack-gov.com"})
 """Where Slack serves ``url_private`` (commercial Slack and GovSlack), always over HTTPS."""
@@ -61,7 +65,11 @@ class SlackFileTransfer:
             )
         try:
             return await self._download(session, file, token, limit)
-        except (aiohttp.ClientError, TimeoutError) as exc:
+        except TimeoutError:
+            raise FileRefused(
+                f"Slack's file host sent nothing for {SILENT_S:g} s; stopped"
+            ) from None
+        except aiohttp.ClientError as exc:
             raise SurfaceError(f"Slack file download failed: {type(exc).__name__}") from exc
 
     async def _download(
@@ -69,7 +77,7 @@ class SlackFileTransfer:
     ) -> bytes:
         url = file.url
         headers = {"Authorization": f"Bearer {token}"}
-        timeout = aiohttp.ClientTimeout(total=TIMEOUT_S * 4)
+        timeout = aiohttp.ClientTimeout(sock_connect=TIMEOUT_S, sock_read=SILENT_S)
         for _ in range(MAX_REDIRECTS + 1):
             async with session.get(
                 url, headers=headers, timeout=timeout, allow_redirects=False

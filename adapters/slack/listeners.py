@@ -28,6 +28,7 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
 from adapters.slack.commands import SlashCommand, read_payload, respond, target
+from adapters.slack.early import EarlyReplies
 from adapters.slack.history import earlier
 from adapters.slack.parse import (
     Click,
@@ -46,7 +47,7 @@ from adapters.slack.streams import StreamSupport
 from adapters.slack.surface import SlackSurface, StatusSupport
 from bot.api.commands import run_command
 from bot.api.inbound import Author, Earlier, Gap, Inbound, ThreadKey
-from bot.api.kit import TaskSet, ThreadLocks
+from bot.api.kit import Clock, SystemClock, TaskSet, ThreadLocks
 from bot.api.port import CoreApi
 from bot.api.shortcuts import Note, read
 from bot.api.surface import SurfaceLimits
@@ -76,6 +77,8 @@ class SlackListeners:
     history_messages: int = 50
     """First mentioned in an existing thread: how many earlier messages to read."""
     streams: StreamSupport | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    _early: EarlyReplies = field(default_factory=EarlyReplies, init=False)
     _status: StatusSupport = field(default_factory=StatusSupport, init=False)
     _order: ThreadLocks[ThreadKey] = field(default_factory=ThreadLocks, init=False)
 
@@ -125,18 +128,31 @@ class SlackListeners:
 
     # --- the work ----------------------------------------------------------------------------
     async def _accept(self, message: PersonMessage) -> None:
+        """Messages of one thread one at a time; a reply in a thread the bot has not joined is
+        kept a while (:mod:`adapters.slack.early`), and answered right after the message that
+        joins the bot to the thread."""
         key = message.thread_key(self.identity.team_id)
         async with self._order.hold(key):
-            inbound = await self._inbound(message, key)
-            if self.streams is not None:  # a native stream of the answer is for this person
-                self.streams.answering(key, message.user)
-            surface = self.surface(key)
-            try:  # its place in the thread is taken before the next message is prepared
-                work = await self.core.admit(inbound, surface)
-            except Exception:
-                log.exception("answering %s in %s failed", inbound.event_id, key)
-                self.tasks.spawn(_say_failed(surface))
+            if message.needs_session and not await self.core.has_session(key):
+                self._early.keep(key, message, self.clock.now())
                 return
+            await self._admit(message, key)
+            if not message.needs_session:
+                for reply in self._early.after(key, message.ts, self.clock.now()):
+                    await self._admit(reply, key)
+
+    async def _admit(self, message: PersonMessage, key: ThreadKey) -> None:
+        """The message's place in its thread (the thread's order is held)."""
+        inbound = await self._inbound(message, key)
+        if self.streams is not None:  # a native stream of the answer is for this person
+            self.streams.answering(key, message.user)
+        surface = self.surface(key)
+        try:  # its place in the thread is taken before the next message is prepared
+            work = await self.core.admit(inbound, surface)
+        except Exception:
+            log.exception("answering %s in %s failed", inbound.event_id, key)
+            self.tasks.spawn(_say_failed(surface))
+            return
         if work is not None:
             self.tasks.spawn(self._handle(inbound, work, surface))
 

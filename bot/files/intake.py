@@ -23,13 +23,14 @@ from bot.config import Settings
 from bot.errors import FileRefused, SurfaceError
 from bot.files.kinds import Sniffed, data_url, preview, size_words, sniff
 from bot.files.names import safe_name
+from bot.files.pdf import PdfLimits, read_pdf
 from bot.tools.base import ToolError
-from bot.tools.readable import pdf_text
 from bot.tools.sandbox import Workspace
 
 MAX_FILES = 10
 """Files read from one message; the rest are named as not read."""
-PDF_TEXT_CHARS = 1_000_000
+PDF_READERS = 2
+"""PDFs read at once (each in its own process)."""
 _VISION_MODELS = re.compile(
     r"gpt-4o|gpt-4\.1|gpt-4-turbo|gpt-4-vision|gpt-5|\bo[134]\b|o[34]-mini|vision|claude|gemini|"
     r"llava|pixtral|qwen[\d.]*-?vl|gemma-?3|minicpm-v|moondream|grok-[2-9]",
@@ -63,9 +64,11 @@ class _One:
 
 
 class Intake:
-    def __init__(self, settings: Settings, root: Path) -> None:
+    def __init__(self, settings: Settings, root: Path, pdf: PdfLimits | None = None) -> None:
         self._settings = settings
         self._root = root
+        self._pdf_limits = pdf or PdfLimits()
+        self._pdf_readers = asyncio.Semaphore(PDF_READERS)
 
     async def take(
         self, key: str, files: Sequence[Attachment], transfer: FileTransfer | None, *, vision: bool
@@ -107,8 +110,13 @@ class Intake:
                 f"- {shown}: not downloaded (files cannot be read here)",
                 problem=f"{shown}: not read (files cannot be downloaded here)",
             )
+        limit_s = self._settings.file_download_seconds
         try:
-            data = await transfer.fetch(file, cap)
+            async with asyncio.timeout(limit_s):
+                data = await transfer.fetch(file, cap)
+        except TimeoutError:
+            why = f"the download did not finish within {limit_s:g} s and was stopped"
+            return _One(f"- {shown}: not downloaded ({why})", problem=f"{shown}: not read ({why})")
         except FileRefused as exc:
             return _One(f"- {shown}: not downloaded ({exc})", problem=f"{shown}: not read ({exc})")
         except SurfaceError as exc:
@@ -136,22 +144,26 @@ class Intake:
     async def _pdf(
         self, ws: Workspace, taken: set[str], about: str, name: str, data: bytes
     ) -> _One:
-        try:
-            text, _ = await asyncio.to_thread(pdf_text, data, PDF_TEXT_CHARS)
-        except ToolError as exc:
+        async with self._pdf_readers:
+            read = await read_pdf(data, self._pdf_limits)
+        if read.unreadable is not None:
             return _One(
-                f"{about}, PDF): saved; its text cannot be read: it {exc}",
-                problem=f"{name}: saved, but its text cannot be read: it {exc}",
+                f"{about}, PDF): saved; its text cannot be read: it {read.unreadable}",
+                problem=f"{name}: saved, but its text cannot be read: it {read.unreadable}",
             )
+        text = "\n\n".join(read.text)
+        said = None if read.whole else read.what_was_read()
         if not re.sub(r"--- page \d+ ---", "", text).strip():
-            why = "it has no text layer (an image scan?)"
+            why = "it has no text layer (an image scan?)" if said is None else f"no text: {said}"
             return _One(
                 f"{about}, PDF): saved; {why}, so its words cannot be read",
                 problem=f"{name}: saved, but {why}, so I cannot read its words",
             )
         text_name = await _keep(ws, taken, f"{name}.txt", text.encode())
         start = preview(text, self._settings.file_preview_chars)
-        return _One(f"{about}, PDF): its text is in {text_name}. Start:\n```\n{start}\n```")
+        where = f"its text is in {text_name}" + ("" if said is None else f" ({said})")
+        line = f"{about}, PDF): {where}. Start:\n```\n{start}\n```"
+        return _One(line, problem=None if said is None else f"{name}: {said}")
 
     def _image(self, about: str, name: str, kind: Sniffed, data: bytes, vision: bool) -> _One:
         if not vision:

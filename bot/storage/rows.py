@@ -9,13 +9,30 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from bot.api.inbound import ThreadKey
+from bot.api.inbound import Attachment, ThreadKey
 from bot.errors import StoreError
 from bot.llm.messages import Message, Usage, UserMessage, load_message
 from bot.memory.model import Memory
 from bot.policy import keys
 from bot.scheduler.schedules import Schedule
 from bot.sessions.model import LiveMessage, PanelRef, RunState, Session, Todo
+
+_FILES = TypeAdapter(tuple[Attachment, ...])
+
+
+def dump_files(files: Sequence[Attachment]) -> str | None:
+    """An arrival's files as its ``files`` column holds them (None: no files)."""
+    return _FILES.dump_json(tuple(files)).decode() if files else None
+
+
+def load_files(text: str | None) -> tuple[Attachment, ...]:
+    """The files of an arrival's ``files`` column; none when it is empty or unreadable."""
+    if not text:
+        return ()
+    try:
+        return _FILES.validate_json(text)
+    except ValidationError:
+        return ()
 
 
 def number(prefixed: str, letter: str) -> int | None:

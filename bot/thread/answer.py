@@ -11,6 +11,7 @@ from bot.api.inbound import Author, ThreadKey
 from bot.api.surface import Surface
 from bot.approvals.decisions import Decisions
 from bot.cluster.workers import Alone, Workers
+from bot.files.pending import PendingFiles, joined
 from bot.infra.tasks import TaskSet
 from bot.llm.messages import UserMessage
 from bot.scheduler.prompts import left_over_notice
@@ -38,6 +39,7 @@ class Answers:
         recovery: Recovery,
         holds: Holds,
         work: Alone | Workers,
+        files: PendingFiles,
     ) -> None:
         self.tasks = tasks
         self.surfaces = surfaces
@@ -47,6 +49,7 @@ class Answers:
         self.recovery = recovery
         self.holds = holds
         self.work = work
+        self.files = files
 
     async def place(
         self,
@@ -58,13 +61,22 @@ class Answers:
         *,
         awaited: bool,
         fresh: bool = True,
+        files: bool | None = None,
     ) -> Awaitable[None] | None:
         """An accepted message: handed to the thread's running run, or given its place in line
         and the work that answers it (``fresh``: accepted just now by this worker); one the
         thread does not answer (not ``addressed``, :meth:`Channels.answers`) is kept in its
-        session there."""
+        session there. A message with files (``files``; None: the store is asked) is never
+        steered: its files are fetched in its place in line, and it gets its own run."""
         steer = self.channels.during_run(key) == "steer" and notice is None
-        if steer and self._heard(key, message) and await self.supervisor.steer(key, message):
+        if steer and files is None:
+            files = await self.files.named(message)
+        if (
+            steer
+            and not files
+            and self._heard(key, message)
+            and await self.supervisor.steer(key, message)
+        ):
             return None
         place = self.holds.locks.reserve(key)
         answer = self._answer(
@@ -127,6 +139,9 @@ class Answers:
                 return
             if arrival and await self.work.answered(message):
                 return
+            if arrival:  # its files, fetched in its place: later messages of the thread wait
+                message, about = await self.files.read(key, message, surface)
+                notice = joined(notice, about)
             await self.recovery.repair(session, surface)
             if not self.channels.answers(key, addressed=message.addressed, quiet=session.quiet):
                 await self._keep(session, message)

@@ -1,7 +1,8 @@
 """Each platform delivery is answered once, and none is lost.
 
 A message is *accepted* — its delivery id recorded and the message kept as an arrival, in one
-transaction — before the platform is acknowledged. The arrival is done when the message is in
+transaction, with the files it names, not downloaded yet — before the platform is
+acknowledged; the files are fetched when its turn in the thread comes (:mod:`bot.files.pending`). The arrival is done when the message is in
 its thread's session (the session's write removes it, in the same transaction); arrivals still
 there after a restart are answered then. Delivery ids are kept for two days, then forgotten.
 """
@@ -9,9 +10,10 @@ there after a restart are answered then. Delivery ids are kept for two days, the
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Protocol
 
-from bot.api.inbound import ThreadKey
+from bot.api.inbound import Attachment, ThreadKey
 from bot.infra.clock import Clock
 from bot.llm.messages import UserMessage
 from bot.scheduler.jobs import Job
@@ -29,9 +31,20 @@ class DeliveryStore(Protocol):
         """True the first time ``event_id`` is seen; False for a redelivery."""
         ...
 
-    async def accept(self, key: ThreadKey, message: UserMessage, now: float) -> bool:
-        """Record ``message.event_id`` and keep ``message`` as an arrival for ``key``, in one
-        transaction; False (nothing kept) for a redelivery."""
+    async def accept(
+        self,
+        key: ThreadKey,
+        message: UserMessage,
+        now: float,
+        files: Sequence[Attachment] = (),
+    ) -> bool:
+        """Record ``message.event_id`` and keep ``message`` as an arrival for ``key``, with the
+        ``files`` it names (not downloaded yet), in one transaction; False (nothing kept) for a
+        redelivery."""
+        ...
+
+    async def arrival_files(self, event_id: str) -> tuple[Attachment, ...]:
+        """The files the arrival ``event_id`` names (none once it is in its session)."""
         ...
 
     async def arrivals(self, limit: int = 1000) -> list[tuple[ThreadKey, UserMessage]]:
@@ -56,10 +69,18 @@ class Deliveries:
     async def first(self, event_id: str) -> bool:
         return await self._store.first_delivery(event_id, self._clock.now())
 
-    async def accept(self, key: ThreadKey, message: UserMessage) -> bool:
+    async def accept(
+        self, key: ThreadKey, message: UserMessage, files: Sequence[Attachment] = ()
+    ) -> bool:
         if message.event_id and self._accepted_here is not None:
             self._accepted_here.add(message.event_id)  # before the write: left_over may read it
-        return await self._store.accept(key, message, self._clock.now())
+        return await self._store.accept(key, message, self._clock.now(), files)
+
+    async def files_of(self, message: UserMessage) -> tuple[Attachment, ...]:
+        """The files ``message`` was accepted with, still to be fetched."""
+        if not message.event_id:
+            return ()
+        return await self._store.arrival_files(message.event_id)
 
     async def left_over(self) -> list[tuple[ThreadKey, UserMessage]]:
         """Messages accepted before a restart and not in their session yet (not those this

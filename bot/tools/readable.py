@@ -1,22 +1,21 @@
 """A fetched body as text a model can read: HTML as Markdown of its main content
 (trafilatura, which drops navigation, ads and footers), JSON indented, PDF as the text of its
-pages (pypdf), plain text as it is. The one home of ``trafilatura``, ``lxml`` and ``pypdf``.
+pages (:mod:`bot.files.pdf_pages`, the home of ``pypdf``), plain text as it is. The one home
+of ``trafilatura`` and ``lxml``.
 
 CPU-bound: call it in a worker thread.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import re
 
 import lxml.html
-import pypdf
 import trafilatura
-from pypdf.errors import PyPdfError
 
+from bot.files import pdf_pages
 from bot.infra.text import valid_text
 from bot.tools.base import ToolError
 from bot.tools.http import Answer
@@ -118,22 +117,10 @@ def pdf_text(body: bytes, max_chars: int) -> tuple[str, str | None]:
     without a text layer gives pages with no words. Raises :class:`ToolError` (``is an
     encrypted PDF…``, ``is not a readable PDF…``) for what cannot be read."""
     try:
-        reader = pypdf.PdfReader(io.BytesIO(body))
-        if reader.is_encrypted:
-            raise ToolError("is an encrypted PDF; it cannot be read")
-        meta = reader.metadata
-        title = str(meta.title).strip() if meta is not None and meta.title else None
-        parts: list[str] = []
-        size = 0
-        for number, pdf_page in enumerate(reader.pages[:MAX_PDF_PAGES], 1):
-            words = _tidy(_SPACES.sub(" ", pdf_page.extract_text() or ""))
-            parts.append(f"--- page {number} ---\n{words}")
-            size += len(parts[-1])
-            if size > max_chars:
-                break
-    except (PyPdfError, ValueError, KeyError, TypeError) as exc:
-        raise ToolError(f"is not a readable PDF: {exc}") from None
-    return valid_text("\n\n".join(parts)), valid_text(title) if title else None
+        text, title = pdf_pages.pdf_text(body, max_chars, MAX_PDF_PAGES)
+    except pdf_pages.Unreadable as exc:
+        raise ToolError(str(exc)) from None
+    return valid_text(text), valid_text(title) if title else None
 
 
 def _tidy(text: str) -> str:

@@ -237,6 +237,17 @@ def test_doctor_names_the_playground_file_caps(tmp_path: Path) -> None:
     ) in out.stdout
 
 
+def test_doctor_names_the_download_time_limit_and_the_pdf_bounds(tmp_path: Path) -> None:
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data"), "THREADLINE_FILE_DOWNLOAD_SECONDS": "45"}
+    out = threadline("doctor", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout
+    assert (
+        "a download may take 45 s; a PDF is read in its own process, at most 50 pages" in out.stdout
+    )
+    bad = threadline("doctor", env=env | {"THREADLINE_FILE_DOWNLOAD_SECONDS": "0"}, cwd=tmp_path)
+    assert bad.returncode != 0 and "file_download_seconds" in (bad.stdout + bad.stderr).lower()
+
+
 def test_doctor_says_who_can_read_the_metrics(tmp_path: Path) -> None:
     env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
     out = threadline("doctor", env=env, cwd=tmp_path)

@@ -112,7 +112,7 @@ class ScheduleTables:
                 return False
             if arrival is not None:
                 key, message = arrival
-                call = (message.event_id, due_at, key, dump_message(message))
+                call = (message.event_id, due_at, key, dump_message(message), None)
                 await db.execute(ACCEPT.sql, *ACCEPT.args([call]))
         return True
 

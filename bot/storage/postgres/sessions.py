@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bot.api.inbound import ThreadKey
+from bot.api.inbound import Attachment, ThreadKey
 from bot.llm.messages import Message, UserMessage, dump_message, load_message
 from bot.sessions.model import RunState, Session
 from bot.storage import rows as stored
@@ -46,18 +46,19 @@ _LOAD = AsOne(
 )
 """Sessions and their transcripts (each call: a key), in one statement (one snapshot)."""
 ACCEPT = AsOne(
-    "WITH c AS (SELECT * FROM unnest($1::text[], $2::float8[], $3::text[], $4::text[]) "
-    + CALLS.format("event_id, seen_at, key, message")
+    "WITH c AS (SELECT * FROM unnest($1::text[], $2::float8[], $3::text[], $4::text[], $5::text[]) "
+    + CALLS.format("event_id, seen_at, key, message, files")
     + "),"
     " first AS (INSERT INTO deliveries (event_id, seen_at) SELECT event_id, seen_at FROM c ORDER BY n"
     " ON CONFLICT (event_id) DO NOTHING RETURNING event_id),"
-    " kept AS (INSERT INTO arrivals (event_id, key, message, at)"
-    " SELECT event_id, key, message, extract(epoch FROM clock_timestamp()) FROM c JOIN first USING (event_id)"
+    " kept AS (INSERT INTO arrivals (event_id, key, message, at, files)"
+    " SELECT event_id, key, message, extract(epoch FROM clock_timestamp()), files"
+    " FROM c JOIN first USING (event_id)"
     " ORDER BY n RETURNING event_id)"
     " SELECT (c.n - 1)::int AS call FROM c JOIN kept USING (event_id)"
 )
 """Record delivery ids and keep their messages as arrivals of their threads, in one statement
-(each call: event id, seen at, thread key, message); returns the calls whose delivery id was
+(each call: event id, seen at, thread key, message, the files it names as JSON or None); returns the calls whose delivery id was
 new (a call whose id was recorded before keeps nothing). An arrival's ``at`` is the database's
 clock (workers' may be off)."""
 ACTIVE = "state <> 'idle'"
@@ -141,15 +142,30 @@ class DeliveryTables:
         )
         return changed(status) == 1
 
-    async def accept(self: PgDb, key: ThreadKey, message: UserMessage, now: float) -> bool:
+    async def accept(
+        self: PgDb,
+        key: ThreadKey,
+        message: UserMessage,
+        now: float,
+        files: Sequence[Attachment] = (),
+    ) -> bool:
         if not message.event_id:
             raise ValueError("an accepted message needs its event id")
         added = await self.gathered(
             "accept", ACCEPT, rows=True
         ).fetch(  # in the order of the rows it locks
-            message.event_id, message.event_id, now, key, dump_message(message)
+            message.event_id,
+            message.event_id,
+            now,
+            key,
+            dump_message(message),
+            stored.dump_files(files),
         )
         return bool(added)
+
+    async def arrival_files(self: PgDb, event_id: str) -> tuple[Attachment, ...]:
+        found = await self.pool.fetchval("SELECT files FROM arrivals WHERE event_id = $1", event_id)
+        return stored.load_files(found)
 
     async def arrivals(self: PgDb, limit: int = 1000) -> list[tuple[ThreadKey, UserMessage]]:
         rows = await self.pool.fetch(

@@ -7,16 +7,23 @@ from collections.abc import Sequence
 
 import aiosqlite
 
-from bot.api.inbound import ThreadKey
+from bot.api.inbound import Attachment, ThreadKey
 from bot.llm.messages import Message, UserMessage, dump_message, load_message
 from bot.sessions.model import RunState, Session
 from bot.storage import rows as stored
 from bot.storage.sqlite.db import Db
 
 
-async def keep(db: aiosqlite.Connection, key: ThreadKey, message: UserMessage, now: float) -> bool:
+async def keep(
+    db: aiosqlite.Connection,
+    key: ThreadKey,
+    message: UserMessage,
+    now: float,
+    files: Sequence[Attachment] = (),
+) -> bool:
     """In the transaction ``db``: record ``message``'s delivery id and keep it as an arrival
-    for ``key``; False (nothing kept) when the id was recorded before."""
+    for ``key`` (with the ``files`` it names, not downloaded yet); False (nothing kept) when
+    the id was recorded before."""
     cur = await db.execute(
         "INSERT INTO deliveries (event_id, seen_at) VALUES (?, ?) ON CONFLICT (event_id) DO NOTHING",
         (message.event_id, now),
@@ -24,8 +31,8 @@ async def keep(db: aiosqlite.Connection, key: ThreadKey, message: UserMessage, n
     if cur.rowcount != 1:
         return False
     await db.execute(
-        "INSERT INTO arrivals (event_id, key, message, at) VALUES (?, ?, ?, ?)",
-        (message.event_id, key, dump_message(message), now),
+        "INSERT INTO arrivals (event_id, key, message, at, files) VALUES (?, ?, ?, ?, ?)",
+        (message.event_id, key, dump_message(message), now, stored.dump_files(files)),
     )
     return True
 
@@ -98,9 +105,6 @@ async def _upsert(
 ) -> None:
     """Write the session row; the arrivals of the messages it now holds (``messages`` being
     written, and the inbox) are done."""
-    done = [(event_id,) for event_id in stored.arrived(session, messages)]
-    if done:
-        await db.executemany("DELETE FROM arrivals WHERE event_id = ?", done)
     await db.execute(
         f"INSERT INTO sessions (key, {stored.SESSION_COLUMNS})"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -112,6 +116,11 @@ async def _upsert(
         " toolkits = excluded.toolkits",
         stored.session_row(session),
     )
+    # after the session row: a read on this connection between the two statements (the
+    # transaction is not committed yet, but this connection sees it) finds the thread joined
+    done = [(event_id,) for event_id in stored.arrived(session, messages)]
+    if done:
+        await db.executemany("DELETE FROM arrivals WHERE event_id = ?", done)
 
 
 class DeliveryTables:
@@ -126,11 +135,24 @@ class DeliveryTables:
             )
             return cur.rowcount == 1
 
-    async def accept(self: Db, key: ThreadKey, message: UserMessage, now: float) -> bool:
+    async def accept(
+        self: Db,
+        key: ThreadKey,
+        message: UserMessage,
+        now: float,
+        files: Sequence[Attachment] = (),
+    ) -> bool:
         if not message.event_id:
             raise ValueError("an accepted message needs its event id")
         async with self.transaction() as db:
-            return await keep(db, key, message, now)
+            return await keep(db, key, message, now, files)
+
+    async def arrival_files(self: Db, event_id: str) -> tuple[Attachment, ...]:
+        async with self.db.execute(
+            "SELECT files FROM arrivals WHERE event_id = ?", (event_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        return () if row is None else stored.load_files(row[0])
 
     async def arrivals(self: Db, limit: int = 1000) -> list[tuple[ThreadKey, UserMessage]]:
         async with self.db.execute(

@@ -129,6 +129,33 @@ async def test_each_malformed_dispatch_is_skipped_and_the_session_goes_on(
     assert "just chatting" not in caplog.text
 
 
+async def test_frames_that_do_not_decode_are_skipped_and_the_connection_is_kept(
+    running: Discord, caplog: pytest.LogCaptureFixture
+) -> None:
+    d = running
+    thread, _ = await answered_thread(d)
+    frames: list[str | bytes] = [
+        b"\xff\xfe not UTF-8 " + SECRET.encode(),  # inflated, it is not text
+        f"not JSON {SECRET}",
+        "[]",
+        "null",
+        '"a string"',
+        "[" * 100_000 + "]" * 100_000,  # deeper than any JSON reader goes
+        '{"op": 0, "t": "MESSAGE_CREATE", "s": 1, "d": ' + "[" * 5000 + "]" * 5000 + "}",
+    ]
+    with caplog.at_level(logging.WARNING, logger="adapters.discord"):
+        for frame in frames:
+            d.fake.gateway.send_frame(frame)
+        d.fake.say(thread, d.ada, "still there?")
+        await d.shows(thread, ["Ada L. said: hi", "Ada L. said: still there?"])
+
+    assert len(d.fake.gateway.sessions) == 1 and len(d.fake.gateway.connections) == 1
+    assert d.fake.gateway.connections[0].close_code is None  # never dropped nor identified again
+    assert d.adapter is not None
+    assert sum(d.adapter.listeners.skipped.values()) == len(frames)
+    assert SECRET not in caplog.text
+
+
 async def test_a_click_nobody_can_read_or_place_gets_a_private_word_and_breaks_nothing(
     discord_world: Discord,
 ) -> None:

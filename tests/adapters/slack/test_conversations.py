@@ -11,7 +11,7 @@ from adapters.slack.parse import thread_key
 from bot.llm.messages import SystemMessage, UserMessage
 from tests.adapters.slack.conftest import HeldModel, World, echo, slack_world
 from tests.fakes.scripted_model import ScriptedModel, text
-from tests.fakes.slack import BOT_USER, MENTION, FakeSlack
+from tests.fakes.slack import BOT_USER, MENTION, FakeSlack, payloads
 from tests.fakes.slack.server import ALL_SCOPES
 
 
@@ -86,6 +86,26 @@ async def test_messages_the_bot_is_not_part_of_are_ignored(world: World) -> None
     replies = await world.answered(top)
     assert [m.shown for m in replies] == ["Grace said: where should we go?"]
     assert replies[0].thread_ts == top.ts  # joined the existing thread
+
+
+async def test_a_reply_that_arrives_before_its_threads_mention_is_answered_after_it(
+    world: World,
+) -> None:
+    fake = world.fake
+    general = fake.workspace.channels["CGENERAL"]
+    root = fake.workspace.post("CGENERAL", "UADA", f"{MENTION} shall we plan the release?")
+    reply = fake.workspace.post("CGENERAL", "UGRACE", "I can take the notes", thread_ts=root.ts)
+    await fake.deliver_event(payloads.message_event(reply, general))  # Slack's order is not kept
+    await world.idle()
+    assert world.model.requests == []
+    await fake.deliver_event(payloads.message_event(root, general))
+    await fake.deliver_event(payloads.mention_event(root))
+
+    replies = await world.answered(root, 2)
+    assert [m.shown for m in replies] == [
+        "Ada said: shall we plan the release?",
+        "Grace said: I can take the notes",
+    ]
 
 
 async def test_a_direct_message_needs_no_mention_and_gets_its_own_thread(world: World) -> None:

@@ -16,7 +16,8 @@ from bot.llm.messages import UserMessage
 from bot.llm.wire import message_to_wire
 from bot.tools.sandbox import directory_name
 from tests.adapters.slack.conftest import slack_world
-from tests.fakes.documents import CSV, PNG, scanned_pdf, text_pdf
+from tests.fakes.documents import CSV, PNG, many_pages_pdf, scanned_pdf, text_pdf
+from tests.fakes.faulty_body import Fault
 from tests.fakes.recorder import Recorder
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
 from tests.fakes.slack import MENTION
@@ -214,3 +215,31 @@ def test_the_token_may_go_only_to_slacks_file_hosts_over_https_or_the_api_origin
         "not a url",
     ):
         assert not token_may_go(url, api), url
+
+
+async def test_silent_overlong_and_huge_files_are_stopped_with_a_note_and_fetched_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ScriptedModel([text("Answered what I could.")])
+    async with slack_world(
+        tmp_path, monkeypatch, model=model, file_max_bytes=1024 * 1024, file_download_seconds=2
+    ) as world:
+        fake = world.fake
+        silent = fake.files.share("silent.csv", CSV, "text/csv")
+        fake.files.faults[silent["id"]] = Fault(silent=True)
+        lying = fake.files.share("small.txt", b"x", "text/plain", size=10)
+        fake.files.faults[lying["id"]] = Fault(body_bytes=50 * 1024 * 1024)
+        book = fake.files.share("book.pdf", many_pages_pdf(2_000), "application/pdf")
+        root = await fake.say(
+            "UADA", "CGENERAL", f"{MENTION} read these", files=[silent, lying, book]
+        )
+        (reply,) = await world.answered(root, 1, WAIT)
+
+        assert "silent.csv: not read (the download did not finish within 2 s" in reply.shown
+        assert "small.txt: not read (larger than the 1.0 MB cap)" in reply.shown
+        assert "book.pdf: read pages 1–50 of 2,000 (the bot reads at most 50)" in reply.shown
+        assert reply.shown.endswith("Answered what I could.")
+        # the message and its mention carry the same files: each is fetched once
+        assert sorted(f for f, _ in fake.files.downloads) == sorted(
+            [silent["id"], lying["id"], book["id"]]
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.api.inbound import ThreadKey
+from bot.api.inbound import Attachment, ThreadKey
 from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers, AuditEntry
 from bot.llm.messages import AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
 from bot.scheduler.jobs import Job
@@ -316,6 +316,26 @@ async def test_jobs_come_due_in_order_and_are_replaced_by_id(stores: Stores, sto
     assert [j.id for j in await store.due_jobs(100.0, limit=1)] == ["a"]
     await store.delete_job("a")
     assert await store.next_due() == 25.0
+
+
+async def test_an_arrival_keeps_the_files_it_names_until_its_session_holds_it(
+    stores: Stores, store: Store
+) -> None:
+    files = (
+        Attachment("report.pdf", "https://files.example/1", 2_000_000, "application/pdf"),
+        Attachment("notes.txt", "https://files.example/2"),
+    )
+    message = UserMessage(text="see these", author_id="u1", author_name="Ann", event_id="ev1")
+    plain = UserMessage(text="no files", author_id="u1", author_name="Ann", event_id="ev2")
+    assert await store.accept(KEY, message, 1.0, files)
+    assert await store.accept(KEY, plain, 1.0)
+    assert not await store.accept(KEY, message, 2.0, files[:1])  # a redelivery changes nothing
+    store = await stores.reopen(store)  # a restart during the download
+    assert await store.arrival_files("ev1") == files
+    assert await store.arrival_files("ev2") == ()
+    session = await store.load_session(KEY, 3.0)
+    await store.append_messages(session, [message, plain])
+    assert await store.arrival_files("ev1") == ()  # in its session: nothing left to fetch
 
 
 async def test_an_accepted_message_waits_as_an_arrival_until_its_session_holds_it(

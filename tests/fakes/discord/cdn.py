@@ -18,6 +18,7 @@ import aiohttp
 from aiohttp import web
 
 from tests.fakes.discord.model import ApiError
+from tests.fakes.faulty_body import Fault, serve
 
 MAX_UPLOAD = 10 * 1024 * 1024
 """Discord's upload limit for a server without boosts (10 MiB)."""
@@ -27,16 +28,30 @@ MAX_UPLOAD = 10 * 1024 * 1024
 class Cdn:
     base_url: Callable[[], str]
     snowflake: Callable[[], int]
+    changed: Callable[[], None] = lambda: None
+    """Wakes whoever waits on the world (a download began)."""
     blobs: dict[int, bytes] = field(default_factory=dict)
     served: list[int] = field(default_factory=list)
+    faults: dict[int, Fault] = field(default_factory=dict)
+    """Attachment id → how its download misbehaves (slow, silent, longer than declared)."""
 
     def routes(self, app: web.Application) -> None:
         app.router.add_get("/attachments/{cid:\\d+}/{aid:\\d+}/{name}", self.download)
 
     def attachment(
-        self, channel_id: int, name: str, data: bytes, content_type: str
+        self,
+        channel_id: int,
+        name: str,
+        data: bytes,
+        content_type: str,
+        *,
+        size: int | None = None,
+        fault: Fault | None = None,
     ) -> dict[str, Any]:
+        """An attachment served at its signed URL (``size``: what it declares, may lie)."""
         aid = self.snowflake()
+        if fault is not None:
+            self.faults[aid] = fault
         self.blobs[aid] = data
         url = (
             f"{self.base_url()}/attachments/{channel_id}/{aid}/{urllib.parse.quote(name, safe='')}"
@@ -45,7 +60,7 @@ class Cdn:
         return {
             "id": str(aid),
             "filename": name,
-            "size": len(data),
+            "size": len(data) if size is None else size,
             "url": signed,
             "proxy_url": signed,
             "content_type": content_type,
@@ -57,7 +72,16 @@ class Cdn:
         if data is None or "hm" not in request.query:
             return web.Response(status=404, text="This content is no longer available.")
         self.served.append(aid)
+        self.changed()
+        fault = self.faults.get(aid)
+        if fault is not None:
+            return await serve(request, data, "application/octet-stream", fault)
         return web.Response(body=data, content_type="application/octet-stream")
+
+    def release(self) -> None:
+        """End every silent download (the fake is stopping)."""
+        for fault in self.faults.values():
+            fault.released.set()
 
     async def read_multipart(
         self, request: web.Request, channel_id: int

@@ -3,7 +3,9 @@
 HELLO → IDENTIFY (token, intents) → READY (``session_id``, ``resume_gateway_url``) and a
 GUILD_CREATE per guild; HEARTBEAT → HEARTBEAT_ACK; RESUME replays what the session missed and
 ends with RESUMED, or answers INVALID_SESSION. Close codes: 4004 (bad token), 4010 (an invalid
-``shard``), 4014 (a privileged intent the application does not have). Frames are plain JSON text.
+``shard``), 4014 (a privileged intent the application does not have). Frames are plain JSON text;
+:meth:`Gateway.send_frame` sends any text as a frame, or bytes through the connection's
+``zlib-stream`` (as Discord compresses), for frames that do not decode.
 
 Sharding as on Discord: an IDENTIFY with ``shard: [id, count]`` gets the guilds whose
 ``(guild_id >> 22) % count == id`` (in READY, GUILD_CREATE and every later event of theirs) and,
@@ -20,6 +22,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +35,8 @@ HELLO, HEARTBEAT, IDENTIFY, RESUME, INVALID_SESSION, HEARTBEAT_ACK = 10, 1, 2, 6
 GUILDS, GUILD_MESSAGES, DIRECT_MESSAGES, MESSAGE_CONTENT = 1 << 0, 1 << 9, 1 << 12, 1 << 15
 APP_MESSAGE_CONTENT = (1 << 18) | (1 << 19)
 Frame = dict[str, Any]
+Raw = str | bytes
+"""A frame sent as it is: text, or bytes to compress (see :meth:`Gateway.send_frame`)."""
 
 
 @dataclass
@@ -40,7 +45,7 @@ class Session:
     intents: int
     events: list[Frame] = field(default_factory=list)
     ws: web.WebSocketResponse | None = None
-    queue: asyncio.Queue[Frame | None] | None = None
+    queue: asyncio.Queue[Frame | Raw | None] | None = None
     alive: bool = True
     shard: tuple[int, int] | None = None
     """``(id, count)`` from IDENTIFY; None: unsharded (every guild, and DMs)."""
@@ -194,11 +199,15 @@ class Gateway:
     async def _pump(self, ws: web.WebSocketResponse, session: Session) -> None:
         queue = session.queue
         assert queue is not None
+        deflate = zlib.compressobj()
         while (frame := await queue.get()) is not None:
             if ws.closed:
                 return
             with contextlib.suppress(ConnectionError):
-                await ws.send_str(json.dumps(frame))
+                if isinstance(frame, bytes):  # one zlib-stream message, as Discord sends it
+                    await ws.send_bytes(deflate.compress(frame) + deflate.flush(zlib.Z_SYNC_FLUSH))
+                else:
+                    await ws.send_str(frame if isinstance(frame, str) else json.dumps(frame))
             self.world.changed()
 
     # --- dispatching --------------------------------------------------------------------------
@@ -225,6 +234,13 @@ class Gateway:
         for session in self.sessions.values():
             if session.alive:
                 self._enqueue(session, event, data)
+
+    def send_frame(self, frame: Raw) -> None:
+        """Send ``frame`` as it is to every live session: a ``str`` as a text frame (``[]``, not
+        JSON at all…), ``bytes`` compressed into a binary frame (bytes that are not UTF-8)."""
+        for session in self.sessions.values():
+            if session.alive and session.ws is not None and session.queue is not None:
+                session.queue.put_nowait(frame)
 
     def _visible(self, session: Session, event: str, data: Frame) -> Frame:
         if event != "MESSAGE_CREATE" or session.intents & MESSAGE_CONTENT:

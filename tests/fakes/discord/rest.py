@@ -77,7 +77,7 @@ class Rest:
         self.token = token
         self.gateway_url = gateway_url
         self.calls: list[Call] = []
-        self.cdn = Cdn(lambda: "", world.snowflake)
+        self.cdn = Cdn(lambda: "", world.snowflake, changed=world.changed)
 
     def routes(self, app: web.Application) -> None:
         r = app.router

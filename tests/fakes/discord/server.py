@@ -70,6 +70,7 @@ class FakeDiscord:
         self.gateway.resume_url = f"ws://127.0.0.1:{self.port}/resume"
 
     async def close(self) -> None:
+        self.cdn.release()
         await self.gateway.close()
         if self._runner is not None:
             await self._runner.cleanup()

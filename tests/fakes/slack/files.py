@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.faulty_body import Fault, serve
 from tests.fakes.slack.wire import SlackError
 
 SIGN_IN = (
@@ -60,6 +61,10 @@ class SlackFiles:
     """(file id, served) for every download attempt."""
     moved: dict[str, str] = field(default_factory=dict)
     """File id → where its download redirects (``302``), for files that moved."""
+    faults: dict[str, Fault] = field(default_factory=dict)
+    """File id → how its download misbehaves (slow, silent, longer than declared)."""
+    changed: Callable[[], None] = lambda: None
+    """Wakes whoever waits on the fake (a download began, or went on)."""
     _ids: Any = field(default_factory=lambda: itertools.count(1))
 
     def routes(self, app: web.Application) -> None:
@@ -95,7 +100,16 @@ class SlackFiles:
             self.downloads.append((request.match_info["id"], False))
             return web.Response(body=SIGN_IN, content_type="text/html")
         self.downloads.append((stored.id, True))
+        self.changed()
+        fault = self.faults.get(stored.id)
+        if fault is not None:
+            return await serve(request, stored.data, stored.mimetype, fault, self.changed)
         return web.Response(body=stored.data, content_type=stored.mimetype)
+
+    def release(self) -> None:
+        """End every silent download (the fake is stopping)."""
+        for fault in self.faults.values():
+            fault.released.set()
 
     # --- the app uploads ------------------------------------------------------------------------
     def get_upload_url(self, args: dict[str, Any]) -> dict[str, Any]:

@@ -81,6 +81,7 @@ class FakeSlack:
             markdown_limit,
         )
         self.files = SlackFiles(lambda: self.base_url, self.api.may_download, self.api.post_upload)
+        self.files.changed = self._changed
         self.api.files = self.files
         self.echo_bot_events = echo_bot_events
         self.deliveries: list[Delivery] = []
@@ -127,6 +128,7 @@ class FakeSlack:
         await self.deliverer.open()
 
     async def stop(self) -> None:
+        self.files.release()
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -176,11 +178,12 @@ class FakeSlack:
             channel, user, text, thread_ts=thread_ts, subtype="file_share" if files else None
         )
         event = payloads.message_event(message, where)
-        if files:
-            event["files"] = files
+        mention = payloads.mention_event(message)
+        if files:  # as on Slack, both events of a message carry its files
+            event["files"] = mention["files"] = files
         await self.deliver_event(event)
         if MENTION in text and BOT_USER in where.members:
-            await self.deliver_event(payloads.mention_event(message))
+            await self.deliver_event(mention)
         return message
 
     async def other_bot_says(
