@@ -53,6 +53,8 @@ class McpServer:
         self._failures = 0
         self._retry_at = 0.0
         self.last_error: str | None = None
+        self.server_label = ""
+        """What the server said it is (name, version, protocol) when it last started."""
         self.tools: tuple[RemoteTool, ...] = ()
         self.generation = 0
         """Grows each time :attr:`tools` is replaced."""
@@ -148,6 +150,7 @@ class McpServer:
             await connection.aclose()
             raise McpUnavailable(f"{self.name}: shutting down")
         self._connection = connection
+        self.server_label = connection.server_label
         self._set_tools(tools)
         self._log.info("[%s] started: %d tools", self.name, len(tools))
         return connection

@@ -37,6 +37,12 @@ Allowed = Callable[[str], bool]
 """Whether the thread with this key is offered the server's tools."""
 
 
+def asks_first(remote: RemoteTool) -> bool:
+    """Whether a call asks a person first (unless ``[tools.NAME]`` says otherwise): every tool
+    but one annotated read-only that does not reach outside."""
+    return not remote.read_only or remote.open_world
+
+
 class McpToolkit:
     def __init__(self, server: McpServer, allowed: Allowed) -> None:
         self._server = server
@@ -141,7 +147,7 @@ class McpToolkit:
             return text
 
         text = description(remote.description, f"{original} (from the MCP server {server.name})")
-        if remote.read_only and not remote.open_world:
+        if not asks_first(remote):
             return Tool(
                 offered,
                 text,

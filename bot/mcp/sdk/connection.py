@@ -47,6 +47,8 @@ class Connection:
         self.closed = asyncio.Event()
         self._relay = ListingRelay()
         self._listing = asyncio.Lock()
+        self.server_label = ""
+        """The server's name and version and the protocol version agreed, once connected."""
 
     @classmethod
     async def open(
@@ -159,12 +161,13 @@ class Connection:
                 await stack.enter_async_context(session)
                 try:
                     async with asyncio.timeout(timeout):
-                        await session.initialize()
+                        agreed = await session.initialize()
                 except TimeoutError:
                     raise McpTimeout(
                         f"{self.name}: no answer to initialize within {timeout:g} s"
                     ) from None
                 self._session = session
+                self.server_label = _label(agreed)
                 self._ready.set_result(None)
                 await self._stop.wait()
         except asyncio.CancelledError:
@@ -222,6 +225,11 @@ def render(result: types.CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return "\n".join(parts)
+
+
+def _label(agreed: types.InitializeResult) -> str:
+    info = agreed.server_info
+    return f"{info.name} {info.version}, protocol {agreed.protocol_version}"
 
 
 def _translate(name: str, exc: BaseException, ended: str | None) -> BaseException:
