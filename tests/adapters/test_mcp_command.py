@@ -163,3 +163,44 @@ async def test_try_reaches_a_streamable_http_server_by_its_url(tmp_path: Path) -
     assert lines[-2:] == ["  result:", "    hello over HTTP"]
     assert proc.returncode == 0, stderr.decode()
     assert ("echo", {"text": "hello over HTTP"}) in fake.behaviour.calls
+
+
+async def threadline_async(cwd: Path, *args: str, **env: str) -> tuple[int, str, str]:
+    """The real program, while the test's own loop serves the fake HTTP server."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "adapters.cli",
+        *args,
+        cwd=cwd,
+        env=os.environ | {"PYTHONPATH": str(ROOT)} | env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    async with asyncio.timeout(60):
+        stdout, stderr = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, stdout.decode(), stderr.decode()
+
+
+async def test_a_server_that_wants_a_sign_in_is_said_so(tmp_path: Path) -> None:
+    async with FakeMcpHttp(token="right") as fake:
+        (tmp_path / "threadline.toml").write_text(
+            f'[mcp_servers.docs]\nurl = "{fake.url}"\n'
+            'headers = { Authorization = "Bearer ${DOCS_TOKEN}" }\n'
+        )
+        anonymous = await threadline_async(tmp_path, "mcp", "try", fake.url, DOCS_TOKEN="x")
+        wrong = await threadline_async(tmp_path, "mcp", "try", "docs", DOCS_TOKEN="wrong")
+        right = await threadline_async(
+            tmp_path, "mcp", "try", "docs", "lookup", '{"id": "T-2"}', DOCS_TOKEN="right"
+        )
+    assert anonymous[1].splitlines()[-1] == (
+        "  does not connect: the server asks for a sign-in (HTTP 401), and OAuth sign-in is"
+        " not supported yet: give a token in the server's headers"
+    )
+    assert anonymous[0] == 1
+    assert wrong[1].splitlines()[-1] == (
+        "  does not connect: the server refuses the sign-in its headers give (HTTP 403)"
+    )
+    assert wrong[0] == 1 and "wrong" not in wrong[1] + wrong[2]
+    assert right[1].splitlines()[-1] == "    T-2: printer on fire (open)" and right[0] == 0

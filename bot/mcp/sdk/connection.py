@@ -25,7 +25,13 @@ from pydantic import ValidationError
 from bot.errors import McpError, McpTimeout, McpUnavailable
 from bot.mcp.endpoint import Endpoint, RemoteTool, StdioEndpoint, remote_tools
 from bot.mcp.process import server_log
-from bot.mcp.sdk.transports import ListingRelay, Streams, http_streams, stdio_streams
+from bot.mcp.sdk.transports import (
+    ListingRelay,
+    Refusals,
+    Streams,
+    http_streams,
+    stdio_streams,
+)
 
 CLIENT = types.Implementation(name="threadline", version="0.1")
 MAX_PAGES = 100
@@ -46,6 +52,7 @@ class Connection:
         """Why the connection ended, once it has."""
         self.closed = asyncio.Event()
         self._relay = ListingRelay()
+        self._refusals = Refusals()
         self._listing = asyncio.Lock()
         self.server_label = ""
         """The server's name and version and the protocol version agreed, once connected."""
@@ -116,6 +123,7 @@ class Connection:
 
     async def _request(self, pending: Any, what: str) -> Any:
         timeout = self.timeout_s
+        self._refusals.status = None
         try:
             async with asyncio.timeout(timeout):
                 return await pending
@@ -127,6 +135,8 @@ class Connection:
             if exc.code == types.CONNECTION_CLOSED:
                 self._end(self.ended or "the connection closed")
                 raise McpUnavailable(f"{self.name}: {self.ended}") from None
+            if (refused := self._refusals.sign_in(self.name)) is not None:
+                raise McpError(f"{refused} ({what})") from None
             raise McpError(
                 f"{self.name}: {what} failed: {exc.message} (error {exc.code})"
             ) from None
@@ -174,7 +184,8 @@ class Connection:
             self._ready.cancel()
             raise
         except BaseException as exc:  # the handshake failed, or the transport broke
-            error = _translate(self.name, exc, self.ended)
+            refused = self._refusals.sign_in(self.name)
+            error = McpUnavailable(refused) if refused else _translate(self.name, exc, self.ended)
             if not self._ready.done():
                 self._ready.set_exception(error)
             else:
@@ -190,7 +201,7 @@ class Connection:
         if isinstance(endpoint, StdioEndpoint):
             opened = stdio_streams(self.name, endpoint, self._end, self._exited)
         else:
-            opened = http_streams(endpoint)
+            opened = http_streams(endpoint, self._refusals)
         async with opened as streams, self._relay.around(streams) as relayed:
             yield relayed
 
