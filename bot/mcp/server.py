@@ -17,7 +17,7 @@ from bot.errors import McpError, McpUnavailable
 from bot.infra.clock import Clock
 from bot.mcp.endpoint import Endpoint, RemoteTool
 from bot.mcp.process import server_log
-from bot.mcp.sdk.connection import Connection
+from bot.mcp.sdk.connection import Connection, Progress
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +78,14 @@ class McpServer:
             return False
         return True
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """Call ``tool`` (its name on the server); the text is capped. Raises :class:`McpError`."""
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> tuple[str, bool]:
+        """Call ``tool`` (its name on the server); the text is capped. Raises :class:`McpError`.
+        ``progress`` hears what the server says of how far the call got."""
         connection = await self._connected()
         try:
-            text, failed = await connection.call(tool, arguments)
+            text, failed = await connection.call(tool, arguments, progress)
         except McpUnavailable as exc:
             await self._lost(connection, exc)
             detail = f"{self.name}: {connection.ended}" if connection.ended else str(exc)

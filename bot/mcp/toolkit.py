@@ -22,6 +22,7 @@ from typing import Any
 
 from bot.errors import McpError
 from bot.mcp.endpoint import RemoteTool
+from bot.mcp.progress import ProgressLine
 from bot.mcp.schema import description, fix_schema, offered_names
 from bot.mcp.server import McpServer
 from bot.tools.base import AnyArguments, Tool, ToolContext, ToolError
@@ -139,7 +140,7 @@ class McpToolkit:
 
         async def call(ctx: ToolContext, **arguments: Any) -> str:
             try:
-                text, failed = await server.call(original, arguments)
+                text, failed = await server.call(original, arguments, ProgressLine(ctx, offered))
             except McpError as exc:
                 raise ToolError(str(exc)) from None
             if failed:

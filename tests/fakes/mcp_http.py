@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -30,6 +31,8 @@ class FakeMcpHttp:
     ) -> None:
         self.behaviour = Behaviour(catalog(catalog_name), hang_initialize)
         self.token = token
+        self.arrived = asyncio.Event()
+        """Set at each message the server gets (a test clears it, then waits for the next)."""
         self.headers: list[dict[str, str]] = []
         """The headers of every POST, in order."""
         self._streams: list[asyncio.Queue[dict[str, Any] | None]] = []
@@ -73,6 +76,7 @@ class FakeMcpHttp:
             return refused
         message = await request.json()
         reply = self.behaviour.handle(message)
+        self.arrived.set()
         if reply.crash:  # the connection drops without an answer
             assert request.transport is not None
             request.transport.close()
@@ -89,6 +93,13 @@ class FakeMcpHttp:
         if not answers:  # hang: hold the request open until the client gives up
             await asyncio.Event().wait()
         return web.json_response(answers[0], headers=headers)
+
+    async def until(self, holds: Callable[[], bool], within: float = 10.0) -> None:
+        """Wait until ``holds()`` is true, checking at each message the server gets."""
+        async with asyncio.timeout(within):
+            while not holds():
+                self.arrived.clear()
+                await self.arrived.wait()
 
     def _refused(self, request: web.Request) -> web.Response | None:
         given = request.headers.get("Authorization")

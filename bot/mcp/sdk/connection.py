@@ -14,7 +14,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
 import mcp_types as types
@@ -34,6 +34,14 @@ from bot.mcp.sdk.transports import (
 )
 
 CLIENT = types.Implementation(name="threadline", version="0.1")
+
+
+class Progress(Protocol):
+    """Hears how far a call got: progress, total (if known), message (if any)."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
 MAX_PAGES = 100
 
 
@@ -105,10 +113,20 @@ class Connection:
                     break
         return found
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """The tool's output as text, and whether the server says it failed (``isError``)."""
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> tuple[str, bool]:
+        """The tool's output as text, and whether the server says it failed (``isError``).
+        With ``progress``, the request carries a progress token and each progress notification
+        the server sends for it is passed on. Cancelling the call (Stop) sends
+        ``notifications/cancelled`` to the server."""
         session = self._live()
-        pending = session.call_tool(tool, arguments, read_timeout_seconds=self.timeout_s)
+        pending = session.call_tool(
+            tool,
+            arguments,
+            read_timeout_seconds=self.timeout_s,
+            progress_callback=progress,
+        )
         result = await self._request(pending, tool)
         if not isinstance(result, types.CallToolResult):
             raise McpError(
