@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.admin import add_commands
+from adapters.mcp_command import add_mcp_command
 
 if TYPE_CHECKING:
     from adapters.platforms import Platforms
@@ -79,6 +80,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("discord-invite", help="print the link that adds the Discord bot to a server")
     add_commands(sub)
+    add_mcp_command(sub)
     sub.add_parser(
         "healthcheck", help="exit 0 when the running bot's /healthz answers (for containers)"
     )
@@ -117,7 +119,12 @@ async def _serve(settings: Settings, platforms: Platforms) -> None:
         await runtime.stop()
 
 
-def _admin(settings: Settings, args: argparse.Namespace) -> int:
+def _admin(settings: Settings, args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """The operator's commands: ``audit``, ``rules`` and ``mcp``."""
+    if args.command == "mcp":
+        from adapters.mcp_command import run_mcp
+
+        return run_mcp(settings, args, parser)
     import asyncio
 
     from adapters.admin import run_audit, run_rules
@@ -182,8 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for handler in logging.getLogger().handlers:
             handler.setLevel(max(handler.level, logging.ERROR))
         return asyncio.run(run_doctor(settings, platforms))
-    if args.command in ("audit", "rules"):
-        return _admin(settings, args)
+    if args.command in ("audit", "rules", "mcp"):
+        return _admin(settings, args, parser)
     if args.command == "discord-invite":
         from adapters.discord.invite import print_invite  # imports discord.py only when asked
 

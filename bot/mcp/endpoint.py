@@ -65,6 +65,14 @@ def endpoint(name: str, server: McpServerSettings, environ: Mapping[str, str]) -
         ) from None
 
 
+def sign_in(server: McpServerSettings) -> str:
+    """How the bot signs in to the server: the names of its static headers (never their
+    values), or none."""
+    if server.url is not None and server.headers:
+        return f"static headers ({', '.join(sorted(server.headers))})"
+    return "none"
+
+
 def secrets_of(server: McpServerSettings, environ: Mapping[str, str]) -> list[str]:
     """The values this server reads from the environment by name (kept out of the logs)."""
     names = {

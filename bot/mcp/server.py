@@ -17,7 +17,7 @@ from bot.errors import McpError, McpUnavailable
 from bot.infra.clock import Clock
 from bot.mcp.endpoint import Endpoint, RemoteTool
 from bot.mcp.process import server_log
-from bot.mcp.sdk.connection import Connection
+from bot.mcp.sdk.connection import Connection, Progress
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ class McpServer:
         self._failures = 0
         self._retry_at = 0.0
         self.last_error: str | None = None
+        self.server_label = ""
+        """What the server said it is (name, version, protocol) when it last started."""
         self.tools: tuple[RemoteTool, ...] = ()
         self.generation = 0
         """Grows each time :attr:`tools` is replaced."""
@@ -76,11 +78,14 @@ class McpServer:
             return False
         return True
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """Call ``tool`` (its name on the server); the text is capped. Raises :class:`McpError`."""
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> tuple[str, bool]:
+        """Call ``tool`` (its name on the server); the text is capped. Raises :class:`McpError`.
+        ``progress`` hears what the server says of how far the call got."""
         connection = await self._connected()
         try:
-            text, failed = await connection.call(tool, arguments)
+            text, failed = await connection.call(tool, arguments, progress)
         except McpUnavailable as exc:
             await self._lost(connection, exc)
             detail = f"{self.name}: {connection.ended}" if connection.ended else str(exc)
@@ -148,6 +153,7 @@ class McpServer:
             await connection.aclose()
             raise McpUnavailable(f"{self.name}: shutting down")
         self._connection = connection
+        self.server_label = connection.server_label
         self._set_tools(tools)
         self._log.info("[%s] started: %d tools", self.name, len(tools))
         return connection

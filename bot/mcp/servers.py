@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from bot.config import McpServerSettings, Settings
 from bot.infra.clock import Clock
-from bot.mcp.endpoint import endpoint
+from bot.mcp.endpoint import endpoint, sign_in
 from bot.mcp.server import McpServer
 from bot.mcp.toolkit import Allowed, McpToolkit
 from bot.tools.registry import ToolRegistry
@@ -52,10 +52,16 @@ def allowed_in(settings: Settings, server: str) -> Allowed:
 
 
 async def probe(settings: Settings, clock: Clock) -> list[tuple[bool | None, str]]:
-    """For ``threadline doctor``: start each server (all at once), list its tools, stop it."""
-    return list(
-        await asyncio.gather(*(_probe(n, s, clock) for n, s in settings.mcp_servers.items()))
-    )
+    """For ``threadline doctor``: start each server (all at once), list its tools, stop it;
+    and say how each enabled one signs in."""
+    servers = settings.mcp_servers.items()
+    found = await asyncio.gather(*(_probe(n, s, clock) for n, s in servers))
+    lines: list[tuple[bool | None, str]] = []
+    for (name, config), line in zip(servers, found, strict=True):
+        lines.append(line)
+        if config.enabled:
+            lines.append((None, f"MCP server {name}: sign-in: {sign_in(config)}"))
+    return lines
 
 
 async def _probe(name: str, config: McpServerSettings, clock: Clock) -> tuple[bool | None, str]:

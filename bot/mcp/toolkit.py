@@ -22,6 +22,7 @@ from typing import Any
 
 from bot.errors import McpError
 from bot.mcp.endpoint import RemoteTool
+from bot.mcp.progress import ProgressLine
 from bot.mcp.schema import description, fix_schema, offered_names
 from bot.mcp.server import McpServer
 from bot.tools.base import AnyArguments, Tool, ToolContext, ToolError
@@ -35,6 +36,12 @@ DESTRUCTIVE = "the server marks this tool destructive"
 TASKS = "it can only be called as a task (execution.taskSupport: required), not supported yet"
 Allowed = Callable[[str], bool]
 """Whether the thread with this key is offered the server's tools."""
+
+
+def asks_first(remote: RemoteTool) -> bool:
+    """Whether a call asks a person first (unless ``[tools.NAME]`` says otherwise): every tool
+    but one annotated read-only that does not reach outside."""
+    return not remote.read_only or remote.open_world
 
 
 class McpToolkit:
@@ -133,7 +140,7 @@ class McpToolkit:
 
         async def call(ctx: ToolContext, **arguments: Any) -> str:
             try:
-                text, failed = await server.call(original, arguments)
+                text, failed = await server.call(original, arguments, ProgressLine(ctx, offered))
             except McpError as exc:
                 raise ToolError(str(exc)) from None
             if failed:
@@ -141,7 +148,7 @@ class McpToolkit:
             return text
 
         text = description(remote.description, f"{original} (from the MCP server {server.name})")
-        if remote.read_only and not remote.open_world:
+        if not asks_first(remote):
             return Tool(
                 offered,
                 text,

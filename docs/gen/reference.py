@@ -327,33 +327,42 @@ def cli() -> str:
 
     parser = _parser()
     out = ["## `threadline`", "", "```text", _help(parser).rstrip(), "```", ""]
+    for path, helped, sub in _commands(parser, "threadline"):
+        out += [f"## `{path}`", "", _sentence(helped), ""]
+        out += ["```text", _help(sub).rstrip(), "```", ""]
+        options = [
+            a
+            for a in sub._actions
+            if not isinstance(a, argparse._HelpAction | argparse._SubParsersAction)
+        ]
+        if options:
+            out += [row("option", "value", "default", "meaning"), row("---", "---", "---", "---")]
+            for option in options:
+                value = option.metavar or (option.type.__name__ if option.type else "TEXT")
+                default = "—" if option.default in (None, "") else f"`{option.default}`"
+                out.append(
+                    row(
+                        ", ".join(f"`{o}`" for o in option.option_strings) or f"`{option.dest}`",
+                        f"`{value}`",
+                        default,
+                        markdown(option.help or ""),
+                    )
+                )
+            out.append("")
+    return "\n".join(out)
+
+
+def _commands(
+    parser: argparse.ArgumentParser, path: str
+) -> Iterator[tuple[str, str, argparse.ArgumentParser]]:
+    """Each subcommand under ``parser`` (``threadline mcp try`` too): its path, help, parser."""
     for action in parser._actions:
         if not isinstance(action, argparse._SubParsersAction):
             continue
         helps = {a.dest: a.help or "" for a in action._choices_actions}
         for name, sub in action.choices.items():
-            out += [f"## `threadline {name}`", "", _sentence(helps.get(name, "")), ""]
-            out += ["```text", _help(sub).rstrip(), "```", ""]
-            options = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
-            if options:
-                out += [
-                    row("option", "value", "default", "meaning"),
-                    row("---", "---", "---", "---"),
-                ]
-                for option in options:
-                    value = option.metavar or (option.type.__name__ if option.type else "TEXT")
-                    default = "—" if option.default in (None, "") else f"`{option.default}`"
-                    out.append(
-                        row(
-                            ", ".join(f"`{o}`" for o in option.option_strings)
-                            or f"`{option.dest}`",
-                            f"`{value}`",
-                            default,
-                            markdown(option.help or ""),
-                        )
-                    )
-                out.append("")
-    return "\n".join(out)
+            yield f"{path} {name}", helps.get(name, ""), sub
+            yield from _commands(sub, f"{path} {name}")
 
 
 def _sentence(text: str) -> str:

@@ -63,7 +63,14 @@ print("LOADED", ",".join(heavy), code)
 
 
 @pytest.mark.parametrize(
-    "args", [("--help",), ("healthcheck", "--help"), ("audit", "--help"), ("--version",)]
+    "args",
+    [
+        ("--help",),
+        ("healthcheck", "--help"),
+        ("audit", "--help"),
+        ("mcp", "try", "--help"),
+        ("--version",),
+    ],
 )
 def test_help_and_version_import_none_of_the_heavy_libraries(
     tmp_path: Path, args: tuple[str, ...]
@@ -115,7 +122,8 @@ def test_every_command_and_option_has_help() -> None:
                     yield from walk(sub, f"{path} {name}")
 
     walked = list(walk(_parser(), "threadline"))
-    assert len({path for path, _, _ in walked}) == 7  # the command and its six subcommands
+    # the command, its seven subcommands, and mcp's two
+    assert len({path for path, _, _ in walked}) == 10
     missing = [
         f"{path} {'/'.join(action.option_strings) or action.dest if action else ''}"
         for path, action, help in walked

@@ -70,3 +70,19 @@ def test_doctor_says_which_tools_are_not_offered_because_they_must_run_as_tasks(
     assert line.startswith("[ok  ] MCP server hints: 3 tools (not offered, as they can only")
     assert "tasks, which Threadline does not support yet: long_job)" in line
     assert "hints__fetch (asks first)" in line and "hints__lookup, " in line
+
+
+def test_doctor_says_how_each_server_signs_in(tmp_path: Path) -> None:
+    ok = stdio_command()
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.tickets]\ncommand = {json.dumps(ok[0])}\nargs = {json.dumps(ok[1:])}\n"
+        '[mcp_servers.docs]\nurl = "http://127.0.0.1:9/mcp"\ntimeout_s = 5\n'
+        'headers = { Authorization = "Bearer ${DOCS_TOKEN}", X-Team = "support" }\n'
+        '[mcp_servers.off]\nurl = "http://127.0.0.1:9/mcp"\nenabled = false\n'
+    )
+    out = threadline("doctor", cwd=tmp_path, env={"DOCS_TOKEN": "never-shown"})
+    lines = out.stdout.splitlines()
+    assert "[--  ] MCP server tickets: sign-in: none" in lines
+    assert "[--  ] MCP server docs: sign-in: static headers (Authorization, X-Team)" in lines
+    assert not any("MCP server off: sign-in" in line for line in lines)
+    assert "never-shown" not in out.stdout + out.stderr

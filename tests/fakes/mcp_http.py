@@ -2,13 +2,16 @@
 on loopback (port 0) in the test's own event loop. ``POST /mcp`` answers requests with
 ``application/json``; ``GET /mcp`` is the Server-Sent Events stream that carries
 ``notifications/tools/list_changed``; ``DELETE /mcp`` ends the session. A crash drops the
-connection without an answer; :meth:`FakeMcpHttp.stop` makes the whole server go away."""
+connection without an answer; :meth:`FakeMcpHttp.stop` makes the whole server go away. With
+``token``, a request without ``Authorization: Bearer <token>`` is answered 401 (no header) or
+403 (another token), as a server that wants a sign-in does."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import json
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -19,8 +22,17 @@ from tests.fakes.mcp_server import Behaviour, catalog
 class FakeMcpHttp:
     """The same behaviour over streamable HTTP on ``http://127.0.0.1:<port>/mcp``."""
 
-    def __init__(self, catalog_name: str = "basic", *, hang_initialize: bool = False) -> None:
+    def __init__(
+        self,
+        catalog_name: str = "basic",
+        *,
+        hang_initialize: bool = False,
+        token: str | None = None,
+    ) -> None:
         self.behaviour = Behaviour(catalog(catalog_name), hang_initialize)
+        self.token = token
+        self.arrived = asyncio.Event()
+        """Set at each message the server gets (a test clears it, then waits for the next)."""
         self.headers: list[dict[str, str]] = []
         """The headers of every POST, in order."""
         self._streams: list[asyncio.Queue[dict[str, Any] | None]] = []
@@ -60,8 +72,11 @@ class FakeMcpHttp:
 
     async def _post(self, request: web.Request) -> web.StreamResponse:
         self.headers.append(dict(request.headers))
+        if (refused := self._refused(request)) is not None:
+            return refused
         message = await request.json()
         reply = self.behaviour.handle(message)
+        self.arrived.set()
         if reply.crash:  # the connection drops without an answer
             assert request.transport is not None
             request.transport.close()
@@ -79,7 +94,25 @@ class FakeMcpHttp:
             await asyncio.Event().wait()
         return web.json_response(answers[0], headers=headers)
 
+    async def until(self, holds: Callable[[], bool], within: float = 10.0) -> None:
+        """Wait until ``holds()`` is true, checking at each message the server gets."""
+        async with asyncio.timeout(within):
+            while not holds():
+                self.arrived.clear()
+                await self.arrived.wait()
+
+    def _refused(self, request: web.Request) -> web.Response | None:
+        given = request.headers.get("Authorization")
+        if self.token is None or given == f"Bearer {self.token}":
+            return None
+        if given is None:
+            challenge = 'Bearer resource_metadata="/.well-known/oauth-protected-resource"'
+            return web.Response(status=401, headers={"WWW-Authenticate": challenge})
+        return web.Response(status=403)
+
     async def _get(self, request: web.Request) -> web.StreamResponse:
+        if (refused := self._refused(request)) is not None:
+            return refused
         response = web.StreamResponse(headers={"content-type": "text/event-stream"})
         await response.prepare(request)
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()

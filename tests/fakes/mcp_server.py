@@ -140,6 +140,17 @@ HINTS = [
 ]
 """Tools whose annotations and execution say how far they reach, and how they may be called."""
 
+SLOW = [
+    _tool(
+        "reindex",
+        "Reports its progress (`steps` notifications, when given a progress token), then answers.",
+        {"type": "object", "properties": {"steps": {"type": "integer"}}},
+        _READ,
+    ),
+    _tool("hang", "Never answers (until it is cancelled).", _NONE, _READ),
+]
+"""Tools that take their time: progress notifications, and a call that only ends cancelled."""
+
 
 def many(count: int) -> list[dict[str, Any]]:
     return [_tool(f"tool_{i}", f"Trivial tool {i}.", _ID, _READ) for i in range(count)]
@@ -163,10 +174,16 @@ class Behaviour:
     """``close_ticket`` appends ``closed <id>`` here (what the tool did, for tests to read)."""
     stderr: Callable[[str], None] = lambda line: None
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    """Every notification the client sent (``initialized``, ``cancelled``…), in order."""
 
     def handle(self, message: dict[str, Any]) -> Reply:
         method = message.get("method")
         if "id" not in message:
+            self.notes.append(message)
+            if self.effects is not None and method == "notifications/cancelled":
+                with self.effects.open("a") as out:
+                    out.write(f"cancelled {message.get('params', {}).get('requestId')}\n")
             return Reply()  # a notification (initialized, cancelled)
         ident = message["id"]
         params = message.get("params") or {}
@@ -188,7 +205,10 @@ class Behaviour:
             case "tools/list":
                 return _result(ident, {"tools": self.catalog})
             case "tools/call":
-                return self._call(ident, str(params.get("name")), params.get("arguments") or {})
+                name, args = str(params.get("name")), params.get("arguments") or {}
+                if name == "reindex":
+                    return _reindex(ident, args, (params.get("_meta") or {}).get("progressToken"))
+                return self._call(ident, name, args)
         return Reply(
             [
                 {
@@ -248,6 +268,26 @@ class Behaviour:
         return _text(ident, f"{name} done")
 
 
+def _reindex(ident: Any, args: dict[str, Any], token: Any) -> Reply:
+    steps = int(args.get("steps", 3))
+    notes = [
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/progress",
+            "params": {
+                "progressToken": token,
+                "progress": i,
+                "total": steps,
+                "message": f"step {i}",
+            },
+        }
+        for i in range(1, steps + 1)
+        if token is not None
+    ]
+    answer = f"reindexed in {steps} steps" + ("" if token is not None else " (no progress token)")
+    return Reply([*notes, *_text(ident, answer).messages])
+
+
 def _result(ident: Any, result: dict[str, Any]) -> Reply:
     return Reply([{"jsonrpc": "2.0", "id": ident, "result": result}])
 
@@ -259,7 +299,7 @@ def _text(ident: Any, text: str, *, error: bool = False) -> Reply:
 def catalog(name: str) -> list[dict[str, Any]]:
     if name.startswith("many:"):
         return many(int(name.removeprefix("many:")))
-    return [dict(t) for t in {"basic": BASIC, "weird": WEIRD, "hints": HINTS}[name]]
+    return [dict(t) for t in {"basic": BASIC, "weird": WEIRD, "hints": HINTS, "slow": SLOW}[name]]
 
 
 # --- stdio ------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
 import mcp_types as types
@@ -25,9 +25,23 @@ from pydantic import ValidationError
 from bot.errors import McpError, McpTimeout, McpUnavailable
 from bot.mcp.endpoint import Endpoint, RemoteTool, StdioEndpoint, remote_tools
 from bot.mcp.process import server_log
-from bot.mcp.sdk.transports import ListingRelay, Streams, http_streams, stdio_streams
+from bot.mcp.sdk.transports import (
+    ListingRelay,
+    Refusals,
+    Streams,
+    http_streams,
+    stdio_streams,
+)
 
 CLIENT = types.Implementation(name="threadline", version="0.1")
+
+
+class Progress(Protocol):
+    """Hears how far a call got: progress, total (if known), message (if any)."""
+
+    async def __call__(self, progress: float, total: float | None, message: str | None) -> None: ...
+
+
 MAX_PAGES = 100
 
 
@@ -46,7 +60,10 @@ class Connection:
         """Why the connection ended, once it has."""
         self.closed = asyncio.Event()
         self._relay = ListingRelay()
+        self._refusals = Refusals()
         self._listing = asyncio.Lock()
+        self.server_label = ""
+        """The server's name and version and the protocol version agreed, once connected."""
 
     @classmethod
     async def open(
@@ -96,10 +113,20 @@ class Connection:
                     break
         return found
 
-    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
-        """The tool's output as text, and whether the server says it failed (``isError``)."""
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+    ) -> tuple[str, bool]:
+        """The tool's output as text, and whether the server says it failed (``isError``).
+        With ``progress``, the request carries a progress token and each progress notification
+        the server sends for it is passed on. Cancelling the call (Stop) sends
+        ``notifications/cancelled`` to the server."""
         session = self._live()
-        pending = session.call_tool(tool, arguments, read_timeout_seconds=self.timeout_s)
+        pending = session.call_tool(
+            tool,
+            arguments,
+            read_timeout_seconds=self.timeout_s,
+            progress_callback=progress,
+        )
         result = await self._request(pending, tool)
         if not isinstance(result, types.CallToolResult):
             raise McpError(
@@ -114,6 +141,7 @@ class Connection:
 
     async def _request(self, pending: Any, what: str) -> Any:
         timeout = self.timeout_s
+        self._refusals.status = None
         try:
             async with asyncio.timeout(timeout):
                 return await pending
@@ -125,6 +153,8 @@ class Connection:
             if exc.code == types.CONNECTION_CLOSED:
                 self._end(self.ended or "the connection closed")
                 raise McpUnavailable(f"{self.name}: {self.ended}") from None
+            if (refused := self._refusals.sign_in(self.name)) is not None:
+                raise McpError(f"{refused} ({what})") from None
             raise McpError(
                 f"{self.name}: {what} failed: {exc.message} (error {exc.code})"
             ) from None
@@ -159,19 +189,21 @@ class Connection:
                 await stack.enter_async_context(session)
                 try:
                     async with asyncio.timeout(timeout):
-                        await session.initialize()
+                        agreed = await session.initialize()
                 except TimeoutError:
                     raise McpTimeout(
                         f"{self.name}: no answer to initialize within {timeout:g} s"
                     ) from None
                 self._session = session
+                self.server_label = _label(agreed)
                 self._ready.set_result(None)
                 await self._stop.wait()
         except asyncio.CancelledError:
             self._ready.cancel()
             raise
         except BaseException as exc:  # the handshake failed, or the transport broke
-            error = _translate(self.name, exc, self.ended)
+            refused = self._refusals.sign_in(self.name)
+            error = McpUnavailable(refused) if refused else _translate(self.name, exc, self.ended)
             if not self._ready.done():
                 self._ready.set_exception(error)
             else:
@@ -187,7 +219,7 @@ class Connection:
         if isinstance(endpoint, StdioEndpoint):
             opened = stdio_streams(self.name, endpoint, self._end, self._exited)
         else:
-            opened = http_streams(endpoint)
+            opened = http_streams(endpoint, self._refusals)
         async with opened as streams, self._relay.around(streams) as relayed:
             yield relayed
 
@@ -222,6 +254,11 @@ def render(result: types.CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return "\n".join(parts)
+
+
+def _label(agreed: types.InitializeResult) -> str:
+    info = agreed.server_info
+    return f"{info.name} {info.version}, protocol {agreed.protocol_version}"
 
 
 def _translate(name: str, exc: BaseException, ended: str | None) -> BaseException:

@@ -115,11 +115,38 @@ async def _parse(line: bytes) -> SessionMessage | None:
     return parse()
 
 
+class Refusals:
+    """The last HTTP status under 500 and above 399 the server answered with (the SDK turns
+    each into the same "error response"): ``401`` and ``403`` say a sign-in is missing or not
+    enough."""
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+
+    async def seen(self, response: httpx2.Response) -> None:
+        if response.status_code in (401, 403):
+            self.status = response.status_code
+
+    def sign_in(self, name: str) -> str | None:
+        """What the refusal means to the operator, if the server refused."""
+        if self.status == 401:
+            return (
+                f"{name}: the server asks for a sign-in (HTTP 401), and OAuth sign-in is not"
+                " supported yet: give a token in the server's headers"
+            )
+        if self.status == 403:
+            return f"{name}: the server refuses the sign-in its headers give (HTTP 403)"
+        return None
+
+
 @asynccontextmanager
-async def http_streams(endpoint: HttpEndpoint) -> AsyncIterator[Streams]:
+async def http_streams(endpoint: HttpEndpoint, refusals: Refusals) -> AsyncIterator[Streams]:
     timeout = httpx2.Timeout(30.0, read=300.0)
+    hooks = {"response": [refusals.seen]}
     async with (
-        httpx2.AsyncClient(headers=dict(endpoint.headers), timeout=timeout) as client,
+        httpx2.AsyncClient(
+            headers=dict(endpoint.headers), timeout=timeout, event_hooks=hooks
+        ) as client,
         streamable_http_client(endpoint.url, http_client=client) as (read, write),
     ):
         yield read, write

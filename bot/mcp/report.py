@@ -1,0 +1,220 @@
+"""What ``threadline mcp list`` and ``threadline mcp try`` print: the configured servers, whether
+each connects (or why not), their tools with the hints that decide how they are offered, and
+how each signs in; and one server tried by hand, with one call of one of its tools.
+
+Nothing here writes to a store or a thread: it is what an operator runs before enabling a server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.config import McpServerSettings, Settings
+from bot.errors import ConfigError, McpError
+from bot.infra.clock import Clock
+from bot.mcp.endpoint import RemoteTool, endpoint, sign_in
+from bot.mcp.schema import offered_names
+from bot.mcp.server import McpServer
+from bot.mcp.toolkit import asks_first
+
+Print = Callable[[str], None]
+TRIED = "server"
+"""The name a server tried by its URL goes by (in its log lines and its errors)."""
+APPROVAL_WORDS = {"never": "runs without asking", "ask": "asks first", "always": "asks every time"}
+
+
+class BadInput(Exception):
+    """What the operator typed cannot be tried (exit status 2)."""
+
+
+def transport(config: McpServerSettings) -> str:
+    if config.url is not None:
+        return f"streamable HTTP {config.url}"
+    return f"stdio: {' '.join([config.command or '', *config.args])}"
+
+
+def hints(tool: RemoteTool) -> str:
+    """The tool's annotations, in words."""
+    said = [
+        word
+        for on, word in (
+            (tool.read_only, "read-only"),
+            (tool.open_world, "open world"),
+            (tool.destructive, "destructive"),
+        )
+        if on
+    ]
+    return ", ".join(said) or "no hints"
+
+
+def approval(tool: RemoteTool, offered: str, settings: Settings) -> str:
+    """How a thread meets the tool: not offered, or when it asks (``[tools.NAME]`` wins)."""
+    if tool.task_required:
+        return "not offered: it can only be called as a task"
+    section = settings.tools.get(offered)
+    if section is not None and section.approval is not None:
+        return APPROVAL_WORDS[section.approval]
+    return APPROVAL_WORDS["ask" if asks_first(tool) else "never"]
+
+
+def tool_lines(name: str, server: McpServer, settings: Settings, *, own: bool) -> list[str]:
+    """A line per tool: by the name a thread is offered it under, or (``own``) its own."""
+    offered = {
+        original: o for o, original in offered_names(name, [t.name for t in server.tools]).items()
+    }
+    lines = []
+    for tool in server.tools:
+        shown = tool.name if own else offered[tool.name]
+        about = f"  {first_line(tool.description)}" if tool.description.strip() else ""
+        lines.append(
+            f"    {shown}  [{hints(tool)}; {approval(tool, offered[tool.name], settings)}]{about}"
+        )
+    return lines
+
+
+def first_line(text: str, limit: int = 100) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def reason(server: McpServer) -> str:
+    return (server.last_error or "it did not start").removeprefix(server.name + ": ")
+
+
+# --- list ------------------------------------------------------------------------------------
+
+
+async def list_servers(
+    settings: Settings, clock: Clock, say: Print, environ: Mapping[str, str] | None = None
+) -> int:
+    """Every configured server, started all at once (the enabled ones); 1 when one fails."""
+    env = os.environ if environ is None else environ
+    if not settings.mcp_servers:
+        say("No MCP servers are configured ([mcp_servers.NAME] in threadline.toml).")
+        return 0
+    found = await asyncio.gather(
+        *(_describe(n, c, settings, clock, env) for n, c in settings.mcp_servers.items())
+    )
+    for lines, _ in found:
+        for line in lines:
+            say(line)
+    return 0 if all(ok for _, ok in found) else 1
+
+
+async def _describe(
+    name: str, config: McpServerSettings, settings: Settings, clock: Clock, env: Mapping[str, str]
+) -> tuple[list[str], bool]:
+    head = [f"{name}  ({transport(config)})", f"  sign-in: {sign_in(config)}"]
+    if not config.enabled:
+        return [*head, f"  state: disabled (`threadline mcp try {name}` tries it)"], True
+    try:
+        server = McpServer(name, config, endpoint(name, config, env), clock)
+    except ConfigError as exc:
+        return [*head, f"  state: not started: {exc}"], False
+    try:
+        if not await server.start():
+            return [*head, f"  state: does not connect: {reason(server)}"], False
+        count = len(server.tools)
+        state = f"  state: connects ({server.server_label}): {count} tool{'s' * (count != 1)}"
+        return [*head, state, *tool_lines(name, server, settings, own=False)], True
+    finally:
+        await server.aclose()
+
+
+# --- try -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One ``threadline mcp try``: which server, and the call to make, if any."""
+
+    target: str
+    """A configured server's name, or the URL of a streamable HTTP server."""
+    tool: str | None = None
+    arguments: str | None = None
+    """The call's arguments as JSON text (an object); none: ``{}``."""
+    timeout_s: float | None = None
+
+
+def arguments_of(text: str | None) -> dict[str, Any]:
+    if text is None or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"the arguments are not JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(value, dict):
+        raise BadInput(f'the arguments must be a JSON object (like {{"id": "T-1"}}), not {text}')
+    return value
+
+
+def server_for(trial: Trial, settings: Settings) -> tuple[str, McpServerSettings]:
+    """The server to try: a configured one by its name (even a disabled one), or a URL."""
+    target = trial.target
+    if target.startswith(("http://", "https://")):
+        config = McpServerSettings(url=target)
+        name = TRIED
+    elif target in settings.mcp_servers:
+        config, name = settings.mcp_servers[target], target
+    else:
+        known = ", ".join(sorted(settings.mcp_servers)) or "none are configured"
+        raise BadInput(
+            f"no MCP server named {target!r} in threadline.toml (configured: {known});"
+            " give a configured name or an http:// or https:// URL"
+        )
+    if trial.timeout_s is not None:
+        config = config.model_copy(update={"timeout_s": trial.timeout_s})
+    return name, config
+
+
+async def try_server(
+    trial: Trial,
+    settings: Settings,
+    clock: Clock,
+    say: Print,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Connect, list the tools, call one if asked; 0 when all went well, 1 when the server
+    failed or the tool said it failed, 2 when the input cannot be tried."""
+    env = os.environ if environ is None else environ
+    name, config = server_for(trial, settings)
+    arguments = arguments_of(trial.arguments)
+    try:
+        server = McpServer(name, config, endpoint(name, config, env), clock)
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+    try:
+        say(f"{name}  ({transport(config)})")
+        say(f"  sign-in: {sign_in(config)}")
+        if not await server.start():
+            say(f"  does not connect: {reason(server)}")
+            return 1
+        say(f"  connects ({server.server_label}): {len(server.tools)} tools, by their own names")
+        for line in tool_lines(name, server, settings, own=True):
+            say(line)
+        if trial.tool is None:
+            return 0
+        return await _call(server, trial.tool, arguments, say)
+    finally:
+        await server.aclose()
+
+
+async def _call(server: McpServer, tool: str, arguments: dict[str, Any], say: Print) -> int:
+    if tool not in {t.name for t in server.tools}:
+        listed = ", ".join(t.name for t in server.tools) or "none"
+        raise BadInput(f"the server has no tool {tool!r} (its tools: {listed})")
+    say(f"calling {tool} {json.dumps(arguments, ensure_ascii=False)}")
+    try:
+        text, failed = await server.call(tool, arguments)
+    except McpError as exc:
+        say(f"  the call failed: {str(exc).removeprefix(server.name + ': ')}")
+        return 1
+    say("  the tool says it failed (isError):" if failed else "  result:")
+    for line in (text or "(empty)").splitlines() or [""]:
+        say(f"    {line}")
+    return 1 if failed else 0
