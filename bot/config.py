@@ -151,6 +151,8 @@ class ModelSettings(SamplingSettings):
     """The model's context window, in tokens."""
     max_output_tokens: int | None = Field(default=None, ge=1)
     """Cap on each of its answers, in tokens (less when the prompt leaves less room)."""
+    text_tool_calls: bool | None = None
+    """Read the tool calls it writes into its text (default: ``THREADLINE_TEXT_TOOL_CALLS``)."""
     base_url: str | None = None
     """Its OpenAI-compatible server (default: ``OPENAI_BASE_URL``, or OpenAI's)."""
     api_key_env: str | None = None
@@ -420,12 +422,12 @@ class Settings(SettingsBase):
     # --- engine ---
     max_turns: int = Field(default=25, ge=1, le=500)
     max_input_chars: int = Field(default=20_000, ge=100)
+    """Longer user messages are cut to this many characters, and the thread is told."""
     answer_file_after: int = Field(default=12_000, ge=2_000, le=1_000_000)
     """An answer longer than this many characters shows its first part in the thread and the
     rest in a file, ``answer.md``, posted below it (12,000 characters: two Slack messages or
     seven Discord ones, about 2,000 words; beyond that a file reads better than a wall of
     messages, and a Discord thread is not held up posting them)."""
-    """Longer user messages are cut to this many characters, and the thread is told."""
     during_run: Literal["steer", "queue"] = "steer"
     """A message arriving during a run: shown to the model at its next call, or queued."""
     thread_replies: Literal["all", "mentions"] = "all"

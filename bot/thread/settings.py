@@ -43,8 +43,9 @@ LIMITS = (
     "day_max_cost_usd",
 )
 """The limits a channel section may set, by the names of their :class:`EngineConfig` fields."""
-MODEL_LIMITS = ("context_window", "max_output_tokens")
-"""The limits a model's own table (``[per_model."NAME"]``) may set."""
+MODEL_LIMITS = ("context_window", "max_output_tokens", "text_tool_calls")
+"""The limits a model's own table (``[per_model."NAME"]``) may set, and whether the calls it
+writes as text are read."""
 SAMPLING = ("temperature", "top_p", "seed", "reasoning_effort")
 """How the model samples: set globally, per model and per channel."""
 DEFAULT_WORDS = frozenset({"default", "reset", "channel"})

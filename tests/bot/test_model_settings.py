@@ -35,9 +35,9 @@ CHANNELS: dict[str, Any] = {"slack:T1:COPS": {"model": "thinker", "temperature":
 
 
 def world(tmp_path: Path, **settings: Any) -> World:
+    settings.setdefault("per_model", PER_MODEL)
     w = World(
         tmp_path,
-        per_model=PER_MODEL,
         channels=CHANNELS,
         temperature=0.7,
         top_p=0.95,
@@ -187,3 +187,12 @@ def test_the_environment_sets_the_global_values(
     assert (settings.temperature, settings.top_p, settings.seed) == (0.3, 0.8, 11)
     assert settings.reasoning_effort == "low"
     assert settings.per_model["o3"].context_window == 200_000
+
+
+def test_reading_tool_calls_written_as_text_can_be_one_models_own(tmp_path: Path) -> None:
+    tables = {**PER_MODEL, "qwen-local": {"text_tool_calls": True}}
+    channels = world(tmp_path, per_model=tables).core.channels
+    assert channels.config(GENERAL, "qwen-local").text_tool_calls is True
+    assert channels.config(GENERAL).text_tool_calls is False  # the global setting: off
+    on = world(tmp_path / "on", per_model=tables, text_tool_calls=True).core.channels
+    assert on.config(GENERAL, "thinker").text_tool_calls is True
