@@ -94,6 +94,7 @@ async def _serve(settings: Settings, platforms: Platforms) -> None:
     import signal
 
     from adapters.runtime import Runtime
+    from bot.infra import collector
 
     runtime = Runtime(settings, platforms=platforms)
     stop = asyncio.Event()
@@ -102,6 +103,11 @@ async def _serve(settings: Settings, platforms: Platforms) -> None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     await runtime.start()
+    # Start-up is done: what it built is frozen out of the garbage collector's walks and the
+    # young generation's threshold raised, which cut the collector's share of a busy worker's
+    # CPU from about a fifth to a few percent (bench/engine.py --gc; docs/benchmarks.md). Here,
+    # not in Runtime.start, since it is a decision for the whole process.
+    collector.settle()
     try:
         if settings.playground_enabled(platforms.configured):
             opened = (

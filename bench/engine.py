@@ -15,18 +15,21 @@
    the same loop as this machine's floor.
 2. Load: 200 threads answered at once (the fake server in another process), each reply ~200
    tokens streamed in small chunks through the presenter: CPU seconds of the bot's process per
-   1,000 streamed tokens, and its peak RSS.
+   1,000 streamed tokens, and its peak RSS; the time Python's garbage collector took, and the
+   collector set as ``threadline run`` sets it after start-up (:mod:`bot.infra.collector`),
+   or with ``--gc default`` as Python sets it.
 
 Both on SQLite (a file in a temporary directory), or with ``--store postgres`` on a database
 made for the run on the PostgreSQL server at ``--postgres`` (dropped at the end).
 
-    python bench/engine.py [--turns 100] [--threads 200] [--store sqlite|postgres]
+    python bench/engine.py [--turns 100] [--threads 200] [--store sqlite|postgres] [--gc tuned|default]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import multiprocessing
 import random
@@ -52,6 +55,7 @@ from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.surface import SurfaceLimits
 from bot.config import Settings
 from bot.core import Core
+from bot.infra import collector
 from bot.infra.clock import SystemClock
 from bot.llm.messages import AssistantMessage, Message, ToolCall, ToolResult, UserMessage
 from bot.llm.openai_model import OpenAIModel, build_openai_model
@@ -291,7 +295,28 @@ async def gap(turns: int, database_url: str | None) -> None:
     print(_line("gap as the server sees it", bare_gaps))
 
 
-async def load(threads: int, database_url: str | None) -> None:
+class CollectorTime:
+    """The seconds Python's garbage collector takes, and its collections, while installed."""
+
+    def __init__(self) -> None:
+        self.seconds, self.collections, self._started = 0.0, 0, 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._started
+            self.collections += 1
+
+    def __enter__(self) -> CollectorTime:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
+async def load(threads: int, database_url: str | None, tuned: bool = True) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with ServerProcess(load_reply) as base_url:
             settings = Settings(
@@ -301,17 +326,20 @@ async def load(threads: int, database_url: str | None) -> None:
                 settings, build_openai_model(settings, SystemClock(), rng=random.Random(0)), []
             )
             await core.start()
+            if tuned:
+                collector.settle()
             surfaces = [
                 RecordingSurface(core.clock, FAST, thread_key=f"bench:t{i}") for i in range(threads)
             ]
             before = resource.getrusage(resource.RUSAGE_SELF)
             started = time.perf_counter()
-            await asyncio.gather(
-                *(
-                    core.handle(Inbound(s.thread_key, ALICE, "talk to me", f"load-{i}"), s)
-                    for i, s in enumerate(surfaces)
+            with CollectorTime() as collecting:
+                await asyncio.gather(
+                    *(
+                        core.handle(Inbound(s.thread_key, ALICE, "talk to me", f"load-{i}"), s)
+                        for i, s in enumerate(surfaces)
+                    )
                 )
-            )
             wall = time.perf_counter() - started
             after = resource.getrusage(resource.RUSAGE_SELF)
             await core.aclose()
@@ -326,6 +354,12 @@ async def load(threads: int, database_url: str | None) -> None:
     )
     print(
         f"  wall {wall:.2f} s   CPU {cpu:.2f} s   = {cpu / tokens * 1000:.3f} CPU s per 1k tokens"
+        f"   {cpu / threads * 1000:.2f} ms per thread"
+    )
+    print(
+        f"  garbage collector ({'as threadline run sets it' if tuned else 'Python default'}):"
+        f" {collecting.seconds:.2f} s in {collecting.collections} collections"
+        f" ({collecting.seconds / cpu:.0%} of the CPU)"
     )
     print(
         f"  peak RSS {after.ru_maxrss / 1024:.0f} MiB   edits per thread {edits:.1f}   exact final text {exact}/{threads}"
@@ -346,17 +380,22 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=200)
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--gc", choices=("tuned", "default"), default="tuned")
+    parser.add_argument("--load-only", action="store_true", help="skip the round trip")
     args = parser.parse_args()
+    tuned = args.gc == "tuned"
     if args.store == "sqlite":
-        asyncio.run(gap(args.turns, None))
-        asyncio.run(load(args.threads, None))
+        if not args.load_only:
+            asyncio.run(gap(args.turns, None))
+        asyncio.run(load(args.threads, None, tuned))
         return
     name = f"threadline_bench_{secrets.token_hex(4)}"
     asyncio.run(_admin(args.postgres, f'CREATE DATABASE "{name}"'))
     try:
         url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
-        asyncio.run(gap(args.turns, url))
-        asyncio.run(load(args.threads, url))
+        if not args.load_only:
+            asyncio.run(gap(args.turns, url))
+        asyncio.run(load(args.threads, url, tuned))
     finally:
         asyncio.run(_admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 

@@ -30,7 +30,7 @@ from bot.cluster.shared_rate import SharedRates
 from bot.cluster.workers import Alone, Workers, WorkStore, worker_id
 from bot.config import Settings
 from bot.delegate.tool import Delegations
-from bot.engine.loop import Engine, ThreadNotes
+from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
 from bot.errors import SurfaceError
 from bot.files.intake import Intake, sees_images
@@ -46,7 +46,7 @@ from bot.policy.who import Policy
 from bot.present.budget import BudgetRegistry
 from bot.scheduler.prompts import PromptSchedules, left_over_notice
 from bot.scheduler.service import Scheduler
-from bot.sessions.model import RunState, Session
+from bot.sessions.model import RunState
 from bot.sessions.store import SessionStore
 from bot.storage.budgets import BudgetStore
 from bot.storage.choose import store_for
@@ -56,12 +56,12 @@ from bot.thread.deliveries import Deliveries
 from bot.thread.history import earlier_note
 from bot.thread.hold import Holds
 from bot.thread.line import ThreadLocks
+from bot.thread.notes import ThreadNoter
 from bot.thread.operations import ThreadOperations
 from bot.thread.reach import ChannelOf, DirectOf, NameOf, SurfaceFactory, Surfaces
 from bot.thread.recovery import Recovery
 from bot.thread.runs import Supervisor
 from bot.thread.settings import Channels
-from bot.thread.situation import situation_note
 from bot.tools.builtin import files_out as files_tools
 from bot.tools.builtin import memory as memory_tools
 from bot.tools.builtin import schedule as schedule_tools
@@ -140,7 +140,9 @@ class Core:
             clock,
             config,
             gate=self.approvals,
-            notes=self._notes,
+            notes=ThreadNoter(
+                settings, clock, self.channels, self.surfaces, self.schedules, self.memory
+            ),
             configure=lambda session: self.channels.config(session.key, session.model),
         )
         self.supervisor = Supervisor(
@@ -362,22 +364,6 @@ class Core:
         if not inbound.history or await self.store.has_session(inbound.thread_key):
             return None
         return earlier_note(inbound.history, self.settings.thread_history_chars)
-
-    async def _notes(self, session: Session) -> ThreadNotes:
-        """Before each model call: the thread's schedules read again (what the tools offer),
-        where and when the run is, and its memory note."""
-        key = session.key
-        await self.schedules.refresh(key)
-        _, section = self.channels.section(key)
-        where = situation_note(
-            self.clock.now(),
-            key,
-            zone=(section.timezone if section else None) or self.settings.timezone,
-            channel=await self.surfaces.channel_name(key),
-            direct=self.surfaces.direct(key),
-            messages=session.messages,
-        )
-        return ThreadNotes(where=where, after=await self.memory.notes(key))
 
     async def stop(self, key: ThreadKey, actor: Author, run_id: str | None = None) -> Stopped:
         """Stop the thread's run (only run ``run_id``, if given), here or on the worker that

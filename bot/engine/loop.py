@@ -106,8 +106,9 @@ class ThreadNotes:
     """Read after the transcript (the thread's memory)."""
 
 
-Notes = Callable[[Session], Awaitable[ThreadNotes]]
-"""The thread's notes, read before each model call."""
+Notes = Callable[[Session, bool], Awaitable[ThreadNotes]]
+"""The thread's notes, before each model call; True for the run's first call (what others may
+have changed since the last run is read again then)."""
 
 NOTICE_WAIT_S = 2.0
 """A wait the model server asks for (``Retry-After``) this long or longer is told in the thread."""
@@ -216,6 +217,8 @@ class _Run(ToolRounds):
         """Calls written as text that could not be read, and the error each is answered with."""
         self._notes = ThreadNotes()
         """What the model is told about the thread this call (:data:`Notes`)."""
+        self._noted = False
+        """The notes were read once in this run."""
 
     def _messages(self, wrap_up: bool) -> Sequence[Message]:
         todos, notes = self.session.todos, self._notes.after
@@ -244,7 +247,7 @@ class _Run(ToolRounds):
         if arrived:  # messages that arrived meanwhile: the model reads them now
             await self._persist(arrived)
         config = self.deps.config
-        self._notes = await self.deps.notes(self.session) if self.deps.notes else ThreadNotes()
+        await self._read_notes()
         if reached := limit_reached(
             config, self.usage, self.cost, self.session, self.deps.clock.now()
         ):
@@ -309,6 +312,10 @@ class _Run(ToolRounds):
         if not self._gauge.known_messages:  # the server's count includes the tools
             prompt += tools_tokens(tools)
         return output_budget(config.max_output_tokens, config.context_window, prompt)
+
+    async def _read_notes(self) -> None:
+        if self.deps.notes is not None:
+            self._notes, self._noted = await self.deps.notes(self.session, not self._noted), True
 
     def _offered(self) -> Sequence[ToolSpec]:
         specs = self.deps.tools.specs(self.session.key, self.session)

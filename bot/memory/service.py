@@ -2,7 +2,9 @@
 
 The channel of a thread is what its adapter says (``Surfaces.channel_of``); every read names it,
 so the memory of one channel never reaches another. Before each model call the thread's most
-recent memories are shown to the model, bounded in count and characters, marked as data.
+recent memories are shown to the model, bounded in count and characters, marked as data: read
+from the store at a run's first call, and again only after this process remembered or forgot
+something (another worker's change is read at the thread's next run).
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ class Memories:
         self._clock = clock
         self._channel_of = channel_of
         self._ids: OrderedDict[str, tuple[str, ...] | None] = OrderedDict()
+        self._changes = 0
+        """Memories remembered or forgotten by this process (a thread's note read before the
+        latest is read again)."""
+        self._noted: OrderedDict[str, tuple[int, list[SystemMessage]]] = OrderedDict()
+        """Each thread's note, with ``_changes`` as it was when it was read."""
 
     async def remember(self, key: str, author: Author, note: str, scope: Scope) -> Memory:
         note = note.strip()
@@ -70,6 +77,7 @@ class Memories:
         )
         limit = self._settings.memories_per_channel
         added = await self._store.add_memory(draft, per_channel=limit)
+        self._changes += 1
         if added is None:
             raise Refused(
                 f"this channel already keeps {limit:,} memories, the most allowed "
@@ -90,6 +98,7 @@ class Memories:
 
     async def forget(self, key: str, memory_id: str) -> Memory:
         removed = await self._store.forget_memory(self._channel_of(key), key, memory_id.strip())
+        self._changes += 1
         if removed is None:
             raise Refused(f"there is no memory {memory_id!r} here (in this thread or its channel).")
         ids = self.offered_ids(key)
@@ -103,9 +112,23 @@ class Memories:
 
     # --- what the model sees before each call ---
 
-    async def notes(self, key: str) -> list[SystemMessage]:
+    async def notes(self, key: str, *, again: bool = True) -> list[SystemMessage]:
         """The thread's most recent memories, as a note for the model (none when it has none);
-        also reads again which ids ``forget`` offers."""
+        also reads again which ids ``forget`` offers. Without ``again``, the note read last
+        (the same objects) when this process changed no memory since."""
+        kept = self._noted.get(key)
+        if not again and kept is not None and kept[0] == self._changes and key in self._ids:
+            self._noted.move_to_end(key)
+            return kept[1]
+        changes = self._changes
+        note = await self._read_note(key)
+        self._noted[key] = (changes, note)
+        self._noted.move_to_end(key)
+        while len(self._noted) > CACHED_THREADS:
+            self._noted.popitem(last=False)
+        return note
+
+    async def _read_note(self, key: str) -> list[SystemMessage]:
         settings = self._settings
         found = await self.recent(key, max(settings.memory_note_items, OFFERED_IDS + 1))
         self._remember_ids(key, tuple(m.id for m in found) if len(found) <= OFFERED_IDS else None)

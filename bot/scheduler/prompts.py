@@ -129,11 +129,14 @@ class PromptSchedules:
         log.info("schedule %s in %s cancelled", removed.id, key)
         return removed
 
-    # --- what the tools offer (read before each model call) ---
+    # --- what the tools offer (read at a run's first model call) ---
 
-    async def refresh(self, key: str) -> None:
-        """Read the thread's schedule ids again (the cancel tool offers those)."""
-        await self.of_thread(key)
+    async def refresh(self, key: str, *, again: bool = True) -> None:
+        """Read the thread's schedule ids again (the cancel tool offers those); without
+        ``again``, only when they are not known here (every change this process makes keeps
+        them up to date)."""
+        if again or key not in self._ids:
+            await self.of_thread(key)
 
     def cached_ids(self, key: str) -> tuple[str, ...]:
         """The thread's schedule ids as last read."""

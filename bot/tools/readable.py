@@ -3,7 +3,9 @@
 pages (:mod:`bot.files.pdf_pages`, the home of ``pypdf``), plain text as it is. The one home
 of ``trafilatura`` and ``lxml``.
 
-CPU-bound: call it in a worker thread.
+CPU-bound: call it in a worker thread. The libraries (and ``pypdf`` with
+:mod:`bot.files.pdf_pages`) are imported on first use (by then in that worker thread): together
+they hold about 25 MiB, which a process that never reads a page or a PDF does not pay.
 """
 
 from __future__ import annotations
@@ -11,11 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+from types import ModuleType
 
-import lxml.html
-import trafilatura
-
-from bot.files import pdf_pages
 from bot.infra.text import valid_text
 from bot.tools.base import ToolError
 from bot.tools.http import Answer
@@ -25,7 +24,12 @@ _SPACES = re.compile(r"[ \t\r\f\v]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
 MAX_PDF_PAGES = 500
 
-logging.getLogger("trafilatura").setLevel(logging.ERROR)
+
+def _trafilatura() -> ModuleType:
+    import trafilatura
+
+    logging.getLogger("trafilatura").setLevel(logging.ERROR)
+    return trafilatura
 
 
 def readable(page: Answer, max_chars: int) -> tuple[str, str | None]:
@@ -66,6 +70,8 @@ def _decode(page: Answer) -> str:
 
 
 def _html(page: Answer) -> tuple[str, str | None]:
+    import lxml.html
+
     text = _decode(page) if page.charset else page.body.decode("utf-8", errors="replace")
     try:
         tree = lxml.html.fromstring(
@@ -75,7 +81,7 @@ def _html(page: Answer) -> tuple[str, str | None]:
         return "", None
     title_node = tree.find(".//title")
     title = _SPACES.sub(" ", title_node.text_content()).strip() if title_node is not None else None
-    extracted = trafilatura.extract(
+    extracted = _trafilatura().extract(
         text,
         url=page.url,
         output_format="markdown",
@@ -116,6 +122,8 @@ def pdf_text(body: bytes, max_chars: int) -> tuple[str, str | None]:
     """The text of a PDF's pages (``--- page N ---`` before each) and its title; a scan
     without a text layer gives pages with no words. Raises :class:`ToolError` (``is an
     encrypted PDF…``, ``is not a readable PDF…``) for what cannot be read."""
+    from bot.files import pdf_pages
+
     try:
         text, title = pdf_pages.pdf_text(body, max_chars, MAX_PDF_PAGES)
     except pdf_pages.Unreadable as exc:

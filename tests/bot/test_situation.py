@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from bot.llm.messages import AssistantMessage, UserMessage
-from bot.thread.situation import MAX_NAME, MAX_PEOPLE, situation_note, writers
+from bot.llm.messages import AssistantMessage, Message, SystemMessage, UserMessage
+from bot.thread.situation import MAX_NAME, MAX_PEOPLE, Situations, situation_note, writers
 
 NOON = datetime(2026, 11, 28, 12, 5, tzinfo=ZoneInfo("UTC")).timestamp()
 
@@ -70,3 +70,40 @@ def test_many_people_are_cut_to_the_most_recent() -> None:
     )
     assert "p0\n" not in note.text and f"p{MAX_PEOPLE + 4}" in note.text
     assert "(and 5 more)" in note.text
+
+
+def test_a_kept_note_is_the_same_message_until_what_it_says_changes() -> None:
+    situations = Situations()
+    messages: list[Message] = [said("Ada"), AssistantMessage(text="ok")]
+
+    def note(now: float, channel: str | None = "ops") -> SystemMessage:
+        return situations.note(
+            now, "slack:T:C:1", zone="Asia/Tokyo", channel=channel, direct=False, messages=messages
+        )
+
+    first = note(NOON)
+    assert (
+        first.text
+        == situation_note(
+            NOON, "slack:T:C:1", zone="Asia/Tokyo", channel="ops", direct=False, messages=messages
+        ).text
+    )
+    messages.append(AssistantMessage(text="more"))
+    assert note(NOON + 30) is first  # the same minute, the same people
+    assert note(NOON + 60) is not first and "12:06 UTC" in note(NOON + 60).text
+    assert "'ops2'" in note(NOON + 60, channel="ops2").text
+    messages.append(said("Grace"))
+    assert "Ada\nGrace" in note(NOON + 60).text
+    messages.append(said("Ada"))
+    assert "Grace\nAda" in note(NOON + 60).text
+
+
+def test_a_compacted_transcript_is_read_again_from_its_start() -> None:
+    situations = Situations()
+    messages: list[Message] = [said("Ada"), said("Grace"), said("Lin")]
+    situations.note(NOON, "discord:1:2", zone=None, channel=None, direct=False, messages=messages)
+    messages[:] = [SystemMessage(text="summary"), said("Lin")]
+    again = situations.note(
+        NOON, "discord:1:2", zone=None, channel=None, direct=False, messages=messages
+    )
+    assert '<tool_output tool="people">\nLin\n</tool_output>' in again.text

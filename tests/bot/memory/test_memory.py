@@ -10,6 +10,7 @@ import pytest
 
 from bot.llm.messages import SystemMessage
 from bot.llm.model import ModelRequest
+from bot.memory.model import Memory
 from tests.bot.world import ALICE, BOB, KEY, World
 from tests.fakes.scripted_model import call, step, text
 
@@ -181,3 +182,21 @@ async def test_bad_notes_are_refused_and_nothing_is_kept(tmp_path: Path) -> None
     assert "scope: Input should be 'thread' or 'channel'" in results[3]
     assert results[4] == "Remembered as m1 (thread)."
     assert results[5].startswith("error: this channel already keeps 1 memories, the most allowed")
+
+
+async def test_the_note_is_read_again_at_each_run_and_after_each_change_made_here(
+    world: World,
+) -> None:
+    memory = world.core.memory
+    await memory.remember(KEY, ALICE, "first fact", "thread")
+    first = await memory.notes(KEY)
+    assert await memory.notes(KEY, again=False) is first  # nothing changed: no store read
+    draft = Memory(
+        "", world.core.surfaces.channel_of(KEY), KEY, "channel", "from elsewhere", "U9", "Eve", 0.0
+    )
+    await world.core.store.add_memory(draft, per_channel=100)  # as another worker keeps it
+    assert await memory.notes(KEY, again=False) is first
+    again = await memory.notes(KEY)  # a run's first call
+    assert "from elsewhere" in again[0].text
+    await memory.remember(KEY, BOB, "said here", "channel")
+    assert "said here" in (await memory.notes(KEY, again=False))[0].text

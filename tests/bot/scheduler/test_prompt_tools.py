@@ -158,3 +158,21 @@ async def test_concurrent_requests_from_many_threads_stop_at_the_channel_limit(
     other = await world.core.schedules.create("slack:T1:C2:1.0", ALICE, "elsewhere", "in 1 hour")
     assert other.channel == "slack:T1:C2"
     assert KEY.startswith("slack:T1:C1")
+
+
+async def test_a_schedule_another_worker_adds_is_offered_at_the_threads_next_run(
+    world: World,
+) -> None:
+    world.model.steps = [text("hi")]
+    await world.say("hello")
+    assert "cancel_schedule" not in offered(world.model.requests[-1])
+    now = world.core.clock.now()
+    draft = Schedule(
+        "", KEY, world.core.surfaces.channel_of(KEY), "ping", "in 1 hour", None,
+        "Europe/Paris", now + 3600, ALICE.id, "Alice", now,
+    )  # fmt: skip
+    await world.core.store.add_schedule(draft, per_thread=10, per_channel=50)
+    world.model.steps = [text("hi again")]
+    await world.say("hello again")
+    ids = offered(world.model.requests[-1])["cancel_schedule"]["properties"]["schedule_id"]  # type: ignore[index]
+    assert ids["enum"] == ["s1"]  # type: ignore[index]
