@@ -11,7 +11,7 @@ import pytest
 
 from bot.infra.clock import ManualClock
 from bot.llm.messages import UserMessage
-from bot.llm.model import ModelRequest, ReasoningPiece, Sampling, TextPiece
+from bot.llm.model import ModelRequest, Sampling, TextPiece, ThinkingPiece
 from bot.llm.openai_model import OpenAIModel
 from bot.llm.retry import Backoff
 from tests.fakes.openai_server import FakeOpenAI, Reply
@@ -76,7 +76,7 @@ async def test_reasoning_arrives_as_its_size_only(
 ) -> None:
     fake.push(Reply("Hello!", reasoning=REASONING, reasoning_field=field))
     pieces = [p async for p in model.stream(request())]
-    reasoned = [p for p in pieces if isinstance(p, ReasoningPiece)]
+    reasoned = [p for p in pieces if isinstance(p, ThinkingPiece)]
     assert sum(p.chars for p in reasoned) == len(REASONING)
     assert pieces.index(reasoned[-1]) < next(
         i for i, p in enumerate(pieces) if isinstance(p, TextPiece)
