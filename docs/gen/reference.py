@@ -55,7 +55,6 @@ PLACEHOLDERS = {
     "custom_tools": "NAME",
     "parameters": "PARAMETER",
     "gating": "TOOL",
-    "per_model": '"MODEL"',
 }
 """How a section keyed by a name is written in the reference (``[mcp_servers.SERVER]``)."""
 _GROUP = re.compile(r"^\s*# --- (.+) ---\s*$")
