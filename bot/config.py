@@ -424,6 +424,9 @@ class Settings(SettingsBase):
     seven Discord ones, about 2,000 words; beyond that a file reads better than a wall of
     messages, and a Discord thread is not held up posting them)."""
     """Longer user messages are cut to this many characters, and the thread is told."""
+    feedback: bool = False
+    """👍 / 👎 buttons under each final answer (a 👎 asks "what went wrong?" in one line); what
+    people say is kept per run (``threadline feedback``) and counted in ``/metrics``."""
     during_run: Literal["steer", "queue"] = "steer"
     """A message arriving during a run: shown to the model at its next call, or queued."""
     compact_at: float = Field(default=0.8, gt=0.1, le=1.0)
