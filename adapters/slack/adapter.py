@@ -231,6 +231,7 @@ def _bolt_app(
     app.event("app_mention")(handlers.on_message)
     app.event(re.compile(".*"))(handlers.on_other_event)
     app.action(re.compile(".*"))(handlers.on_action)
+    app.view(re.compile(".*"))(handlers.on_view)
     app.command(COMMAND)(handlers.on_command)
     return app
 
