@@ -95,18 +95,23 @@ def read_submission(body: Any) -> Submission | None:
     """The "what went wrong?" modal sent (``view_submission``); None for anything else."""
     if not isinstance(body, dict) or body.get("type") != "view_submission":
         return None
-    view = body.get("view") if isinstance(body.get("view"), dict) else {}
-    user = body.get("user", {}).get("id") if isinstance(body.get("user"), dict) else None
+    view = _dict(body, "view")
+    user = _dict(body, "user").get("id")
     try:
         meta = json.loads(view.get("private_metadata") or "")
-    except ValueError:
+    except (ValueError, TypeError):
         return None
-    values = view.get("state", {}).get("values", {}) if isinstance(view.get("state"), dict) else {}
-    field = values.get(INPUT_BLOCK, {}).get(INPUT_ACTION, {}) if isinstance(values, dict) else {}
-    text = field.get("value") if isinstance(field, dict) else None
+    text = _dict(_dict(_dict(_dict(view, "state"), "values"), INPUT_BLOCK), INPUT_ACTION).get(
+        "value"
+    )
     if not isinstance(meta, dict) or not isinstance(user, str) or not user:
         return None
     form, channel, root = meta.get("form"), meta.get("channel"), meta.get("root")
     if not (isinstance(form, str) and isinstance(channel, str) and isinstance(root, str)):
         return None
     return Submission(user, form, channel, root, text if isinstance(text, str) else "")
+
+
+def _dict(found: dict[str, Any], name: str) -> dict[str, Any]:
+    value = found.get(name)
+    return value if isinstance(value, dict) else {}

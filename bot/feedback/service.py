@@ -15,7 +15,7 @@ from bot.api.actions import Rate, encode
 from bot.api.inbound import Author, ThreadKey
 from bot.api.surface import Button, Surface
 from bot.errors import SurfaceError
-from bot.feedback.model import Feedback, FeedbackStore
+from bot.feedback.model import Feedback, FeedbackStore, Value
 from bot.infra import metrics
 from bot.infra.clock import Clock
 
@@ -53,7 +53,7 @@ class Feedbacks:
             log.warning("could not offer feedback buttons in %s", surface.thread_key)
 
     async def rate(self, run_id: str, good: bool, actor: Author, key: ThreadKey) -> None:
-        value = "up" if good else "down"
+        value: Value = "up" if good else "down"
         given = Feedback(run_id, key, actor.id, actor.display_name, value, self.clock.now())
         recorded = await self.store.record_feedback(given)
         if recorded != "same":

@@ -88,3 +88,19 @@ async def test_a_modal_sent_after_its_thread_was_reset_is_answered_plainly(
         await world.fake.submit_view("UADA", world.fake.api.views[0], "too late")
         await world.fake.wait_for(lambda: world.fake.ephemerals("UADA") == [GONE])
         assert await stored(world) == [("slack:UADA", "down", "")]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"type": "block_actions"},
+        {"type": "view_submission", "user": {"id": "UADA"}, "view": {"private_metadata": "{"}},
+        {"type": "view_submission", "user": {"id": "UADA"}, "view": {"private_metadata": "[]"}},
+        {"type": "view_submission", "view": {"private_metadata": '{"form": "why:r1"}'}},
+        {"type": "view_submission", "user": "UADA", "view": None},
+    ],
+)
+def test_a_view_submission_that_is_not_the_feedback_form_is_ignored(body: object) -> None:
+    from adapters.slack.feedback import read_submission
+
+    assert read_submission(body) is None
