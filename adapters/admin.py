@@ -4,11 +4,14 @@
 tool, hash of the arguments, outcome), oldest first, optionally for one thread or channel (a
 key or its first parts, matched part by part: ``slack:T1:C1`` is not ``slack:T1:C10``) and since
 a time. ``rules`` lists the "Always allow here" rules, of every channel or one, and revokes one.
+``feedback`` prints the 👍 / 👎 people gave the answers (one per run and person, the last click
+winning), oldest first, as JSON lines.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import time
 from datetime import UTC, datetime
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # ``threadline --help`` builds the parser from this module: it stays light
     from bot.approvals.models import AuditEntry
     from bot.config import Settings
+    from bot.feedback.model import Feedback
 
 _AGO = re.compile(r"^(\d+)\s*([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -32,6 +36,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--since", default=None, help="an ISO date or time (UTC), or 30m, 12h, 7d ago"
     )
     audit.add_argument("--limit", type=int, default=1000, help="print at most this many records")
+    feedback = sub.add_parser("feedback", help="print the 👍 / 👎 on answers as JSON lines")
+    feedback.add_argument(
+        "--since", default=None, help="an ISO date or time (UTC), or 30m, 12h, 7d ago"
+    )
+    feedback.add_argument("--limit", type=int, default=10_000, help="print at most this many")
     rules = sub.add_parser("rules", help='list the "Always allow here" rules, or revoke one')
     rules.add_argument(
         "--channel", default="", help="only rules of this channel key, or under its first parts"
@@ -103,4 +112,38 @@ async def run_rules(settings: Settings, args: argparse.Namespace) -> int:
         print(f"{rule.id}  {rule.describe()}, {when} UTC")
     if not rules:
         print('no "Always allow here" rules')
+    return 0
+
+
+def feedback_line(given: Feedback) -> str:
+    """One JSON object: when (ISO, UTC), the thread, the run, who, 👍 ``up`` or 👎 ``down``, and
+    what went wrong in their words."""
+    return json.dumps(
+        {
+            "at": datetime.fromtimestamp(given.at, UTC).isoformat(timespec="seconds"),
+            "thread": given.key,
+            "run": given.run_id,
+            "user_id": given.user_id,
+            "user": given.user_name,
+            "value": given.value,
+            "note": given.note,
+        },
+        ensure_ascii=False,
+    )
+
+
+async def run_feedback(settings: Settings, args: argparse.Namespace) -> int:
+    from bot.storage.choose import store_for
+
+    since = parse_since(args.since, time.time())
+    if args.limit < 1:
+        raise ValueError("--limit: give a number of records, 1 or more")
+    store = store_for(settings)
+    await store.open()
+    try:
+        given = await store.feedback_since(since, args.limit)
+    finally:
+        await store.close()
+    for one in given:
+        print(feedback_line(one))
     return 0

@@ -133,11 +133,11 @@ def _admin(settings: Settings, args: argparse.Namespace, parser: argparse.Argume
         return run_mcp(settings, args, parser)
     import asyncio
 
-    from adapters.admin import run_audit, run_rules
+    from adapters.admin import run_audit, run_feedback, run_rules
     from bot.errors import StoreError
     from bot.storage.choose import store_problem
 
-    command = run_audit if args.command == "audit" else run_rules
+    command = {"audit": run_audit, "rules": run_rules, "feedback": run_feedback}[args.command]
     try:
         return asyncio.run(command(settings, args))
     except ValueError as exc:
@@ -195,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for handler in logging.getLogger().handlers:
             handler.setLevel(max(handler.level, logging.ERROR))
         return asyncio.run(run_doctor(settings, platforms))
-    if args.command in ("audit", "rules", "mcp"):
+    if args.command in ("audit", "rules", "mcp", "feedback"):
         return _admin(settings, args, parser)
     if args.command == "discord-invite":
         from adapters.discord.invite import print_invite  # imports discord.py only when asked

@@ -210,6 +210,18 @@ def _answers(settings: Settings) -> None:
     )
 
 
+def _feedback(settings: Settings) -> None:
+    """Whether answers carry 👍 / 👎, and where what people said is read."""
+    if settings.feedback:
+        words = (
+            "feedback: on: 👍 / 👎 under each final answer, a 👎 asks what went wrong; "
+            "read it with `threadline feedback`, counted as threadline_feedback_total"
+        )
+    else:
+        words = "feedback: off (THREADLINE_FEEDBACK=on shows 👍 / 👎 under each final answer)"
+    _line(None, words)
+
+
 def _channels(settings: Settings) -> None:
     """The effective settings of each ``[channels."<prefix>"]`` section's threads."""
     base = EngineConfig.from_settings(settings)
@@ -297,6 +309,7 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     _schedules_and_memory(settings)
     _sub_agents(settings)
     _answers(settings)
+    _feedback(settings)
     _model_settings(settings)
     _channels(settings)
     _policy(settings)

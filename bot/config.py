@@ -428,6 +428,9 @@ class Settings(SettingsBase):
     rest in a file, ``answer.md``, posted below it (12,000 characters: two Slack messages or
     seven Discord ones, about 2,000 words; beyond that a file reads better than a wall of
     messages, and a Discord thread is not held up posting them)."""
+    feedback: bool = False
+    """👍 / 👎 buttons under each final answer (a 👎 asks "what went wrong?" in one line); what
+    people say is kept per run (``threadline feedback``) and counted in ``/metrics``."""
     during_run: Literal["steer", "queue"] = "steer"
     """A message arriving during a run: shown to the model at its next call, or queued."""
     thread_replies: Literal["all", "mentions"] = "all"

@@ -33,6 +33,7 @@ from bot.delegate.tool import Delegations
 from bot.engine.loop import Engine
 from bot.engine.states import EngineConfig
 from bot.errors import SurfaceError
+from bot.feedback.service import Feedbacks
 from bot.files.intake import Intake, sees_images
 from bot.files.pending import PendingFiles
 from bot.infra.clock import Clock, SystemClock
@@ -153,6 +154,9 @@ class Core:
             BudgetRegistry(clock, shared=shared),
             file_after=settings.answer_file_after,
         )
+        self.feedback = Feedbacks(store, clock, enabled=settings.feedback)
+        """👍 / 👎 on final answers (:mod:`bot.feedback`)."""
+        self.supervisor.answered = self.feedback.offer
         decided = Decided()
         self.work: Alone | Workers = Alone()
         if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
@@ -401,6 +405,11 @@ class Core:
                 return "That run has already ended."
             case actions.ResetThread(key):
                 return await self._confirmed_reset(ThreadKey(key), actor, surface)
+            case actions.Rate(run_id, good):
+                await self.feedback.rate(run_id, good, actor, surface.thread_key)
+                return None
+            case actions.Explain():
+                return "This button is no longer active."
             case None:
                 log.info("click on unknown action %r by %s", action_id, actor.id)
                 return "This button is no longer active."
@@ -437,6 +446,16 @@ class Core:
             return Note(await self.quiet(key, None, actor))
         confirm = Button(actions.encode(actions.ResetThread(key)), "Reset this thread", "danger")
         return Note(RESET_CONFIRM, (confirm,))
+
+    async def explain(self, form_id: str, actor: Author, text: str) -> str:
+        """The "what went wrong?" form sent (its id from :func:`actions.explain_after`);
+        what to tell the person."""
+        match actions.parse(form_id):
+            case actions.Explain(run_id):
+                return await self.feedback.note(run_id, actor, text)
+            case _:
+                log.info("a form %r sent by %s is not one this version opens", form_id, actor.id)
+                return "That form is no longer active."
 
     # --- what commands and adapters ask of a thread (bot.thread.operations) ---
 

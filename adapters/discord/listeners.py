@@ -33,6 +33,7 @@ from typing import Any
 import discord
 
 from adapters.discord.catchup import CatchUp
+from adapters.discord.feedback import ask_why
 from adapters.discord.identity import author_of, parse_key, thread_key
 from adapters.discord.parse import (
     Where,
@@ -45,6 +46,7 @@ from adapters.discord.parse import (
 from adapters.discord.ratelimit import GlobalPacer, RateLimitWatch
 from adapters.discord.surface import NO_PINGS, DiscordSurface, Link
 from adapters.discord.views import build_view
+from bot.api.actions import explain_after
 from bot.api.commands import Command, run_command
 from bot.api.inbound import Earlier, Gap, ThreadKey
 from bot.api.kit import Clock, TaskSet, ThreadLocks
@@ -270,6 +272,10 @@ class Listeners:
 
     # --- clicks and commands ------------------------------------------------------------------
     async def on_click(self, interaction: discord.Interaction[Any], action_id: str) -> None:
+        form = explain_after(action_id)  # a 👎: the modal is the click's one response
+        if form is not None and await ask_why(interaction, form, self.core.explain):
+            self.tasks.spawn(self._click(interaction, action_id))
+            return
         try:
             await interaction.response.defer()  # acknowledged: the message stays as it is
         except discord.HTTPException as exc:

@@ -45,6 +45,7 @@ from adapters.playground.live import Connection, Hub
 from adapters.playground.state import BOT_NAME, PlaygroundState, UnknownThread
 from adapters.playground.surface import PREFIX, PlaygroundSurface, thread_key
 from adapters.playground.uploads import Staged, UploadError, keep, read_upload
+from bot.api.actions import explain_after
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.kit import Clock, TaskSet, valid_text
 from bot.config import Settings
@@ -102,6 +103,13 @@ class PostAction(_Speaker):
     """The message whose button was clicked."""
 
 
+class PostExplain(_Speaker):
+    """The answer to "what went wrong?" after a 👎 (the form's id came with the click)."""
+
+    form_id: str = Field(min_length=1, max_length=255)
+    text: str = Field(max_length=2_000)
+
+
 class PlaygroundAdapter:
     name = "playground"
 
@@ -140,6 +148,7 @@ class PlaygroundAdapter:
         app.router.add_get("/api/threads/{thread_id}", self.door.api(self._thread))
         app.router.add_post("/api/messages", self.door.api(self._post_message))
         app.router.add_post("/api/actions", self.door.api(self._post_action))
+        app.router.add_post("/api/explain", self.door.api(self._post_explain))
         app.router.add_get(
             "/api/files/{thread_id}/{file_id}",
             self.door.api(lambda r: serve(self.state, self.files, r)),
@@ -303,6 +312,12 @@ class PlaygroundAdapter:
                 lambda t: self._late_note(t, body.client_id, user_id, body.thread_id)
             )
             return web.json_response({"note": None, "pending": True}, status=202)
+        return web.json_response({"note": note, "ask": explain_after(body.action_id)})
+
+    async def _post_explain(self, request: web.Request) -> web.Response:
+        """A 👎's "what went wrong?", asked by the page after the click."""
+        body = await self._body(request, PostExplain)
+        note = await self.core.explain(body.form_id, body.author(request[USER]), body.text)
         return web.json_response({"note": note})
 
     async def _answer(self, inbound: Inbound, thread_id: str, work: Awaitable[None] | None) -> None:

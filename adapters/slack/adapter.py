@@ -233,6 +233,7 @@ def _bolt_app(
     app.event("app_mention")(handlers.on_message)
     app.event(re.compile(".*"))(handlers.on_other_event)
     app.action(re.compile(".*"))(handlers.on_action)
+    app.view(re.compile(".*"))(handlers.on_view)
     app.command(COMMAND)(handlers.on_command)
     app.message_shortcut(re.compile(f"^{CALLBACK_PREFIX}"))(handlers.on_shortcut)
     return app

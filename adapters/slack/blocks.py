@@ -12,6 +12,8 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from adapters.slack.feedback import feedback_block
+from bot.api.actions import is_feedback
 from bot.api.surface import Button
 from bot.errors import SurfaceError
 
@@ -27,6 +29,12 @@ Block = dict[str, Any]
 
 def message_payload(text: str, buttons: Sequence[Button] = ()) -> dict[str, Any]:
     """The ``text`` and ``blocks`` arguments of ``chat.postMessage`` / ``chat.update``."""
+    if len(buttons) == 2 and all(is_feedback(b.action_id) for b in buttons):
+        shown = [{"type": "markdown", "text": text}] if text else []
+        return {
+            "text": fallback(text or "Was this answer helpful?"),
+            "blocks": [*shown, feedback_block((buttons[0], buttons[1]))],
+        }
     blocks: list[Block] = [{"type": "markdown", "text": text}]
     for start in range(0, len(buttons), BUTTONS_PER_BLOCK):
         chunk = buttons[start : start + BUTTONS_PER_BLOCK]

@@ -29,6 +29,7 @@ from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
 from adapters.slack.commands import SlashCommand, read_payload, respond, target
 from adapters.slack.early import EarlyReplies
+from adapters.slack.feedback import Submission, modal, open_modal, read_submission
 from adapters.slack.history import earlier
 from adapters.slack.parse import (
     Click,
@@ -45,6 +46,7 @@ from adapters.slack.people import DisplayNames, UserGroups
 from adapters.slack.render import render
 from adapters.slack.streams import StreamSupport
 from adapters.slack.surface import SlackSurface, StatusSupport
+from bot.api.actions import explain_after
 from bot.api.commands import run_command
 from bot.api.inbound import Author, Earlier, Gap, Inbound, ThreadKey
 from bot.api.kit import Clock, SystemClock, TaskSet, ThreadLocks
@@ -204,6 +206,7 @@ class SlackListeners:
             await _say_failed(surface)
 
     async def _click(self, click: Click) -> None:
+        await self._ask_why(click)  # first: its trigger lasts 3 s
         key = thread_key(self.identity.team_id, click.channel, click.root_ts)
         name, roles = await asyncio.gather(
             self.names.name(click.user), self.groups.roles_of(click.user)
@@ -250,6 +253,42 @@ class SlackListeners:
         )
         actor = Author(f"slack:{use.user}", name, roles)
         return await self.core.on_shortcut(shortcut, key, actor, self.surface(key))
+
+    async def _ask_why(self, click: Click) -> None:
+        """A 👎: the one-line "what went wrong?" modal."""
+        form = explain_after(click.action_id)
+        if form is None or click.trigger_id is None:
+            return
+        try:
+            await open_modal(self.api, click.trigger_id, modal(form, click.channel, click.root_ts))
+        except SurfaceError:
+            log.warning("could not ask %s what went wrong", click.user, exc_info=True)
+
+    async def on_view(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """The "what went wrong?" modal sent: closed at once, its answer to the person alone."""
+        await ack()
+        sent = read_submission(body)
+        if sent is None:
+            log.info("ignoring a view submission that is not the feedback form")
+            return
+        self.tasks.spawn(self._explained(sent))
+
+    async def _explained(self, sent: Submission) -> None:
+        name, roles = await asyncio.gather(
+            self.names.name(sent.user), self.groups.roles_of(sent.user)
+        )
+        actor = Author(f"slack:{sent.user}", name, roles)
+        try:
+            note = await self.core.explain(sent.form_id, actor, sent.text)
+        except Exception:
+            log.exception("the feedback form of %s failed", sent.user)
+            note = COMMAND_FAILED
+        try:
+            await self.api.ephemeral(
+                sent.channel, sent.user, sent.root_ts, message_payload(render(note))
+            )
+        except SurfaceError:
+            log.warning("could not answer %s about their feedback", sent.user, exc_info=True)
 
     async def _command(self, command: SlashCommand) -> None:
         """Run the command in the thread it names; its answer goes to the person alone."""

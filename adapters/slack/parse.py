@@ -95,6 +95,8 @@ class Click:
     action_id: str
     message_ts: str | None = None
     """The message whose button was clicked."""
+    trigger_id: str | None = None
+    """What opens a modal in answer to the click (for 3 s)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +206,7 @@ def parse_click(body: Any) -> Click | None:
         root_ts=root,
         action_id=action_id,
         message_ts=clicked if _text(clicked) else None,
+        trigger_id=body.get("trigger_id") if _text(body.get("trigger_id")) else None,
     )
 
 

@@ -13,6 +13,9 @@ always      approval id             approve, and allow the tool here from now on
 exact       approval id             approve, and allow this exact call here from now on
 stop        run id                  stop that run of the thread
 reset       thread key              reset that thread (the confirmation of a reset)
+up          run id                  👍 on that run's final answer
+down        run id                  👎 on it (a one-line "what went wrong?" follows)
+why         run id                  the "what went wrong?" form sent about that run
 ==========  ======================  ===============================================
 """
 
@@ -42,7 +45,22 @@ class ResetThread:
     key: str
 
 
-Action = Decide | StopRun | ResetThread
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """👍 (``good``) or 👎 on a run's final answer."""
+
+    run_id: str
+    good: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Explain:
+    """The "what went wrong?" form about a run: its id travels as the form's own id."""
+
+    run_id: str
+
+
+Action = Decide | StopRun | ResetThread | Rate | Explain
 
 
 def encode(action: Action) -> str:
@@ -53,6 +71,10 @@ def encode(action: Action) -> str:
             text = f"stop:{run_id}"
         case ResetThread(key):
             text = f"reset:{key}"
+        case Rate(run_id, good):
+            text = f"{'up' if good else 'down'}:{run_id}"
+        case Explain(run_id):
+            text = f"why:{run_id}"
     if len(text) > MAX_LENGTH:
         raise ValueError(f"action id longer than {MAX_LENGTH} characters: {text[:40]}…")
     return text
@@ -67,7 +89,26 @@ def parse(text: str) -> Action | None:
         return StopRun(argument)
     if kind == "reset":
         return ResetThread(argument)
+    if kind in ("up", "down"):
+        return Rate(argument, kind == "up")
+    if kind == "why":
+        return Explain(argument)
     try:
         return Decide(Choice(kind), argument)
     except ValueError:
         return None
+
+
+def explain_after(action_id: str) -> str | None:
+    """For a 👎 click: the id of the "what went wrong?" form to open (adapters open it before
+    anything else, within the platform's deadline); None for any other button."""
+    match parse(action_id):
+        case Rate(run_id, False):
+            return encode(Explain(run_id))
+        case _:
+            return None
+
+
+def is_feedback(action_id: str) -> bool:
+    """Whether the button is a 👍 / 👎 (the platforms show them their own way)."""
+    return isinstance(parse(action_id), Rate)

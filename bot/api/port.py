@@ -50,6 +50,11 @@ class CoreApi(Protocol):
         """A button click; returns a private note for the clicker."""
         ...
 
+    async def explain(self, form_id: str, actor: Author, text: str) -> str:
+        """A "what went wrong?" form sent after a 👎 (its id from
+        :func:`bot.api.actions.explain_after`); what to tell the person."""
+        ...
+
     async def has_session(self, key: ThreadKey) -> bool: ...
 
     async def latest_thread(self, prefix: str) -> ThreadKey | None:

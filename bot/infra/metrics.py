@@ -161,6 +161,13 @@ SHARED_BUDGET_CALLS = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+FEEDBACK = Counter(
+    "threadline_feedback",
+    "👍 (up) and 👎 (down) on final answers: a person's first click on an answer, and a "
+    "click that changes it (the same click again counts nothing).",
+    ["value"],
+    registry=REGISTRY,
+)
 STORE_CALLS = Counter(
     "threadline_store_calls",
     "Calls of the PostgreSQL store's statements that every run makes, by statement.",
@@ -293,6 +300,10 @@ def platform_request(platform: str, method: str, status: int | None, seconds: fl
         outcome = "ok"
     PLATFORM_REQUESTS.labels(platform, method, outcome).inc()
     PLATFORM_SECONDS.labels(platform, method).observe(seconds)
+
+
+def feedback_given(value: str) -> None:
+    FEEDBACK.labels(value=value).inc()
 
 
 def shared_budget_call(outcome: str) -> None:

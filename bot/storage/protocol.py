@@ -9,6 +9,7 @@ Each concern's Protocol lives beside the code that uses it; a store implements t
 - :class:`bot.scheduler.store.JobStore`: scheduled jobs
 - :class:`bot.scheduler.schedules.ScheduleStore`: scheduled prompts (each with its job)
 - :class:`bot.memory.model.MemoryStore`: memories, with full-text search
+- :class:`bot.feedback.model.FeedbackStore`: 👍 / 👎 on answers
 
 SQLite (:mod:`bot.storage.sqlite.store`) and PostgreSQL (:mod:`bot.storage.postgres.store`) implement
 them; ``tests/bot/storage/test_contract.py`` is the suite every implementation passes.
@@ -19,6 +20,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from bot.approvals.store import ApprovalStore
+from bot.feedback.model import FeedbackStore
 from bot.memory.model import MemoryStore
 from bot.scheduler.schedules import ScheduleStore
 from bot.scheduler.store import JobStore
@@ -34,6 +36,7 @@ class Store(
     JobStore,
     ScheduleStore,
     MemoryStore,
+    FeedbackStore,
     Protocol,
 ):
     async def open(self) -> None:

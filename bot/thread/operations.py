@@ -193,4 +193,5 @@ class ThreadOperations:
             session.state = RunState.IDLE
             session.updated_at = self.holds.clock.now()
             await self.holds.sessions.replace_messages(session, [])
+            await self.store.close_feedback(key)  # a note about its answers is not kept now
             log.info("session %s reset", key)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.api.actions import StopRun, encode
@@ -30,6 +31,9 @@ from bot.tools.base import ToolContext
 
 log = logging.getLogger(__name__)
 
+Answered = Callable[[Surface, str], Awaitable[None]]
+"""Told of a run that ended with its final answer: the thread's surface and the run's id."""
+
 
 @dataclass(slots=True)
 class Active:
@@ -52,6 +56,8 @@ class Supervisor:
     budgets: BudgetRegistry
     file_after: int | None = None
     """Past this many characters, the rest of an answer is posted as a file."""
+    answered: Answered | None = None
+    """Told of each run that ended with its final answer (feedback buttons go under it)."""
     active: dict[ThreadKey, Active] = field(default_factory=dict, init=False)
     """The run going on in each thread that has one."""
 
@@ -125,6 +131,8 @@ class Supervisor:
                     counted.outcome = metrics.outcome_of(
                         ok=result.ok, paused=result.paused, stopped=active.stopped_by is not None
                     )
+                if self.answered is not None and _answered(result, active):
+                    await self.answered(surface, active.run_id)
                 # a Stop ends the run; messages that arrived before it are answered now, by the
                 # next run, stored as running with them (a crash finds a cut-off run). Without
                 # any, the thread stops taking messages before the last write: one that comes
@@ -241,6 +249,10 @@ class Supervisor:
             on_tool=on_tool,
             file_after=self.file_after,
         )
+
+
+def _answered(result: RunResult, active: Active) -> bool:
+    return result.ok and not result.paused and active.stopped_by is None and not active.lost
 
 
 def _outcome(result: RunResult) -> str:

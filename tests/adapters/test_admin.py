@@ -135,3 +135,36 @@ def test_since_accepts_durations_and_dates() -> None:
     assert parse_since(None, 5.0) == 0.0
     with pytest.raises(ValueError, match="--since"):
         parse_since("soon", 0.0)
+
+
+async def test_feedback_is_printed_as_json_lines_since_a_time(tmp_path: Path) -> None:
+    import json
+
+    from bot.feedback.model import Feedback
+
+    store = SqliteStore(tmp_path / "data" / "threadline.sqlite3")
+    await store.open()
+    try:
+        await store.record_feedback(Feedback("r1", KEY, "slack:U1", "Alice", "up", 1_700_000_000.0))
+        await store.record_feedback(Feedback("r2", KEY, "slack:U2", "Bob", "down", 1_700_000_600.0))
+        await store.note_feedback("r2", "slack:U2", 'wrong "flag" — twice')
+    finally:
+        await store.close()
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
+    out = threadline("feedback", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert lines[1] == {
+        "at": "2023-11-14T22:23:20+00:00",
+        "thread": KEY,
+        "run": "r2",
+        "user_id": "slack:U2",
+        "user": "Bob",
+        "value": "down",
+        "note": 'wrong "flag" — twice',
+    }
+    assert lines[0]["value"] == "up" and lines[0]["note"] == ""
+    later = threadline("feedback", "--since", "2023-11-14T22:20:00", env=env, cwd=tmp_path)
+    assert [json.loads(line)["run"] for line in later.stdout.splitlines()] == ["r2"]
+    bad = threadline("feedback", "--since", "last week", env=env, cwd=tmp_path)
+    assert bad.returncode == 2 and "--since" in bad.stderr and not bad.stdout

@@ -40,3 +40,23 @@ def test_a_value_that_cannot_be_used_is_named(
     out = threadline("doctor", env=env, cwd=tmp_path)
     assert out.returncode == 2, out.stdout + out.stderr
     assert named in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize(
+    ("value", "said"), [("on", "feedback: on: 👍 / 👎"), ("", "feedback: off")]
+)
+def test_doctor_says_whether_answers_carry_feedback_buttons(
+    tmp_path: Path, value: str, said: str
+) -> None:
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data")}
+    if value:
+        env["THREADLINE_FEEDBACK"] = value
+    out = threadline("doctor", env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"[--  ] {said}" in out.stdout
+
+
+def test_a_feedback_setting_that_is_not_on_or_off_is_named(tmp_path: Path) -> None:
+    env = {"THREADLINE_DATA_DIR": str(tmp_path / "data"), "THREADLINE_FEEDBACK": "maybe"}
+    out = threadline("doctor", env=env, cwd=tmp_path)
+    assert out.returncode == 2 and "THREADLINE_FEEDBACK" in out.stderr

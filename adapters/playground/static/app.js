@@ -427,6 +427,14 @@ async function send(text, files) {
   return false;
 }
 
+// A 👎 asks "what went wrong?" in one line; the answer is kept with it.
+async function explain(formId, threadId) {
+  const text = window.prompt("What went wrong? (one line)");
+  if (text === null || !text.trim()) return;
+  const { data } = await postJson("/api/explain", { form_id: formId, text, user_name: me.name });
+  if (data.note) showNote(data.note, threadId);
+}
+
 async function click(node, actionId, messageId) {
   node.disabled = true;
   try {
@@ -436,6 +444,7 @@ async function click(node, actionId, messageId) {
     });
     if (data.note) showNote(data.note, view.threadId);
     else if (status >= 400) toast(data.error || `The playground answered ${status}.`);
+    if (data.ask) await explain(data.ask, view.threadId);
   } catch {
     toast("Could not reach the playground server.");
   } finally {

@@ -23,6 +23,7 @@ from bot.llm.messages import UserMessage
 from bot.sessions.model import Todo
 from bot.storage.private import private_dir, private_file
 from bot.storage.sqlite.approvals import ApprovalTables
+from bot.storage.sqlite.feedback import FeedbackTables
 from bot.storage.sqlite.jobs import JobTables
 from bot.storage.sqlite.memory import MemoryTables
 from bot.storage.sqlite.schedules import ScheduleTables
@@ -46,7 +47,13 @@ def migrations() -> list[tuple[int, str, str]]:
 
 
 class SqliteStore(
-    SessionTables, DeliveryTables, ApprovalTables, JobTables, ScheduleTables, MemoryTables
+    SessionTables,
+    DeliveryTables,
+    ApprovalTables,
+    JobTables,
+    ScheduleTables,
+    MemoryTables,
+    FeedbackTables,
 ):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)

@@ -7,6 +7,7 @@ import asyncio
 
 from bot.api.inbound import Attachment, ThreadKey
 from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers, AuditEntry
+from bot.feedback.model import Feedback
 from bot.llm.messages import AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
 from bot.scheduler.jobs import Job
 from bot.sessions.model import LiveMessage, PanelRef, RunState, Todo
@@ -359,3 +360,34 @@ async def test_an_accepted_message_waits_as_an_arrival_until_its_session_holds_i
     other.inbox.append(second)
     await store.save_state(other)  # in the inbox of a running run: arrived too
     assert await store.arrivals() == []
+
+
+async def test_feedback_counts_once_per_person_and_run_the_last_click_winning(
+    store: Store,
+) -> None:
+    up = Feedback("r1", KEY, "slack:U1", "Alice", "up", 10.0)
+    assert await store.record_feedback(up) == "new"
+    assert await store.record_feedback(up) == "same"
+    down = Feedback("r1", KEY, "slack:U1", "Alice", "down", 11.0)
+    assert await store.record_feedback(down) == "changed"
+    assert await store.record_feedback(Feedback("r1", KEY, "slack:U2", "Bob", "up", 12.0)) == "new"
+    assert await store.note_feedback("r1", "slack:U1", "it made up a flag")
+    assert not await store.note_feedback("r1", "slack:U2", "a note on a 👍 is not kept")
+    assert not await store.note_feedback("r9", "slack:U1", "no such run")
+    given = await store.feedback_since(0.0, 10)
+    assert [(f.user_id, f.value, f.at, f.note) for f in given] == [
+        ("slack:U1", "down", 11.0, "it made up a flag"),
+        ("slack:U2", "up", 12.0, ""),
+    ]
+    assert [f.user_id for f in await store.feedback_since(11.5, 10)] == ["slack:U2"]
+    assert len(await store.feedback_since(0.0, 1)) == 1
+
+
+async def test_a_reset_closes_a_threads_feedback_to_notes(store: Store) -> None:
+    other = ThreadKey("test:c1:t2")
+    await store.record_feedback(Feedback("r1", KEY, "slack:U1", "Alice", "down", 10.0))
+    await store.record_feedback(Feedback("r2", other, "slack:U1", "Alice", "down", 10.0))
+    await store.close_feedback(KEY)
+    assert not await store.note_feedback("r1", "slack:U1", "too late")
+    assert await store.note_feedback("r2", "slack:U1", "another thread")
+    assert [f.run_id for f in await store.feedback_since(0.0, 10)] == ["r1", "r2"]

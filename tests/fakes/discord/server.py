@@ -25,7 +25,16 @@ from tests.fakes.discord.rest import Rest
 from tests.fakes.discord.world import World
 
 SECRET_PART = "Gabcde.fake-discord-token-secret-part-0123456789"
-COMPONENT, COMMAND = 3, 2
+COMPONENT, COMMAND, MODAL_SUBMIT = 3, 2, 5
+MODAL = 9
+"""The interaction callback that answers with a modal."""
+
+
+def _inputs(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The text inputs of one row of a modal (an action row, or a label around one input)."""
+    if row.get("type") == 18:
+        return [row["component"]]
+    return [c for c in row.get("components", []) if c.get("type") == 4]
 
 
 def bot_token(bot_id: int) -> str:
@@ -113,6 +122,18 @@ class FakeDiscord:
         """``user`` clicks the button ``custom_id`` on ``message``."""
         data = {"custom_id": custom_id, "component_type": 2}
         return self._interaction(COMPONENT, message.channel_id, user, data, message.id)
+
+    def submit_modal(self, opened_by: Interaction, user: User, text: str) -> Interaction:
+        """``user`` types ``text`` in every field of the modal ``opened_by`` answered with
+        (a ``MODAL`` callback) and sends it: a ``MODAL_SUBMIT`` interaction."""
+        modal = next(c["data"] for c in opened_by.callbacks if c.get("type") == MODAL)
+        fields = [
+            {"type": 1, "components": [{"type": 4, "custom_id": f["custom_id"], "value": text}]}
+            for row in modal["components"]
+            for f in _inputs(row)
+        ]
+        data = {"custom_id": modal["custom_id"], "components": fields}
+        return self._interaction(MODAL_SUBMIT, opened_by.channel_id, user, data, None)
 
     def slash(
         self, channel: Channel, user: User, name: str, sub: str, /, **values: str

@@ -200,3 +200,41 @@ def ephemeral_actions(
             }
         ],
     }
+
+
+def feedback_action(
+    user: User, channel: Channel, message: Message, element: dict[str, Any], positive: bool
+) -> dict[str, Any]:
+    """A click on one half of a ``feedback_buttons`` element: the same ``block_actions``
+    payload as a button's, the action of type ``feedback_buttons`` with that half's value."""
+    half = element["positive_button" if positive else "negative_button"]
+    payload = block_actions(
+        user,
+        channel,
+        message,
+        {"action_id": element["action_id"], "text": half["text"], "value": half["value"]},
+    )
+    payload["actions"][0].update({"type": "feedback_buttons", "block_id": "threadline-feedback"})
+    payload["actions"][0].pop("text")
+    return payload
+
+
+def view_submission(user: User, view: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """A modal sent: the view as opened, with what the person typed in ``state.values``."""
+    return {
+        "type": "view_submission",
+        "team": {"id": TEAM_ID, "domain": "fake"},
+        "user": {"id": user.id, "username": user.name, "name": user.name, "team_id": TEAM_ID},
+        "api_app_id": APP_ID,
+        "token": "verification-token-unused",
+        "trigger_id": f"{int(time.time())}.{uuid.uuid4().hex[:12]}",
+        "view": {
+            **view,
+            "id": "V" + uuid.uuid4().hex[:10].upper(),
+            "team_id": TEAM_ID,
+            "app_id": APP_ID,
+            "state": {"values": values},
+        },
+        "response_urls": [],
+        "is_enterprise_install": False,
+    }

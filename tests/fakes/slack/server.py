@@ -245,6 +245,29 @@ class FakeSlack:
         )
         return await self.deliver("interactive", payload)
 
+    async def rate(self, user: str, message: Message, *, good: bool) -> Delivery:
+        """``user`` clicks 👍 (``good``) or 👎 under ``message``."""
+        element = message.feedback[0]
+        payload = payloads.feedback_action(
+            self.workspace.users[user],
+            self.workspace.channels[message.channel],
+            message,
+            element,
+            good,
+        )
+        return await self.deliver("interactive", payload)
+
+    async def submit_view(self, user: str, view: dict[str, Any], text: str) -> Delivery:
+        """``user`` types ``text`` in the modal's first input and sends it."""
+        block = next(b for b in view["blocks"] if b.get("type") == "input")
+        values = {
+            block["block_id"]: {
+                block["element"]["action_id"]: {"type": "plain_text_input", "value": text}
+            }
+        }
+        payload = payloads.view_submission(self.workspace.users[user], view, values)
+        return await self.deliver("interactive", payload)
+
     async def slash(self, user: str, channel: str, text: str) -> SlashCall:
         """``user`` types ``/threadline {text}`` in ``channel`` (Slack runs slash commands in
         channels, never in threads); what comes back to its ``response_url`` is on the call."""

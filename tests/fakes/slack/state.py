@@ -110,6 +110,17 @@ class Message:
             for element in block.get("elements", [])
         ]
 
+    @property
+    def feedback(self) -> list[dict[str, Any]]:
+        """Its ``feedback_buttons`` elements (in ``context_actions`` blocks)."""
+        return [
+            element
+            for block in self.blocks or []
+            if block.get("type") == "context_actions"
+            for element in block.get("elements", [])
+            if element.get("type") == "feedback_buttons"
+        ]
+
     def record(self) -> None:
         """Keep what the message shows now as its newest version."""
         self.versions.append(self.shown)

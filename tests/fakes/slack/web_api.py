@@ -95,6 +95,9 @@ class WebApi:
     replies_page_max: int = 1000
     """Most messages ``conversations.replies`` gives in one answer (15 for an app outside the
     Marketplace installed in another workspace)."""
+    views: list[dict[str, Any]] = field(default_factory=list)
+    """Modals opened (``views.open``), oldest first."""
+    triggers_used: set[str] = field(default_factory=set)
     stream_ttl: float = 300.0
     """Seconds (``time.monotonic``) after ``chat.startStream`` when a stream stops taking
     appends (``message_not_in_streaming_state``); field reports say about five minutes."""
@@ -250,6 +253,21 @@ class WebApi:
         )
         self.emit(payloads.message_event(message, channel))
         return {"channel": channel.id, "ts": message.ts, "message": message.as_event()}
+
+    def m_views_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A modal opened in answer to an interaction (its ``trigger_id``, once)."""
+        trigger, view = args.get("trigger_id"), args.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        if not isinstance(trigger, str) or not trigger:
+            raise SlackError("invalid_arguments")
+        if trigger in self.triggers_used:
+            raise SlackError("expired_trigger_id")
+        if not isinstance(view, dict) or view.get("type") != "modal" or not view.get("blocks"):
+            raise SlackError("invalid_arguments")
+        self.triggers_used.add(trigger)
+        self.views.append(view)
+        return {"view": {**view, "id": f"V{len(self.views):08d}"}}
 
     def m_chat_update(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))

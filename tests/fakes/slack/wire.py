@@ -33,8 +33,28 @@ def check_blocks(blocks: Any, markdown_limit: int) -> None:
     for block in blocks:
         if block.get("type") == "actions":
             _check_buttons(block.get("elements", []))
+        elif block.get("type") == "context_actions":
+            _check_feedback(block.get("elements", []))
         elif block.get("type") not in {"markdown", "section", "divider", "context"}:
             raise SlackError("invalid_blocks")
+
+
+def _check_feedback(elements: list[dict[str, Any]]) -> None:
+    """``context_actions`` holds ``feedback_buttons`` (Slack's AI apps' 👍 / 👎)."""
+    if not elements or len(elements) > 5:
+        raise SlackError("invalid_blocks")
+    for element in elements:
+        halves = [element.get("positive_button"), element.get("negative_button")]
+        if element.get("type") != "feedback_buttons" or not element.get("action_id"):
+            raise SlackError("invalid_blocks")
+        for half in halves:
+            if (
+                not isinstance(half, dict)
+                or half.get("text", {}).get("type") != "plain_text"
+                or not half.get("text", {}).get("text")
+                or not 0 < len(half.get("value", "")) <= 2000
+            ):
+                raise SlackError("invalid_blocks")
 
 
 def _check_buttons(elements: list[dict[str, Any]]) -> None:
