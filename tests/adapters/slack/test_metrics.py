@@ -38,6 +38,7 @@ LABELS = {
     "threadline_shared_edit_budget_calls_total": {"outcome"},
     "threadline_store_calls_total": {"statement"},
     "threadline_store_round_trips_total": {"statement"},
+    "threadline_feedback_total": {"value"},
 }
 """Every metric of ours and its label names (a histogram's ``le`` aside)."""
 
