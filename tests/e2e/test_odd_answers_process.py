@@ -117,8 +117,11 @@ async def test_a_wait_the_model_server_asks_for_is_said_then_answered(tmp_path: 
             async with threadline(tmp_path, free_port(), **one_retry):
                 await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
                 root = await slack.say("UADA", "CGENERAL", f"{MENTION} are you there?")
-                await slack.wait_for(
-                    lambda: any("wait." in m.shown for m in slack.replies("CGENERAL", root.ts)),
+                await slack.wait_for(  # the answer, and the run's Stop message gone with the run
+                    lambda: (
+                        [m.shown.endswith("wait.") for m in slack.replies("CGENERAL", root.ts)]
+                        == [True]
+                    ),
                     WAIT,
                 )
                 (reply,) = slack.replies("CGENERAL", root.ts)
