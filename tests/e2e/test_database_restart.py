@@ -12,6 +12,7 @@ from pathlib import Path
 
 import aiohttp
 
+from bot.present.presenter import WORKING
 from bot.thread.recovery import RESUMING
 from tests.e2e.workers import WAIT, Worker, worker
 from tests.fakes.openai_server import Delay, FakeOpenAI, Reply
@@ -45,6 +46,12 @@ async def until_ready(
 def answered(messages: list[Message]) -> bool:
     """Whether a whole answer has been shown (a reply still streaming reads ``Answer`` alone)."""
     return any(re.fullmatch(r"Answer .+\.", m.shown) for m in messages)
+
+
+def settled(messages: list[Message]) -> bool:
+    """A whole answer shown, and the run's "Working…" message (Stop beside a native stream)
+    gone with the run."""
+    return answered(messages) and not any(m.shown == WORKING for m in messages)
 
 
 async def test_a_database_restart_under_load_loses_nothing_and_readyz_follows_it(
@@ -90,9 +97,9 @@ async def test_a_database_restart_under_load_loses_nothing_and_readyz_follows_it
                             "ready"
                         ] is True
                     everything = [*roots, late]
-                    await slack.wait_for(
-                        lambda: all(answered(slack.replies(CHANNEL, r.ts)) for r in everything),
-                        WAIT,
+                    await slack.wait_for(  # nine threads in one channel: a post a second
+                        lambda: all(settled(slack.replies(CHANNEL, r.ts)) for r in everything),
+                        2 * WAIT,
                     )
                     replies = {
                         r.ts: [m.shown for m in slack.replies(CHANNEL, r.ts)] for r in everything
