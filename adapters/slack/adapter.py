@@ -97,7 +97,7 @@ class SlackAdapter:
     async def _start(self, session: aiohttp.ClientSession) -> None:
         config = self.config
         client = build_client(config.bot_token.get_secret_value(), config.api_url, session)
-        api = SlackApi(client)
+        api = SlackApi(client, self._clock)
         try:
             identity = await api.identity()
         except SlackApiError as exc:

@@ -4,13 +4,16 @@ One :class:`AsyncWebClient` per process, on one aiohttp session, pointed at ``SL
 when set; every request on that session is counted for ``/metrics`` by Web API method. Its retry handlers are given explicitly: only connection errors are retried (once);
 a 429 is never retried inside the SDK but raised as :class:`SurfaceRateLimited` with Slack's
 ``Retry-After``, so the presenter's edit budget sees every rate limit and decides what waits.
+Every call goes through :meth:`SlackApi.call`, which keeps each 429's ``Retry-After`` for the
+whole process (:mod:`adapters.slack.pauses`): no stream calls a method while another stream's
+429 on it has not run out.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +25,8 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from yarl import URL
 
 from adapters.metering import request_trace
+from adapters.slack.pauses import Pauses
+from bot.api.kit import Clock, SystemClock
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
 
 log = logging.getLogger(__name__)
@@ -152,13 +157,33 @@ class Identity:
 class SlackApi:
     """The calls a surface, a click or an intake makes; each raises :class:`SurfaceError`."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, clock: Clock | None = None) -> None:
         self.client = client
+        self.pauses = Pauses(clock or SystemClock())
+
+    async def call(
+        self,
+        method: str,
+        channel: str | None,
+        make: Callable[[], Awaitable[AsyncSlackResponse]],
+        *,
+        editing: bool = False,
+        ok: frozenset[str] = frozenset(),
+    ) -> AsyncSlackResponse | None:
+        """:func:`guarded` for the call ``make`` makes, unless ``method`` is paused in
+        ``channel``'s scope by an earlier 429 (then it is not sent); a 429 pauses it."""
+        self.pauses.check(method, channel)
+        try:
+            return await guarded(method, make(), editing=editing, ok=ok)
+        except SurfaceRateLimited as exc:
+            self.pauses.note(method, channel, exc.retry_after)
+            raise
 
     async def post(self, channel: str, thread_ts: str, payload: dict[str, Any]) -> str:
-        response = await guarded(
+        response = await self.call(
             "chat.postMessage",
-            self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, **payload),
+            channel,
+            lambda: self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, **payload),
         )
         ts = response.get("ts") if response is not None else None
         if not isinstance(ts, str):
@@ -166,8 +191,11 @@ class SlackApi:
         return ts
 
     async def update(self, channel: str, ts: str, payload: dict[str, Any]) -> None:
-        await guarded(
-            "chat.update", self.client.chat_update(channel=channel, ts=ts, **payload), editing=True
+        await self.call(
+            "chat.update",
+            channel,
+            lambda: self.client.chat_update(channel=channel, ts=ts, **payload),
+            editing=True,
         )
 
     async def start_stream(
@@ -180,9 +208,10 @@ class SlackApi:
         refused: frozenset[str],
     ) -> str | None:
         """``chat.startStream`` in ``timeline`` mode; None when Slack answers one of ``refused``."""
-        response = await guarded(
+        response = await self.call(
             "chat.startStream",
-            self.client.chat_startStream(
+            channel,
+            lambda: self.client.chat_startStream(
                 channel=channel,
                 thread_ts=thread_ts,
                 chunks=chunks,
@@ -199,9 +228,10 @@ class SlackApi:
         return ts
 
     async def append_stream(self, channel: str, ts: str, chunks: list[dict[str, Any]]) -> None:
-        await guarded(
+        await self.call(
             "chat.appendStream",
-            self.client.chat_appendStream(channel=channel, ts=ts, chunks=chunks),
+            channel,
+            lambda: self.client.chat_appendStream(channel=channel, ts=ts, chunks=chunks),
         )
 
     async def stop_stream(
@@ -209,16 +239,19 @@ class SlackApi:
     ) -> None:
         """``chat.stopStream``, with ``chunks`` as the stream's last words when given."""
         extra: dict[str, Any] = {"chunks": chunks} if chunks else {}
-        await guarded(
-            "chat.stopStream", self.client.chat_stopStream(channel=channel, ts=ts, **extra)
+        await self.call(
+            "chat.stopStream",
+            channel,
+            lambda: self.client.chat_stopStream(channel=channel, ts=ts, **extra),
         )
 
     async def drop_buttons(self, channel: str, thread_ts: str, ts: str) -> None:
         """Read the message (``conversations.replies``) and update it without its buttons (a
         button a run left behind, clicked; a restart mends from what it kept instead)."""
-        response = await guarded(
+        response = await self.call(
             "conversations.replies",
-            self.client.conversations_replies(
+            channel,
+            lambda: self.client.conversations_replies(
                 channel=channel, ts=thread_ts, latest=ts, oldest=ts, inclusive=True, limit=2
             ),
         )  # the first page begins with the thread's parent, whatever the window
@@ -237,31 +270,35 @@ class SlackApi:
         await self.update(channel, ts, payload)
 
     async def delete(self, channel: str, ts: str) -> None:
-        await guarded(
+        await self.call(
             "chat.delete",
-            self.client.chat_delete(channel=channel, ts=ts),
+            channel,
+            lambda: self.client.chat_delete(channel=channel, ts=ts),
             ok=frozenset({"message_not_found"}),
         )
 
     async def pin(self, channel: str, ts: str) -> None:
-        await guarded(
+        await self.call(
             "pins.add",
-            self.client.pins_add(channel=channel, timestamp=ts),
+            channel,
+            lambda: self.client.pins_add(channel=channel, timestamp=ts),
             ok=frozenset({"already_pinned"}),
         )
 
     async def unpin(self, channel: str, ts: str) -> None:
-        await guarded(
+        await self.call(
             "pins.remove",
-            self.client.pins_remove(channel=channel, timestamp=ts),
+            channel,
+            lambda: self.client.pins_remove(channel=channel, timestamp=ts),
             ok=frozenset({"no_pin", "message_not_found"}),
         )
 
     async def set_status(self, channel: str, thread_ts: str, status: str) -> bool:
         """Show ``status`` ("" clears it); False when Slack does not offer it in this channel."""
-        response = await guarded(
+        response = await self.call(
             "assistant.threads.setStatus",
-            self.client.assistant_threads_setStatus(
+            channel,
+            lambda: self.client.assistant_threads_setStatus(
                 channel_id=channel, thread_ts=thread_ts, status=status
             ),
             ok=STATUS_REFUSED,
@@ -271,22 +308,25 @@ class SlackApi:
     async def ephemeral(
         self, channel: str, user: str, thread_ts: str | None, payload: dict[str, Any]
     ) -> None:
-        await guarded(
+        await self.call(
             "chat.postEphemeral",
-            self.client.chat_postEphemeral(
+            channel,
+            lambda: self.client.chat_postEphemeral(
                 channel=channel, user=user, thread_ts=thread_ts, **payload
             ),
         )
 
     async def user(self, user_id: str) -> dict[str, Any]:
-        response = await guarded("users.info", self.client.users_info(user=user_id))
+        response = await self.call("users.info", None, lambda: self.client.users_info(user=user_id))
         user = response.get("user") if response is not None else None
         return user if isinstance(user, dict) else {}
 
     async def channel_name(self, channel_id: str) -> str | None:
         """A channel's name (``conversations.info``); None for a direct message or no name."""
-        response = await guarded(
-            "conversations.info", self.client.conversations_info(channel=channel_id)
+        response = await self.call(
+            "conversations.info",
+            channel_id,
+            lambda: self.client.conversations_info(channel=channel_id),
         )
         channel = response.get("channel") if response is not None else None
         name = channel.get("name") if isinstance(channel, dict) else None
@@ -294,8 +334,10 @@ class SlackApi:
 
     async def group_members(self, group_id: str) -> frozenset[str]:
         """The user ids in a user group (``usergroups.users.list``)."""
-        response = await guarded(
-            "usergroups.users.list", self.client.usergroups_users_list(usergroup=group_id)
+        response = await self.call(
+            "usergroups.users.list",
+            None,
+            lambda: self.client.usergroups_users_list(usergroup=group_id),
         )
         users = response.get("users") if response is not None else None
         return (

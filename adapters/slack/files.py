@@ -19,7 +19,7 @@ from urllib.parse import urljoin, urlsplit
 
 import aiohttp
 
-from adapters.slack.api import TIMEOUT_S, SlackApi, guarded
+from adapters.slack.api import TIMEOUT_S, SlackApi
 from bot.api.inbound import Attachment
 from bot.api.kit import origin_of, size_words
 from bot.errors import FileRefused, SurfaceError
@@ -94,9 +94,10 @@ class SlackFileTransfer:
         raise FileRefused(f"Slack redirected the download more than {MAX_REDIRECTS} times")
 
     async def send(self, name: str, data: bytes) -> None:
-        await guarded(
+        await self._api.call(
             "files.completeUploadExternal",
-            self._api.client.files_upload_v2(
+            self._channel,
+            lambda: self._api.client.files_upload_v2(
                 channel=self._channel,
                 thread_ts=self._thread_ts,
                 filename=name,

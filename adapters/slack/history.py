@@ -14,7 +14,7 @@ import asyncio
 import logging
 from typing import Any
 
-from adapters.slack.api import Identity, SlackApi, guarded
+from adapters.slack.api import Identity, SlackApi
 from adapters.slack.parse import mentioned_users, plain_text
 from adapters.slack.people import DisplayNames
 from bot.api.inbound import Earlier, Gap
@@ -40,9 +40,10 @@ async def earlier(
     if limit <= 0:
         return ()
     try:
-        response = await guarded(
+        response = await api.call(
             "conversations.replies",
-            api.client.conversations_replies(
+            channel,
+            lambda: api.client.conversations_replies(
                 channel=channel, ts=root_ts, latest=before_ts, inclusive=False, limit=PAGE
             ),
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -65,10 +66,12 @@ class FakeSlack:
         time_scale: float = 1.0,
         markdown_limit: int = MARKDOWN_LIMIT,
         echo_bot_events: bool = True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``clock``: the time the rate limits go by (``time.monotonic``; a test's own clock)."""
         self._tick = asyncio.Event()
         self.workspace = Workspace(self._changed)
-        self.limits = RateLimits(time_scale=time_scale)
+        self.limits = RateLimits(time_scale=time_scale, clock=clock)
         self.socket = SocketMode(lambda: self.base_url, self._changed)
         self.deliverer = Deliverer(self.socket, SIGNING_SECRET)
         self.deliverer.mode = mode
