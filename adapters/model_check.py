@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import random
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -21,7 +21,7 @@ from bot.infra.clock import SystemClock
 from bot.llm.first_token import FirstTokenLimit
 from bot.llm.messages import UserMessage
 from bot.llm.model import ModelRequest, TextPiece
-from bot.llm.openai_model import build_openai_model
+from bot.llm.openai_model import build_openai_model, safe_url
 from bot.llm.routing import OPENAI_BASE_URL, RoutedModel
 
 Line = tuple[bool, str]
@@ -47,7 +47,7 @@ async def check_model(settings: Settings) -> list[Line | Hint]:
         settings, clock, rng=random.Random(), on_retry=lambda e, n, s: retries.append(e)
     )
     alone = model.route(model.name) if isinstance(model, RoutedModel) else model  # no fallback
-    where = _safe(settings.openai_base_url) if settings.openai_base_url else "the OpenAI API"
+    where = safe_url(settings.openai_base_url) if settings.openai_base_url else "the OpenAI API"
     name = DEMO if settings.uses_demo_model else f"model {model.label} at {where}"
     began, first, answered = clock.monotonic(), None, 0
     try:
@@ -100,11 +100,11 @@ async def _why(settings: Settings, error: ModelError) -> str:
             return _unknown_model(str(error), settings.model, models, error)
         if status is None:  # nothing to tell from
             return str(error)
-        said = f"the server at {_safe(base)} answered {status} at /models: not an OpenAI-compatible API"
+        said = f"the server at {safe_url(base)} answered {status} at /models: not an OpenAI-compatible API"
         if not urlsplit(base).path.endswith("/v1"):
             _, nested = await _models(session, base + "/v1")
             if nested is not None:
-                return f"{said}; its /v1/models answers: set OPENAI_BASE_URL={_safe(base)}/v1"
+                return f"{said}; its /v1/models answers: set OPENAI_BASE_URL={safe_url(base)}/v1"
     return f"{said}; check OPENAI_BASE_URL (Ollama's is http://HOST:11434/v1)"
 
 
@@ -137,14 +137,3 @@ async def _models(session: aiohttp.ClientSession, base: str) -> tuple[str | None
         return said, [str(m["id"]) for m in listed if isinstance(m, dict) and "id" in m]
     except (ValueError, KeyError, TypeError):
         return said, None
-
-
-def _safe(url: str) -> str:
-    """``url`` without credentials, query or fragment."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))

@@ -105,7 +105,7 @@ class OpenAIModel:
         self._backoff = backoff
         self._max_tokens_field = max_tokens_field
         self._secret = api_key
-        self._where = _safe_url(base_url)
+        self._where = safe_url(base_url)
         self._timeout_s = timeout_s
         self._encoder = WireEncoder()
         self._client = openai.AsyncOpenAI(
@@ -474,7 +474,7 @@ def _count(value: object) -> int:
     return value if isinstance(value, int) and value >= 0 else 0
 
 
-def _safe_url(url: str) -> str:
+def safe_url(url: str) -> str:
     """``url`` without credentials, query or fragment, for messages and logs."""
     parts = urlsplit(url)
     host = parts.hostname or ""
