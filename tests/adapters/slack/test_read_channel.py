@@ -13,7 +13,8 @@ import pytest
 from bot.llm.wire import message_to_wire
 from tests.adapters.slack.conftest import slack_world
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
-from tests.fakes.slack import MENTION
+from tests.fakes.slack import MENTION, FakeSlack
+from tests.fakes.slack.server import ALL_SCOPES
 
 WAIT = 30.0
 
@@ -102,3 +103,20 @@ async def test_read_channel_refuses_a_time_that_is_not_one(
         assert first.is_error and "'yesterday' is not an ISO 8601 time" in first.content
         assert second.is_error and "since or hours, not both" in second.content
         assert fake.count("conversations.history") == 0
+
+
+async def test_a_refused_read_is_a_tool_error_the_model_sees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = ScriptedModel([step(call("read_channel", {})), text("Done.")])
+    fake = FakeSlack(scopes=ALL_SCOPES - {"channels:history"})
+    async with slack_world(tmp_path, monkeypatch, model=model, fake=fake) as world:
+        root = await fake.say("UADA", "CGENERAL", f"{MENTION} catch me up")
+        await fake.wait_for(
+            lambda: any(m.shown.endswith("Done.") for m in fake.thread("CGENERAL", root.ts)),
+            WAIT,
+        )
+        await world.idle()
+        (result,) = tool_results(model)
+        assert result.is_error and "the platform refused to show the channel" in result.content
+        assert "missing_scope" in result.content or "scope" in result.content
