@@ -222,6 +222,16 @@ def _feedback(settings: Settings) -> None:
     _line(None, words)
 
 
+def read_channel_line(messages: int, chars: int) -> str:
+    """What ``read_channel`` gives the model (THREADLINE_READ_CHANNEL_MESSAGES, _CHARS)."""
+    if messages == 0:
+        return "read_channel: off (THREADLINE_READ_CHANNEL_MESSAGES=0)"
+    return (
+        f"read_channel reads the thread's own channel: up to {messages} messages "
+        f"({chars:,} characters)"
+    )
+
+
 def _channels(settings: Settings) -> None:
     """The effective settings of each ``[channels."<prefix>"]`` section's threads."""
     base = EngineConfig.from_settings(settings)
@@ -237,6 +247,7 @@ def _channels(settings: Settings) -> None:
         f"{settings.thread_history_messages} earlier messages "
         f"({settings.thread_history_chars:,} characters)",
     )
+    _line(None, read_channel_line(settings.read_channel_messages, settings.read_channel_chars))
     _line(
         None,
         f"thread replies: {REPLIES[settings.thread_replies]} (THREADLINE_THREAD_REPLIES="

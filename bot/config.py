@@ -457,6 +457,10 @@ class Settings(SettingsBase):
     """First mentioned in an existing thread: how many of its earlier messages to read (0: none)."""
     thread_history_chars: int = Field(default=8_000, ge=0, le=100_000)
     """How many characters of them the model reads (the most recent messages first)."""
+    read_channel_messages: int = Field(default=50, ge=0, le=200)
+    """Most messages one ``read_channel`` call gives the model (0: no ``read_channel`` tool)."""
+    read_channel_chars: int = Field(default=12_000, ge=500, le=100_000)
+    """Most characters of them (the most recent messages kept)."""
 
     # --- approvals and tools ---
     approval_ttl_s: float = Field(default=1800.0, gt=0)

@@ -63,10 +63,12 @@ from bot.thread.reach import ChannelOf, DirectOf, NameOf, SurfaceFactory, Surfac
 from bot.thread.recovery import Recovery
 from bot.thread.runs import Supervisor
 from bot.thread.settings import Channels
+from bot.tools.builtin import channel as channel_tools
 from bot.tools.builtin import files_out as files_tools
 from bot.tools.builtin import memory as memory_tools
 from bot.tools.builtin import schedule as schedule_tools
 from bot.tools.builtin import tool_registry
+from bot.tools.builtin.channel import ChannelToolkit
 from bot.tools.builtin.files_out import FilesToolkit
 from bot.tools.builtin.memory import MemoryToolkit
 from bot.tools.builtin.schedule import ScheduleToolkit
@@ -120,6 +122,12 @@ class Core:
         )
         tools.attach(ScheduleToolkit(self.schedules), own=schedule_tools.NAMES)
         tools.attach(MemoryToolkit(self.memory), own=memory_tools.NAMES)
+        tools.attach(
+            ChannelToolkit(
+                self.surfaces, settings.read_channel_messages, settings.read_channel_chars
+            ),
+            own=channel_tools.NAMES,
+        )
         config = EngineConfig.from_settings(settings)
         self.channels = Channels(settings, config)
         self.leases: Leasing = OneProcess()

@@ -28,6 +28,7 @@ from typing import TypeVar
 import aiohttp
 import discord
 
+from adapters.discord.channel import DiscordChannelHistory
 from adapters.discord.files import DiscordFileTransfer
 from adapters.discord.ratelimit import GlobalPacer, RateLimitedNow, RateLimitWatch
 from adapters.discord.render import render
@@ -100,6 +101,10 @@ class DiscordSurface:
             link.client, self._channel, lambda what, make: self._call(what, make, messages=True)
         )
         """Attachments downloaded, workspace files posted (``bot.api.transfer``)."""
+        self.channel_history = DiscordChannelHistory(
+            link.client, channel_id, guild_id, lambda what, make: self._call(what, make)
+        )
+        """The thread's parent channel, read for ``read_channel`` (``bot.api.channel``)."""
 
     @property
     def thread_key(self) -> ThreadKey:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from adapters.playground.channel import PlaygroundChannelHistory
 from adapters.playground.state import (
     BOT_ID,
     BOT_NAME,
@@ -47,6 +48,8 @@ class PlaygroundSurface:
         self._key = thread_key(thread_id)
         self.files = files
         """Shared files read, workspace files posted as downloads (``bot.api.transfer``)."""
+        self.channel_history = PlaygroundChannelHistory(state)
+        """The playground's threads, read for ``read_channel`` (``bot.api.channel``)."""
 
     @property
     def thread_key(self) -> ThreadKey:

@@ -152,6 +152,8 @@ class Identity:
     bot_user_id: str
     bot_id: str
     user: str
+    url: str = ""
+    """The workspace's address (``https://<domain>.slack.com/``), for links to messages."""
 
 
 class SlackApi:
@@ -355,4 +357,5 @@ class SlackApi:
             bot_user_id=str(response["user_id"]),
             bot_id=str(response.get("bot_id") or ""),
             user=str(response.get("user") or response["user_id"]),
+            url=str(response.get("url") or ""),
         )

@@ -85,7 +85,9 @@ class SlackListeners:
     _order: ThreadLocks[ThreadKey] = field(default_factory=ThreadLocks, init=False)
 
     def surface(self, key: ThreadKey) -> SlackSurface:
-        return SlackSurface(self.api, key, self.limits, self._status, self.streams)
+        return SlackSurface(
+            self.api, key, self.limits, self._status, self.streams, (self.identity, self.names)
+        )
 
     # --- Bolt listeners (each returns within Slack's 3 s) ------------------------------------
     async def on_message(self, event: dict[str, Any]) -> None:

@@ -20,10 +20,12 @@ import logging
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from adapters.slack.api import SlackApi
+from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
+from adapters.slack.channel import SlackChannelHistory
 from adapters.slack.files import SlackFileTransfer
 from adapters.slack.parse import split_key
+from adapters.slack.people import DisplayNames
 from adapters.slack.render import render
 from adapters.slack.streams import SlackStreams, StreamSupport
 from bot.api.inbound import ThreadKey
@@ -80,6 +82,7 @@ class SlackSurface:
         limits: SurfaceLimits,
         status: StatusSupport,
         streams: StreamSupport | None = None,
+        reading: tuple[Identity, DisplayNames] | None = None,
     ) -> None:
         self._api = api
         self._key = key
@@ -88,6 +91,10 @@ class SlackSurface:
         _, self.channel, self.thread_ts = split_key(key)
         self.files = SlackFileTransfer(api, self.channel, self.thread_ts)
         """Shared files downloaded, workspace files uploaded (``bot.api.transfer``)."""
+        self.channel_history = (
+            SlackChannelHistory(api, *reading, self.channel) if reading is not None else None
+        )
+        """The thread's channel, read for ``read_channel`` (``bot.api.channel``)."""
         self.streams: SlackStreams | None = None
         """Slack's native streaming in this thread (``THREADLINE_SLACK_STREAMING``)."""
         if streams is not None and streams.enabled:

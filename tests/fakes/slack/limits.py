@@ -47,6 +47,7 @@ LIMITS: dict[str, Limit] = {
     "usergroups.users.list": TIER_2,
     "conversations.info": TIER_3,
     "conversations.replies": TIER_3,
+    "conversations.history": TIER_3,
     "auth.test": TIER_4,
     "apps.connections.open": TIER_1,
 }

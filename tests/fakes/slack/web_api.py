@@ -55,6 +55,7 @@ SCOPES = {
     "usergroups.users.list": "usergroups:read",
     "conversations.info": "channels:read",
     "conversations.replies": "channels:history",
+    "conversations.history": "channels:history",
     "files.getUploadURLExternal": "files:write",
     "files.completeUploadExternal": "files:write",
 }
@@ -208,6 +209,30 @@ class WebApi:
         ]
         limit = min(int(args.get("limit") or 1000), self.replies_page_max)
         return {"messages": [m.as_event() for m in found[:limit]], "has_more": len(found) > limit}
+
+    def m_conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A channel's messages (thread roots with their ``reply_count``, and replies also sent
+        to the channel), newest first, after ``oldest``, at most ``limit`` (at most
+        ``replies_page_max``, as for ``conversations.replies``)."""
+        channel = self._channel(args.get("channel"))
+        low, high = float(args.get("oldest") or 0), float(args.get("latest") or 1e12)
+        found = [
+            m
+            for (c, _), m in self.workspace.messages.items()
+            if c == channel.id
+            and not m.deleted
+            and low < float(m.ts) < high
+            and (m.thread_ts in (None, m.ts) or m.subtype == "thread_broadcast")
+        ]
+        found.sort(key=lambda m: m.ts, reverse=True)
+        limit = min(int(args.get("limit") or 100), self.replies_page_max)
+        messages = []
+        for m in found[:limit]:
+            event = m.as_event()
+            if replies := len(self.workspace.thread(channel.id, m.ts)) - 1:
+                event["reply_count"] = replies
+            messages.append(event)
+        return {"messages": messages, "has_more": len(found) > limit}
 
     def m_conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))
