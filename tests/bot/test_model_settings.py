@@ -14,10 +14,13 @@ import pytest
 from bot.api.commands import ChooseModel, run_command
 from bot.api.inbound import ThreadKey
 from bot.config import load_settings
+from bot.engine.states import EngineConfig
 from bot.errors import ConfigError
 from bot.llm.messages import Summary
 from bot.llm.model import Sampling
+from bot.thread.settings import Channels
 from tests.bot.world import ALICE, World
+from tests.fakes.config import configure
 from tests.fakes.scripted_model import text
 
 OPS = "slack:T1:COPS:200.1"
@@ -35,9 +38,9 @@ CHANNELS: dict[str, Any] = {"slack:T1:COPS": {"model": "thinker", "temperature":
 
 
 def world(tmp_path: Path, **settings: Any) -> World:
-    settings.setdefault("per_model", PER_MODEL)
     w = World(
         tmp_path,
+        per_model=PER_MODEL,
         channels=CHANNELS,
         temperature=0.7,
         top_p=0.95,
@@ -91,7 +94,7 @@ async def test_the_answers_budget_shrinks_as_the_thread_fills_the_window(tmp_pat
     await w.say("x" * 4 * 25_000, key=OPS)  # about 25,000 tokens more
     first, second = w.model.requests
     assert first.max_tokens == 8_000
-    assert second.max_tokens is not None and 5_000 < second.max_tokens < 6_500
+    assert second.max_tokens is not None and 4_000 < second.max_tokens < 6_500
     status = await w.core.describe(ThreadKey(OPS))
     assert "Context: about 8" in status and "% of 32,000 tokens" in status
     await w.core.aclose()
@@ -191,8 +194,11 @@ def test_the_environment_sets_the_global_values(
 
 def test_reading_tool_calls_written_as_text_can_be_one_models_own(tmp_path: Path) -> None:
     tables = {**PER_MODEL, "qwen-local": {"text_tool_calls": True}}
-    channels = world(tmp_path, per_model=tables).core.channels
-    assert channels.config(GENERAL, "qwen-local").text_tool_calls is True
-    assert channels.config(GENERAL).text_tool_calls is False  # the global setting: off
-    on = world(tmp_path / "on", per_model=tables, text_tool_calls=True).core.channels
-    assert on.config(GENERAL, "thinker").text_tool_calls is True
+
+    def channels(**values: Any) -> Channels:
+        settings, _ = configure(data_dir=tmp_path, per_model=tables, **values)
+        return Channels(settings, EngineConfig.from_settings(settings))
+
+    assert channels().config(GENERAL, "qwen-local").text_tool_calls is True
+    assert channels().config(GENERAL).text_tool_calls is False  # the global setting: off
+    assert channels(text_tool_calls=True).config(GENERAL, "thinker").text_tool_calls is True

@@ -75,9 +75,13 @@ async def test_a_kill_between_card_and_click_loses_nothing_on_postgres(
                     json={"thread_id": thread_id, "action_id": approve, **user},
                 ) as resp:
                     assert (await resp.json())["note"] == "Approved."
-                await until_event(
+                await until_event(  # the final answer: its Stop button gone, the run over
                     ws,
-                    lambda e: e.get("type") == "message" and "script ends" in e["message"]["text"],
+                    lambda e: (
+                        e.get("type") == "message"
+                        and "script ends" in e["message"]["text"]
+                        and not e["message"]["buttons"]
+                    ),
                 )
             async with http.get(f"{base}/api/threads/{thread_id}") as resp:
                 shown = "\n".join(m["text"] for m in (await resp.json())["messages"])

@@ -119,11 +119,14 @@ async def test_the_keyboard_reaches_attach_and_the_pinned_plan(
     page = await open_page(chromium, address, "desktop", "light")
     pin = page.locator("#pins .pin")
     await expect(pin).to_be_visible(timeout=WAIT_MS)
+    card = page.locator(".msg.bot", has_text="Approval needed")
+    await expect(card).to_be_visible(timeout=WAIT_MS)  # the thread drawn whole: nothing redraws
+    await page.wait_for_load_state("networkidle")
     await page.locator("#input").focus()
     await page.keyboard.press("Shift+Tab")
     await expect(page.locator("#attach")).to_be_focused()
     async with page.expect_file_chooser(timeout=WAIT_MS):
-        await page.keyboard.press("Enter")
+        await page.locator("#attach").press("Enter")  # Enter on the focused button
 
     await pin.focus()
     await expect(pin).to_have_attribute("role", "button")
