@@ -45,6 +45,20 @@ async def until_card_stored(url: str, card_id: str) -> None:
             await asyncio.sleep(0.02)
 
 
+async def _stored(url: str, words: str) -> None:
+    """Wait for a stored message holding ``words`` (polled every 20 ms, at most ``WAIT``)."""
+    async with asyncio.timeout(WAIT):
+        for _ in range(int(WAIT / 0.02) + 1):
+            conn = await asyncpg.connect(url)
+            try:
+                bodies = [r["body"] for r in await conn.fetch("SELECT body FROM messages")]
+            finally:
+                await conn.close()
+            if any(words in b for b in bodies):
+                return
+            await asyncio.sleep(0.02)
+
+
 async def test_a_kill_between_card_and_click_loses_nothing_on_postgres(
     tmp_path: Path, postgres_database: str
 ) -> None:
@@ -85,6 +99,7 @@ async def test_a_kill_between_card_and_click_loses_nothing_on_postgres(
                 )
             async with http.get(f"{base}/api/threads/{thread_id}") as resp:
                 shown = "\n".join(m["text"] for m in (await resp.json())["messages"])
+            await _stored(url, "script ends")  # the answer kept, not only shown
     assert "script ends" in shown and "command ran" in shown, shown
 
     conn = await asyncpg.connect(url)
