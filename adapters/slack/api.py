@@ -25,7 +25,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from yarl import URL
 
 from adapters.metering import request_trace
-from adapters.slack.pauses import Pauses
+from adapters.slack.pauses import Lanes, Pauses
 from bot.api.kit import Clock, SystemClock
 from bot.errors import EditRefused, MessageTooLong, SurfaceError, SurfaceRateLimited
 
@@ -162,6 +162,7 @@ class SlackApi:
     def __init__(self, client: AsyncWebClient, clock: Clock | None = None) -> None:
         self.client = client
         self.pauses = Pauses(clock or SystemClock())
+        self.lanes = Lanes()
 
     async def call(
         self,
@@ -173,13 +174,15 @@ class SlackApi:
         ok: frozenset[str] = frozenset(),
     ) -> AsyncSlackResponse | None:
         """:func:`guarded` for the call ``make`` makes, unless ``method`` is paused in
-        ``channel``'s scope by an earlier 429 (then it is not sent); a 429 pauses it."""
-        self.pauses.check(method, channel)
-        try:
-            return await guarded(method, make(), editing=editing, ok=ok)
-        except SurfaceRateLimited as exc:
-            self.pauses.note(method, channel, exc.retry_after)
-            raise
+        ``channel``'s scope by an earlier 429 (then it is not sent); a 429 pauses it. The
+        methods streams share wait for the call before them (:class:`Lanes`)."""
+        async with self.lanes.turn(method, channel):
+            self.pauses.check(method, channel)
+            try:
+                return await guarded(method, make(), editing=editing, ok=ok)
+            except SurfaceRateLimited as exc:
+                self.pauses.note(method, channel, exc.retry_after)
+                raise
 
     async def post(self, channel: str, thread_ts: str, payload: dict[str, Any]) -> str:
         response = await self.call(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from adapters.slack.api import SlackApi, build_client, http_session
+from adapters.slack.pauses import Lanes
 from bot.errors import SurfaceRateLimited
 from bot.infra.clock import ManualClock
 from tests.fakes.slack import BOT_TOKEN, FakeSlack
@@ -62,3 +65,49 @@ async def test_a_429_on_a_workspace_method_pauses_it_in_every_channel() -> None:
         await fake.stop()
     assert fake.count("chat.update") == 2
     assert not fake.limits.violations
+
+
+async def test_posts_sent_at_once_to_one_channel_wait_for_the_one_before() -> None:
+    """Three streams post together; the first gets a 429: the others see it, none crosses it."""
+    clock = ManualClock()
+    fake = FakeSlack(clock=clock.monotonic)
+    fake.add_channel("CRANDOM", "random")
+    await fake.start()
+    session = http_session()
+    try:
+        api = SlackApi(build_client(BOT_TOKEN, fake.api_url, session), clock)
+        root = await api.post("CGENERAL", "", {"text": "root"})
+        fake.limits.storm("chat.postMessage", 1, retry_after=30)
+        results = await asyncio.gather(
+            *(api.post("CGENERAL", root, {"text": f"stream {n}"}) for n in range(3)),
+            api.post("CRANDOM", "", {"text": "another channel"}),
+            return_exceptions=True,
+        )
+    finally:
+        await session.close()
+        await fake.stop()
+    assert all(isinstance(r, SurfaceRateLimited) for r in results[:3])
+    assert isinstance(results[3], str)  # another channel's lane is its own (the storm was spent)
+    assert fake.limits.rejected["chat.postMessage"] == 1  # the others were never sent
+    assert not fake.limits.violations
+    assert len(api.lanes) == 0  # nothing kept once the calls are over
+
+
+async def test_a_call_hanging_past_the_wait_does_not_hold_the_next() -> None:
+    lanes = Lanes(wait_s=0.05)
+    entered = asyncio.Event()
+    release = asyncio.Event()
+
+    async def hanging() -> None:
+        async with lanes.turn("chat.update", "C1"):
+            entered.set()
+            await release.wait()
+
+    first = asyncio.create_task(hanging())
+    await asyncio.wait_for(entered.wait(), 5)
+    async with asyncio.timeout(5):
+        async with lanes.turn("chat.update", "C2"):  # same workspace scope: waits, then goes
+            assert not release.is_set()
+    release.set()
+    await asyncio.wait_for(first, 5)
+    assert len(lanes) == 0
