@@ -38,7 +38,7 @@ from adapters.slack.config import COMMAND, EVENTS_PATH, SlackConfig, SlackSettin
 from adapters.slack.home import HomeTab
 from adapters.slack.http_mode import EventsEndpoint
 from adapters.slack.listeners import SlackListeners
-from adapters.slack.optional import Optional
+from adapters.slack.optional import Features
 from adapters.slack.parse import split_key
 from adapters.slack.people import ChannelNames, DisplayNames, UserGroups, configured_groups
 from adapters.slack.socket_mode import SocketLink
@@ -138,7 +138,7 @@ class SlackAdapter:
             streams,
             self._clock,
         )
-        optional = Optional()
+        optional = Features()
         self.listeners.assistant = AssistantThreads(
             api, self.core.abilities, config.suggested_prompts, self.tasks, optional
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from adapters.slack.api import SlackApi
-from adapters.slack.optional import Optional
+from adapters.slack.optional import Features
 from bot.api.home import Ability
 from bot.api.kit import TaskSet
 from bot.errors import SurfaceError
@@ -127,7 +127,7 @@ class AssistantThreads:
         abilities: Callable[[], Sequence[Ability]],
         configured: Sequence[str],
         tasks: TaskSet,
-        optional: Optional,
+        optional: Features,
     ) -> None:
         self._api = api
         self._abilities = abilities

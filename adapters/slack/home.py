@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from adapters.slack.api import Identity, SlackApi
-from adapters.slack.optional import Optional
+from adapters.slack.optional import Features
 from adapters.slack.parse import split_key
 from adapters.slack.people import DisplayNames, UserGroups
 from bot.api.home import Home, RecentThread, Waiting
@@ -49,7 +49,7 @@ class HomeTab:
         identity: Identity,
         people: tuple[DisplayNames, UserGroups],
         tasks: TaskSet,
-        optional: Optional,
+        optional: Features,
     ) -> None:
         self._core = core
         self._api = api

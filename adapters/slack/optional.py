@@ -20,7 +20,7 @@ NEEDS: dict[Feature, str] = {
 """What each feature needs of the Slack app, for the log line that turns it off."""
 
 
-class Optional:
+class Features:
     """The features Slack refused, each said once."""
 
     def __init__(self) -> None:
