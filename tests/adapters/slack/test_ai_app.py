@@ -186,3 +186,27 @@ async def test_doctor_says_whether_assistant_threads_have_their_scope(tmp_path: 
         assert line[0] is ok and words in line[1], line
         assert any(t.startswith("App Home:") and "app_home_opened" in t for _, t in lines)
     assert check_slack  # the check the doctor runs
+
+
+def test_a_home_view_with_many_tools_and_threads_stays_within_slacks_limits() -> None:
+    from adapters.slack.api import Identity
+    from adapters.slack.home import home_view
+    from bot.api.home import Ability, Home, RecentThread, Waiting
+    from bot.api.inbound import ThreadKey
+
+    home = Home(
+        tuple(Ability(f"server{n}__tool", "does a thing. " * 9) for n in range(900)),
+        tuple(
+            RecentThread(ThreadKey(f"slack:T1:C{n}:1700000000.{n:06d}"), "<&>" * 40, 1.7e9)
+            for n in range(10)
+        ),
+        (Waiting("a1", ThreadKey("slack:T1:C1:1.0"), "deploy", "Ada | Ops", None, 1.7e9),),
+    )
+    view = home_view(
+        home, Identity("T1", "Team", "UBOT", "BBOT", "x" * 200, "https://t.slack.com/")
+    )
+    said = shown(view)
+    assert len(view["blocks"]) <= 100
+    assert "…and " in said and " more" in said  # what did not fit is counted
+    assert "<https://t.slack.com/archives/C1/p10|open the thread>" in said
+    assert "&lt;&amp;&gt;" in said and "<&>" not in said
