@@ -17,6 +17,7 @@ from collections.abc import Awaitable
 
 from bot.api import actions
 from bot.api.commands import CANNOT, RESET_DONE, STOPPED
+from bot.api.home import Ability, Home
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.port import Stopped
 from bot.api.shortcuts import Note, Shortcut
@@ -59,6 +60,7 @@ from bot.thread.hold import Holds
 from bot.thread.line import ThreadLocks
 from bot.thread.notes import ThreadNoter
 from bot.thread.operations import ThreadOperations
+from bot.thread.overview import Overview
 from bot.thread.reach import ChannelOf, DirectOf, NameOf, SurfaceFactory, Surfaces
 from bot.thread.recovery import Recovery
 from bot.thread.runs import Supervisor
@@ -222,6 +224,8 @@ class Core:
             self.holds,
         )
         """What commands and adapters ask of a thread."""
+        self.overview = Overview(tools, store, self.policy, clock)
+        """What a person is shown outside any thread (Slack's App Home)."""
         self.decide = self.decisions.decide
         """``decide(approval_id, actor, choice, surface=None, *, card_id=None)``: a decision
         on an approval request, as a click makes it (see :class:`Decisions`)."""
@@ -490,6 +494,14 @@ class Core:
 
     async def quiet(self, key: ThreadKey, on: bool | None, actor: Author) -> str:
         return await self.operations.quiet(key, on, actor)
+
+    # --- what a person is shown outside any thread (bot.thread.overview) ---
+
+    def abilities(self) -> tuple[Ability, ...]:
+        return self.overview.abilities()
+
+    async def home(self, person: Author, within: str) -> Home:
+        return await self.overview.home(person, within)
 
     # --- work that comes from elsewhere: a schedule, another worker ---
 

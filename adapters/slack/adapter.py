@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -31,9 +33,12 @@ from adapters.slack.api import (
     error_code,
     http_session,
 )
+from adapters.slack.assistant import AssistantThreads
 from adapters.slack.config import COMMAND, EVENTS_PATH, SlackConfig, SlackSettings
+from adapters.slack.home import HomeTab
 from adapters.slack.http_mode import EventsEndpoint
 from adapters.slack.listeners import SlackListeners
+from adapters.slack.optional import Features
 from adapters.slack.parse import split_key
 from adapters.slack.people import ChannelNames, DisplayNames, UserGroups, configured_groups
 from adapters.slack.socket_mode import SocketLink
@@ -133,6 +138,11 @@ class SlackAdapter:
             streams,
             self._clock,
         )
+        optional = Features()
+        self.listeners.assistant = AssistantThreads(
+            api, self.core.abilities, config.suggested_prompts, self.tasks, optional
+        )
+        home = HomeTab(self.core, api, identity, (names, groups), self.tasks, optional)
         self.core.register_surfaces(
             f"slack:{identity.team_id}:",
             self.listeners.surface,
@@ -145,6 +155,10 @@ class SlackAdapter:
             self.listeners,
             identity,
             config.bot_token.get_secret_value(),
+            {
+                "assistant_thread_started": self.listeners.assistant.on_started,
+                "app_home_opened": home.on_opened,
+            },
         )
         if self._endpoint is not None:
             self._endpoint.dispatch = bolt.async_dispatch
@@ -204,10 +218,18 @@ class SlackAdapter:
             await session.close()
 
 
+EventHandler = Callable[[dict[str, Any]], Awaitable[None]]
+
+
 def _bolt_app(
-    client: AsyncWebClient, handlers: SlackListeners, identity: Identity, token: str
+    client: AsyncWebClient,
+    handlers: SlackListeners,
+    identity: Identity,
+    token: str,
+    events: Mapping[str, EventHandler],
 ) -> AsyncApp:
-    """Bolt, told who the bot is (from our ``auth.test``) instead of asking Slack per process."""
+    """Bolt, told who the bot is (from our ``auth.test``) instead of asking Slack per process;
+    ``events``: the handlers of other events by type (Slack's AI app surfaces)."""
 
     async def authorize(enterprise_id: str | None) -> AuthorizeResult:
         return AuthorizeResult(
@@ -231,6 +253,8 @@ def _bolt_app(
     )
     app.event("message")(handlers.on_message)
     app.event("app_mention")(handlers.on_message)
+    for kind, handler in events.items():
+        app.event(kind)(handler)
     app.event(re.compile(".*"))(handlers.on_other_event)
     app.action(re.compile(".*"))(handlers.on_action)
     app.view(re.compile(".*"))(handlers.on_view)

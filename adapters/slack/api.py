@@ -52,6 +52,30 @@ STATUS_REFUSED = frozenset(
     }
 )
 """``assistant.threads.setStatus`` answers meaning it does not work in this channel."""
+FEATURE_REFUSED = frozenset(
+    {
+        "missing_scope",
+        "not_allowed",
+        "not_allowed_token_type",
+        "feature_not_enabled",
+        "not_enabled",
+        "unknown_method",
+        "method_deprecated",
+    }
+)
+"""Answers meaning the app cannot use a method at all (a scope or an app feature is missing):
+the feature that uses it is turned off (:mod:`adapters.slack.optional`)."""
+THREAD_REFUSED = frozenset(
+    {
+        "invalid_thread_ts",
+        "thread_not_found",
+        "message_not_found",
+        "channel_not_found",
+        "method_not_supported_for_channel_type",
+    }
+)
+"""Answers meaning an assistant thread method does not apply to this thread (not an assistant
+thread): nothing is done there, the feature stays on."""
 
 
 AUTH_PROBLEMS = {
@@ -183,6 +207,61 @@ class SlackApi:
             except SurfaceRateLimited as exc:
                 self.pauses.note(method, channel, exc.retry_after)
                 raise
+
+    async def attempt(
+        self,
+        method: str,
+        channel: str | None,
+        make: Callable[[], Awaitable[AsyncSlackResponse]],
+        refusals: frozenset[str],
+    ) -> str | None:
+        """:meth:`call`, for a method Slack may refuse: None when done, or Slack's answer when it
+        is one of ``refusals`` (nothing was done); other failures raise as for :meth:`call`."""
+        refused: list[str] = []
+
+        async def made() -> AsyncSlackResponse:
+            try:
+                return await make()
+            except SlackApiError as exc:
+                if error_code(exc) in refusals:
+                    refused.append(error_code(exc))
+                raise
+
+        await self.call(method, channel, made, ok=refusals)
+        return refused[0] if refused else None
+
+    async def set_suggested_prompts(
+        self, channel: str, thread_ts: str, title: str, prompts: list[dict[str, str]]
+    ) -> str | None:
+        """``assistant.threads.setSuggestedPrompts``; Slack's refusal, if it refused."""
+        return await self.attempt(
+            "assistant.threads.setSuggestedPrompts",
+            channel,
+            lambda: self.client.assistant_threads_setSuggestedPrompts(
+                channel_id=channel, thread_ts=thread_ts, title=title, prompts=prompts
+            ),
+            FEATURE_REFUSED | THREAD_REFUSED,
+        )
+
+    async def set_title(self, channel: str, thread_ts: str, title: str) -> str | None:
+        """``assistant.threads.setTitle``; Slack's refusal, if it refused."""
+        return await self.attempt(
+            "assistant.threads.setTitle",
+            channel,
+            lambda: self.client.assistant_threads_setTitle(
+                channel_id=channel, thread_ts=thread_ts, title=title
+            ),
+            FEATURE_REFUSED | THREAD_REFUSED,
+        )
+
+    async def publish_home(self, user: str, view: dict[str, Any]) -> str | None:
+        """``views.publish`` of ``user``'s Home tab; Slack's refusal, if it refused."""
+        return await self.attempt(
+            "views.publish",
+            None,
+            lambda: self.client.views_publish(user_id=user, view=view),
+            FEATURE_REFUSED,
+        )
 
     async def post(self, channel: str, thread_ts: str, payload: dict[str, Any]) -> str:
         response = await self.call(

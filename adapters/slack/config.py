@@ -45,6 +45,11 @@ class SlackSettings(SettingsBase):
     """Seconds after which a streamed reply rolls over to a new stream (Slack stops taking
     appends about five minutes after a stream starts)."""
 
+    slack_suggested_prompts: list[str] = Field(default_factory=list, max_length=4)
+    """The prompts Slack suggests when someone starts an assistant thread with the bot (at
+    most four, each sent as written when clicked); empty: "What can you do?" and prompts for
+    the tools the bot has."""
+
     @field_validator("slack_api_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
@@ -69,6 +74,7 @@ class SlackConfig:
     stream_starts_per_minute: float = 15.0
     stream_appends_per_minute: float = 80.0
     stream_max_age: float = 240.0
+    suggested_prompts: tuple[str, ...] = ()
 
     @property
     def mode(self) -> Literal["socket", "http"]:
@@ -117,6 +123,9 @@ class SlackConfig:
             stream_starts_per_minute=settings.slack_stream_starts_per_minute,
             stream_appends_per_minute=settings.slack_stream_appends_per_minute,
             stream_max_age=settings.slack_stream_max_age,
+            suggested_prompts=tuple(
+                p.strip() for p in settings.slack_suggested_prompts if p.strip()
+            ),
         )
 
 

@@ -11,7 +11,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.api import auth_problem, build_client, error_code
 from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig, SlackSettings
 from adapters.slack.people import configured_groups
-from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES, GROUP_SCOPE, OPTIONAL_SCOPES
+from adapters.slack.scopes import (
+    APP_TOKEN_SCOPE,
+    ASSISTANT_SCOPE,
+    BOT_SCOPES,
+    GROUP_SCOPE,
+    OPTIONAL_SCOPES,
+)
 from bot.api.kit import unreachable_reason
 from bot.api.shortcuts import SHORTCUTS, callback_id
 from bot.config import Settings
@@ -52,6 +58,7 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         lines.append(_scopes(response.headers.get("x-oauth-scopes"), wanted))
         if optional := _optional(response.headers.get("x-oauth-scopes")):
             lines.append(optional)
+        lines.extend(_ai_surfaces(response.headers.get("x-oauth-scopes"), config))
         lines.append(_shortcuts())
         lines.append(_streaming(config))
         lines.append(_edit_budget(settings, config))
@@ -110,6 +117,40 @@ async def _socket_mode(client: AsyncWebClient, app_token: str, config: SlackConf
             f"could not reach the Slack API{where} to open Socket Mode: {_reason(exc, config)}",
         )
     return (True, "app token works: Socket Mode can connect")
+
+
+def _ai_surfaces(header: str | None, config: SlackConfig) -> list[Line]:
+    """Slack's AI app surfaces: assistant threads (their scope, checked) and the Home tab
+    (an app setting, said)."""
+    granted = {s.strip() for s in (header or "").split(",")}
+    prompts = (
+        f"{len(config.suggested_prompts)} from THREADLINE_SLACK_SUGGESTED_PROMPTS"
+        if config.suggested_prompts
+        else "chosen by the bot's tools"
+    )
+    if header is None:
+        assistant: Line = (None, "assistant threads: could not check the assistant:write scope")
+    elif ASSISTANT_SCOPE in granted:
+        assistant = (
+            True,
+            f"assistant threads: suggested prompts ({prompts}) and titles from the first "
+            f"question ({ASSISTANT_SCOPE} granted; Agents & AI Apps must be on in the app's "
+            "settings, with the assistant_thread_started event)",
+        )
+    else:
+        assistant = (
+            None,
+            f"assistant threads: {ASSISTANT_SCOPE} not granted, so no suggested prompts or "
+            "titles; answers are unchanged (add the scope and reinstall to have them)",
+        )
+    home = (
+        None,
+        "App Home: the Home tab shows the tools, a person's recent threads and the approvals "
+        "waiting for them when the app enables it (App Home → Home Tab) and subscribes to "
+        "app_home_opened, as deploy/slack-manifest.*.yaml do; it needs no scope, and a bot "
+        "token cannot check the setting",
+    )
+    return [assistant, home]
 
 
 def _shortcuts() -> Line:

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from slack_bolt.context.ack.async_ack import AsyncAck
 
 from adapters.slack.api import Identity, SlackApi
+from adapters.slack.assistant import AssistantThreads
 from adapters.slack.blocks import message_payload
 from adapters.slack.commands import SlashCommand, read_payload, respond, target
 from adapters.slack.early import EarlyReplies
@@ -80,6 +81,8 @@ class SlackListeners:
     """First mentioned in an existing thread: how many earlier messages to read."""
     streams: StreamSupport | None = None
     clock: Clock = field(default_factory=SystemClock)
+    assistant: AssistantThreads | None = None
+    """Slack's assistant threads: a thread's first question titles it."""
     _early: EarlyReplies = field(default_factory=EarlyReplies, init=False)
     _status: StatusSupport = field(default_factory=StatusSupport, init=False)
     _order: ThreadLocks[ThreadKey] = field(default_factory=ThreadLocks, init=False)
@@ -151,12 +154,18 @@ class SlackListeners:
         if self.streams is not None:  # a native stream of the answer is for this person
             self.streams.answering(key, message.user)
         surface = self.surface(key)
+        titled = self.assistant is not None and self.assistant.may_title(
+            message.direct, message.ts != message.root_ts
+        )
+        first = titled and not await self.core.has_session(key)
         try:  # its place in the thread is taken before the next message is prepared
             work = await self.core.admit(inbound, surface)
         except Exception:
             log.exception("answering %s in %s failed", inbound.event_id, key)
             self.tasks.spawn(_say_failed(surface))
             return
+        if first and work is not None and self.assistant is not None:
+            self.assistant.title(message.channel, message.root_ts, inbound.text)
         if work is not None:
             self.tasks.spawn(self._handle(inbound, work, surface))
 

@@ -20,13 +20,24 @@ BOT_SCOPES = frozenset(
 GROUP_SCOPE = "usergroups:read"
 """Needed only when the configuration names Slack user groups as approvers
 (``slack:group:S…``); the manifests ask for it."""
+ASSISTANT_SCOPE = "assistant:write"
+"""Slack's assistant threads: suggested prompts and titles (``adapters/slack/assistant.py``)."""
 OPTIONAL_SCOPES = {
     "channels:read": "the names of public channels, for the model's note of where it is",
     "groups:read": "the names of private channels, for the model's note of where it is",
+    ASSISTANT_SCOPE: "suggested prompts and titles in Slack's assistant threads",
 }
 """Scopes the manifests ask for that the bot works without (doctor names what is missing)."""
 BOT_EVENTS = frozenset(
-    {"app_mention", "message.channels", "message.groups", "message.im", "message.mpim"}
+    {
+        "app_mention",
+        "message.channels",
+        "message.groups",
+        "message.im",
+        "message.mpim",
+        "assistant_thread_started",  # suggested prompts (Agents & AI Apps enabled)
+        "app_home_opened",  # the Home tab (App Home → Home Tab enabled); needs no scope
+    }
 )
 APP_TOKEN_SCOPE = "connections:write"
 """The app-level token's scope, for Socket Mode."""

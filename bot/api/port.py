@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Literal, Protocol
 
+from bot.api.home import Ability, Home
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.shortcuts import Note, Shortcut
 from bot.api.surface import Surface
@@ -91,6 +92,16 @@ class CoreApi(Protocol):
 
     def refusal(self, actor: Author, key: ThreadKey) -> str | None:
         """Why ``actor`` may not give a command about the thread ``key`` (None: they may)."""
+        ...
+
+    def abilities(self) -> tuple[Ability, ...]:
+        """The tools the bot may use, by name (what it can do, for people)."""
+        ...
+
+    async def home(self, person: Author, within: str) -> Home:
+        """What ``person`` is shown outside any thread under ``within`` (a workspace's key
+        parts, ``slack:T123``): the tools, the threads they spoke in, the approval requests
+        they may decide now."""
         ...
 
     async def wait_idle(self) -> None: ...

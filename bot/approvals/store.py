@@ -33,6 +33,14 @@ class ApprovalStore(Protocol):
         unless ``status`` is the expiry), audited with it. True when this call made the change."""
         ...
 
+    async def pending_approvals(
+        self, within: str, now: float, limit: int = 100
+    ) -> list[ApprovalRequest]:
+        """The requests still waiting for a decision at ``now`` (pending, unexpired) whose key is
+        ``within`` (a key or its first parts, compared whole as for :meth:`allow_rules`) or
+        under it, the one expiring first first; at most ``limit``."""
+        ...
+
     async def set_approval_card(self, approval_id: str, card_id: str) -> None: ...
 
     async def add_allow_rule(self, rule: AllowRule) -> None:

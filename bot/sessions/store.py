@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from bot.api.home import RecentThread
 from bot.api.inbound import ThreadKey
 from bot.llm.messages import Message
 from bot.sessions.model import RunState, Session
@@ -45,4 +46,18 @@ class RecentThreads(Protocol):
     async def latest_under(self, prefix: str) -> ThreadKey | None:
         """The thread whose key starts with ``prefix`` (a channel) and whose session changed
         last; None when there is none."""
+        ...
+
+
+class PersonThreads(Protocol):
+    """The threads a person spoke in (Slack's App Home lists them). Each write of a transcript
+    also keeps, for every author of its people's messages, the thread, their first words there
+    (:func:`bot.storage.rows.spoken`) and when they last spoke."""
+
+    async def threads_of(
+        self, person: str, within: str = "", limit: int = 10
+    ) -> list[RecentThread]:
+        """The threads whose key is under ``within`` (a key's first parts, compared whole;
+        every thread for ``""``) where ``person`` (an author id, ``slack:U123``) spoke, the one
+        they spoke in last first; at most ``limit``."""
         ...

@@ -4,6 +4,7 @@ Each concern's Protocol lives beside the code that uses it; a store implements t
 
 - :class:`bot.sessions.store.SessionStore`: sessions and their transcript
 - :class:`bot.sessions.store.RecentThreads`: a channel's latest active thread
+- :class:`bot.sessions.store.PersonThreads`: the threads a person spoke in
 - :class:`bot.thread.deliveries.DeliveryStore`: delivery ids already answered
 - :class:`bot.approvals.store.ApprovalStore`: approval requests and allow rules
 - :class:`bot.scheduler.store.JobStore`: scheduled jobs
@@ -24,13 +25,14 @@ from bot.feedback.model import FeedbackStore
 from bot.memory.model import MemoryStore
 from bot.scheduler.schedules import ScheduleStore
 from bot.scheduler.store import JobStore
-from bot.sessions.store import RecentThreads, SessionStore
+from bot.sessions.store import PersonThreads, RecentThreads, SessionStore
 from bot.thread.deliveries import DeliveryStore
 
 
 class Store(
     SessionStore,
     RecentThreads,
+    PersonThreads,
     DeliveryStore,
     ApprovalStore,
     JobStore,

@@ -147,6 +147,31 @@ def arrived(session: Session, messages: Sequence[Message] = ()) -> list[str]:
     ]
 
 
+TITLE_CHARS = 80
+"""The most characters of a person's first words kept as a thread's title for them."""
+
+
+def title_of(text: str, limit: int = TITLE_CHARS) -> str:
+    """``text`` on one line with its spaces folded, cut at a word to ``limit`` characters
+    (an ellipsis says it was cut)."""
+    line = " ".join(text.split())
+    if len(line) <= limit:
+        return line
+    cut = line[: limit - 1]
+    word = cut.rsplit(" ", 1)[0] if " " in cut[limit // 2 :] else cut
+    return word.rstrip(" ,;:.") + "…"
+
+
+def spoken(messages: Sequence[Message]) -> list[tuple[str, str]]:
+    """Who speaks in ``messages`` (people's messages with an author id), once each, with the
+    title of their first message among them: ``(author id, title)``."""
+    found: dict[str, str] = {}
+    for m in messages:
+        if isinstance(m, UserMessage) and m.author_id and m.author_id not in found:
+            found[m.author_id] = title_of(m.text)
+    return list(found.items())
+
+
 def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:
     """The session stored as ``row`` (its :data:`SESSION_COLUMNS`) with the transcript ``bodies``."""
     try:

@@ -174,6 +174,18 @@ class ApprovalTables:
         )
         return changed(result) == 1
 
+    async def pending_approvals(
+        self: PgDb, within: str, now: float, limit: int = 100
+    ) -> list[ApprovalRequest]:
+        rows = await self.pool.fetch(
+            f"SELECT {_APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at > $1"
+            " AND (key = $2 OR starts_with(key, $3)) ORDER BY expires_at, id LIMIT $4",
+            now,
+            *keys_within(within),
+            limit,
+        )
+        return [_approval(r) for r in rows]
+
     async def set_approval_card(self: PgDb, approval_id: str, card_id: str) -> None:
         await self.pool.execute(
             "UPDATE approvals SET card_id = $1 WHERE id = $2", card_id, approval_id

@@ -56,7 +56,12 @@ batch goes call by call."""
 UPSERTS = _ROWS + _HOLD
 APPENDS = (
     _ROWS + ", added AS (INSERT INTO messages (key, seq, body)"
-    " SELECT * FROM unnest($18::text[], $19::int4[], $20::text[]))" + _HOLD
+    " SELECT * FROM unnest($18::text[], $19::int4[], $20::text[])),"
+    " spoke AS (INSERT INTO thread_people (person, key, title, last_at)"
+    " SELECT s.person, s.key, s.title, i.updated_at"
+    " FROM unnest($21::text[], $22::text[], $23::text[]) AS s (person, key, title)"
+    " JOIN i ON i.key = s.key"
+    " ON CONFLICT (person, key) DO UPDATE SET last_at = excluded.last_at)" + _HOLD
 )
 
 
@@ -70,16 +75,23 @@ def _columns(calls: list[tuple[Any, ...]]) -> tuple[Any, ...]:
 
 
 def _appends(calls: list[tuple[Any, ...]]) -> tuple[Any, ...]:
-    """:func:`_columns`, then the new messages of every call: keys, numbers and bodies."""
+    """:func:`_columns`, then the new messages of every call: keys, numbers and bodies; then
+    the people speaking in them: who, in which thread, their title there (each call's
+    arguments end in its people as ``(person, title)`` pairs before owner and token)."""
     keys: list[str] = []
     numbers: list[int] = []
     bodies: list[str] = []
+    people: tuple[list[str], list[str], list[str]] = ([], [], [])
     for c in calls:
         key, first, new = c[0], c[15], c[16]
         keys.extend([key] * len(new))
         numbers.extend(range(first, first + len(new)))
         bodies.extend(new)
-    return (*_columns(calls), keys, numbers, bodies)
+        for person, title in c[17]:
+            people[0].append(person)
+            people[1].append(key)
+            people[2].append(title)
+    return (*_columns(calls), keys, numbers, bodies, *people)
 
 
 SAVES = AsOne(UPSERTS, _columns)

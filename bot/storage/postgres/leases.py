@@ -24,6 +24,7 @@ from bot.errors import LeaseLost
 from bot.llm.messages import Message, dump_message
 from bot.sessions.model import RunState, Session
 from bot.sessions.store import SessionStore
+from bot.storage import rows as stored
 from bot.storage.leases import Lease
 from bot.storage.postgres.batch import CALLS, AsOne
 from bot.storage.postgres.db import PgDb
@@ -135,6 +136,7 @@ class FencedSessions:
             *session_values(session, messages),
             len(session.messages),
             bodies,
+            stored.spoken(messages),
         )
         session.messages.extend(messages)
 

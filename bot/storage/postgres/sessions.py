@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bot.api.home import RecentThread
 from bot.api.inbound import Attachment, ThreadKey
 from bot.llm.messages import Message, UserMessage, dump_message, load_message
 from bot.sessions.model import RunState, Session
@@ -34,7 +35,14 @@ INSERT = (
     "INSERT INTO messages (key, seq, body)"
     " SELECT $1, $16 + n - 1, body FROM unnest($17::text[]) WITH ORDINALITY AS m (body, n)"
 )
-APPEND = f"WITH arrived AS ({_ARRIVED}), saved AS ({_ROW}) {INSERT}"
+SPOKE = (
+    "spoke AS (INSERT INTO thread_people (person, key, title, last_at)"
+    " SELECT person, $1, title, $8 FROM unnest($18::text[], $19::text[]) AS s (person, title)"
+    " ON CONFLICT (person, key) DO UPDATE SET last_at = excluded.last_at)"
+)
+"""The people speaking in the new messages (``$18``, with their titles ``$19``): this thread
+is among theirs, as of the session's update (``$8``)."""
+APPEND = f"WITH arrived AS ({_ARRIVED}), saved AS ({_ROW}), {SPOKE} {INSERT}"
 REPLACE = INSERT.replace("$16", "0").replace("$17", "$2")
 """The whole transcript (``$2``) of the thread ``$1``, numbered from 0."""
 _LOAD = AsOne(
@@ -95,8 +103,14 @@ class SessionTables:
         if not messages:
             return
         bodies = [dump_message(m) for m in messages]
+        people = stored.spoken(messages)
         await self.pool.execute(
-            APPEND, *session_values(session, messages), len(session.messages), bodies
+            APPEND,
+            *session_values(session, messages),
+            len(session.messages),
+            bodies,
+            [person for person, _ in people],
+            [title for _, title in people],
         )
         session.messages.extend(messages)
 
@@ -117,6 +131,18 @@ class SessionTables:
         )  # not indexed
         rows = await self.pool.fetch(sql, state.value, limit)
         return [ThreadKey(row["key"]) for row in rows]
+
+    async def threads_of(
+        self: PgDb, person: str, within: str = "", limit: int = 10
+    ) -> list[RecentThread]:
+        rows = await self.pool.fetch(
+            "SELECT key, title, last_at FROM thread_people WHERE person = $1"
+            " AND (key = $2 OR starts_with(key, $3)) ORDER BY last_at DESC, key LIMIT $4",
+            person,
+            *stored.keys_within(within),
+            limit,
+        )
+        return [RecentThread(ThreadKey(r["key"]), r["title"], r["last_at"]) for r in rows]
 
     async def latest_under(self: PgDb, prefix: str) -> ThreadKey | None:
         found = await self.pool.fetchval(

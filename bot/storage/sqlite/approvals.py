@@ -142,6 +142,17 @@ class ApprovalTables:
             )
             return True
 
+    async def pending_approvals(
+        self: Db, within: str, now: float, limit: int = 100
+    ) -> list[ApprovalRequest]:
+        exact, under = keys_within(within)
+        async with self.db.execute(
+            f"SELECT {_APPROVAL_COLUMNS} FROM approvals WHERE status = 'pending' AND expires_at > ?"
+            " AND (key = ? OR substr(key, 1, ?) = ?) ORDER BY expires_at, id LIMIT ?",
+            (now, exact, len(under), under, limit),
+        ) as cur:
+            return [_approval(r) for r in await cur.fetchall()]
+
     async def set_approval_card(self: Db, approval_id: str, card_id: str) -> None:
         async with self.transaction() as db:
             await db.execute(

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import aiosqlite
 
+from bot.api.home import RecentThread
 from bot.api.inbound import Attachment, ThreadKey
 from bot.llm.messages import Message, UserMessage, dump_message, load_message
 from bot.sessions.model import RunState, Session
@@ -70,6 +71,7 @@ class SessionTables:
         async with self.transaction() as db:
             await _upsert(db, session, messages)
             await db.executemany("INSERT INTO messages (key, seq, body) VALUES (?, ?, ?)", rows)
+            await _spoke(db, session, messages)
         session.messages.extend(messages)
 
     async def replace_messages(self: Db, session: Session, messages: Sequence[Message]) -> None:
@@ -91,6 +93,18 @@ class SessionTables:
         ) as cur:
             return [ThreadKey(row[0]) for row in await cur.fetchall()]
 
+    async def threads_of(
+        self: Db, person: str, within: str = "", limit: int = 10
+    ) -> list[RecentThread]:
+        exact, under = stored.keys_within(within)
+        async with self.db.execute(
+            "SELECT key, title, last_at FROM thread_people WHERE person = ?"
+            " AND (key = ? OR substr(key, 1, ?) = ?) ORDER BY last_at DESC, key LIMIT ?",
+            (person, exact, len(under), under, limit),
+        ) as cur:
+            rows = await cur.fetchall()
+        return [RecentThread(ThreadKey(key), title, at) for key, title, at in rows]
+
     async def latest_under(self: Db, prefix: str) -> ThreadKey | None:
         async with self.db.execute(
             "SELECT key FROM sessions WHERE substr(key, 1, ?) = ? ORDER BY updated_at DESC, key LIMIT 1",
@@ -98,6 +112,20 @@ class SessionTables:
         ) as cur:
             row = await cur.fetchone()
         return None if row is None else ThreadKey(row[0])
+
+
+async def _spoke(db: aiosqlite.Connection, session: Session, messages: Sequence[Message]) -> None:
+    """The people speaking in ``messages``: this thread is among theirs, as of now."""
+    rows = [
+        (person, session.key, title, session.updated_at)
+        for person, title in stored.spoken(messages)
+    ]
+    if rows:
+        await db.executemany(
+            "INSERT INTO thread_people (person, key, title, last_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (person, key) DO UPDATE SET last_at = excluded.last_at",
+            rows,
+        )
 
 
 async def _upsert(

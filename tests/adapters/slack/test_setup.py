@@ -104,7 +104,7 @@ async def test_a_refused_token_stops_the_start_in_plain_words(
 
 async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
     lines = await doctor(tmp_path, **fake.settings())
-    assert [ok for ok, _ in lines if ok is not None] == [True, True, True, True, True]
+    assert [ok for ok, _ in lines if ok is not None] == [True, True, True, True, True, True]
     text = "\n".join(t for _, t in lines)
     assert "@threadline in workspace Fake Workspace (T0FAKE)" in text
     assert "Socket Mode can connect" in text
@@ -256,6 +256,8 @@ def test_the_manifests_ask_for_exactly_what_the_bot_uses(name: str, socket: str)
     declared = re.findall(r"^\s+callback_id: (\S+)$", manifest, re.MULTILINE)
     assert declared == [callback_id(s) for s in SHORTCUTS]
     assert manifest.count("type: message") == len(SHORTCUTS)  # message shortcuts, not global
+    assert "home_tab_enabled: true" in manifest  # the Home tab (app_home_opened)
+    assert re.search(r"assistant_view:\n\s+assistant_description: \S", manifest)
 
 
 async def test_healthz_and_readyz_say_whether_slack_is_connected(

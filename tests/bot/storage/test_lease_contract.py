@@ -109,3 +109,38 @@ async def test_a_lease_covers_its_own_thread_only(workers: Stores) -> None:
     session.state = RunState.RUNNING
     await fenced.append_messages(session, [UserMessage(text="mine")])
     assert await fenced.has_session(KEY) and await fenced.keys_in_state(RunState.RUNNING) == [KEY]
+
+
+async def test_a_fenced_append_keeps_who_spoke_and_a_lost_lease_keeps_nothing(
+    workers: Stores,
+) -> None:
+    a, b = await two(workers)
+    keys = [ThreadKey(f"slack:T1:C1:{n}") for n in range(3)]
+    leases = [await a.take_lease(k, "worker-a", 60.0) for k in keys]
+    sessions = [await a.load_session(k, 1.0) for k in keys]
+    for n, session in enumerate(sessions):
+        session.updated_at = 10.0 + n
+    await asyncio.gather(  # gathered into one statement while the first is in flight
+        *(
+            a.sessions_under(lease).append_messages(
+                session,
+                [
+                    UserMessage(text=f"first {n}", author_id="slack:UA"),
+                    UserMessage(text="again", author_id="slack:UA"),
+                ],
+            )
+            for n, (lease, session) in enumerate(zip(leases, sessions, strict=True))
+        )
+    )
+    found = await b.threads_of("slack:UA", "slack:T1")
+    assert [(t.key, t.title, t.at) for t in found] == [
+        (keys[2], "first 2", 12.0),
+        (keys[1], "first 1", 11.0),
+        (keys[0], "first 0", 10.0),
+    ]
+    assert await a.release_lease(leases[0])
+    with pytest.raises(LeaseLost):
+        await a.sessions_under(leases[0]).append_messages(
+            sessions[0], [UserMessage(text="stale", author_id="slack:UB")]
+        )
+    assert await b.threads_of("slack:UB") == []

@@ -50,6 +50,9 @@ LIMITS: dict[str, Limit] = {
     "conversations.history": TIER_3,
     "auth.test": TIER_4,
     "apps.connections.open": TIER_1,
+    "assistant.threads.setSuggestedPrompts": TIER_4,
+    "assistant.threads.setTitle": TIER_4,
+    "views.publish": TIER_4,
 }
 """``assistant.threads.setStatus`` has "special" limits Slack does not publish: not limited here."""
 

@@ -238,3 +238,33 @@ def view_submission(user: User, view: dict[str, Any], values: dict[str, Any]) ->
         "response_urls": [],
         "is_enterprise_install": False,
     }
+
+
+def assistant_thread_started(
+    user: str, channel: str, thread_ts: str, context_channel: str | None
+) -> dict[str, Any]:
+    """``user`` opened the AI app's panel: a new assistant thread in their direct message."""
+    context: dict[str, Any] = {"team_id": TEAM_ID, "enterprise_id": None}
+    if context_channel is not None:
+        context["channel_id"] = context_channel
+    return {
+        "type": "assistant_thread_started",
+        "assistant_thread": {
+            "user_id": user,
+            "context": context,
+            "channel_id": channel,
+            "thread_ts": thread_ts,
+        },
+        "event_ts": f"{time.time():.6f}",
+    }
+
+
+def app_home_opened(user: str, channel: str, tab: str) -> dict[str, Any]:
+    """``user`` opened the app's Home (``home``) or Messages (``messages``) tab."""
+    return {
+        "type": "app_home_opened",
+        "user": user,
+        "channel": channel,
+        "tab": tab,
+        "event_ts": f"{time.time():.6f}",
+    }

@@ -25,6 +25,7 @@ from tests.fakes.slack.limits import RateLimits
 from tests.fakes.slack.socket_mode import SocketMode
 from tests.fakes.slack.state import (
     BOT_USER,
+    AssistantThread,
     Channel,
     ChannelKind,
     Message,
@@ -39,6 +40,7 @@ SIGNING_SECRET = "fake-signing-secret-0123456789abcdef"
 ALL_SCOPES = frozenset(
     {
         "app_mentions:read",
+        "assistant:write",
         "channels:history",
         "channels:read",
         "groups:history",
@@ -280,6 +282,51 @@ class FakeSlack:
         )
         call.delivery = await self.deliver("slash_commands", payload)
         return call
+
+    def dm_of(self, user: str) -> str:
+        """The id of ``user``'s direct message with the bot (opened now if there was none)."""
+        found = next(
+            (
+                c.id
+                for c in self.workspace.channels.values()
+                if c.kind == "im" and c.members == {BOT_USER, user}
+            ),
+            None,
+        )
+        if found is None:
+            name = self.workspace.users[user].name
+            found = self.workspace.add_channel(
+                Channel(f"D{user[1:]}", f"{name}-dm", "im", {BOT_USER, user})
+            ).id
+        return found
+
+    async def start_assistant_thread(
+        self, user: str, context_channel: str | None = None
+    ) -> Message:
+        """``user`` opens the AI app's panel (while viewing ``context_channel``): Slack starts
+        a thread in their direct message, rooted in a message of its own (subtype
+        ``assistant_app_thread``, no event), and sends ``assistant_thread_started``; the
+        thread's root is returned (the person's messages are its replies)."""
+        channel = self.dm_of(user)
+        root = self.workspace.post(channel, user, "New chat", subtype="assistant_app_thread")
+        self.workspace.assistant_threads[(channel, root.ts)] = AssistantThread(
+            channel, root.ts, user
+        )
+        await self.deliver_event(
+            payloads.assistant_thread_started(user, channel, root.ts, context_channel)
+        )
+        return root
+
+    def assistant_thread(self, root: Message) -> AssistantThread:
+        return self.workspace.assistant_threads[(root.channel, root.ts)]
+
+    async def open_home(self, user: str, tab: str = "home") -> Delivery:
+        """``user`` opens the app's Home (``home``) or Messages (``messages``) tab."""
+        return await self.deliver_event(payloads.app_home_opened(user, self.dm_of(user), tab))
+
+    def home_views(self, user: str) -> list[dict[str, Any]]:
+        """The Home views published for ``user``, oldest first."""
+        return list(self.workspace.home_views.get(user, []))
 
     # --- Slack's side -------------------------------------------------------------------------
     async def deliver_event(self, event: dict[str, Any], **how: Any) -> Delivery:

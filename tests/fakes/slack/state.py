@@ -157,6 +157,18 @@ class Ephemeral:
         return Message(self.channel, self.ts, None, blocks=self.blocks).buttons
 
 
+@dataclass
+class AssistantThread:
+    """A thread Slack opened in the AI app's panel, and what the app set on it."""
+
+    channel: str
+    thread_ts: str
+    user: str
+    prompts: list[dict[str, str]] = field(default_factory=list)
+    prompts_title: str | None = None
+    title: str | None = None
+
+
 class Workspace:
     def __init__(self, on_change: Callable[[], None]) -> None:
         self._on_change = on_change
@@ -170,6 +182,10 @@ class Workspace:
         """(channel, thread_ts) → every status set there, "" when cleared."""
         self.usergroups: dict[str, set[str]] = {}
         """User group id (``S…``) → the ids of its members."""
+        self.assistant_threads: dict[tuple[str, str], AssistantThread] = {}
+        """(channel, thread_ts) → an assistant thread, with its prompts and title."""
+        self.home_views: dict[str, list[dict[str, Any]]] = {}
+        """User id → every Home view published for them, oldest first."""
 
     def changed(self) -> None:
         self._on_change()

@@ -46,6 +46,8 @@ SCOPES = {
     "chat.appendStream": "chat:write",
     "chat.stopStream": "chat:write",
     "assistant.threads.setStatus": "chat:write",
+    "assistant.threads.setSuggestedPrompts": "assistant:write",
+    "assistant.threads.setTitle": "assistant:write",
     "pins.add": "pins:write",
     "pins.remove": "pins:write",
     "pins.list": "pins:read",
@@ -99,6 +101,8 @@ class WebApi:
     views: list[dict[str, Any]] = field(default_factory=list)
     """Modals opened (``views.open``), oldest first."""
     triggers_used: set[str] = field(default_factory=set)
+    home_tab: bool = True
+    """Whether the app's Home tab is enabled (else ``views.publish`` answers ``not_enabled``)."""
     stream_ttl: float = 300.0
     """Seconds (``time.monotonic``) after ``chat.startStream`` when a stream stops taking
     appends (``message_not_in_streaming_state``); field reports say about five minutes."""
@@ -484,6 +488,64 @@ class WebApi:
         self._message(channel.id, thread_ts)
         self.workspace.set_status(channel.id, thread_ts, str(args.get("status", "")))
         return {}
+
+    def m_assistant_threads_setSuggestedPrompts(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Up to four prompts, each with a title and a message, on an assistant thread."""
+        thread = self._assistant_thread(args)
+        prompts = args.get("prompts")
+        if isinstance(prompts, str):
+            prompts = json.loads(prompts)
+        if (
+            not isinstance(prompts, list)
+            or not 0 < len(prompts) <= 4
+            or not all(
+                isinstance(p, dict)
+                and isinstance(p.get("title"), str)
+                and p["title"]
+                and isinstance(p.get("message"), str)
+                and p["message"]
+                for p in prompts
+            )
+        ):
+            raise SlackError("invalid_arguments")
+        thread.prompts = [{"title": p["title"], "message": p["message"]} for p in prompts]
+        thread.prompts_title = args.get("title")
+        self.workspace.changed()
+        return {}
+
+    def m_assistant_threads_setTitle(self, args: dict[str, Any]) -> dict[str, Any]:
+        thread = self._assistant_thread(args)
+        title = args.get("title")
+        if not isinstance(title, str) or not title.strip():
+            raise SlackError("invalid_arguments")
+        thread.title = title
+        self.workspace.changed()
+        return {}
+
+    def _assistant_thread(self, args: dict[str, Any]) -> Any:
+        """The assistant thread named by ``channel_id`` and ``thread_ts``; any other thread
+        answers ``invalid_thread_ts``."""
+        channel = self._channel(args.get("channel_id"))
+        found = self.workspace.assistant_threads.get((channel.id, str(args.get("thread_ts"))))
+        if found is None:
+            raise SlackError("invalid_thread_ts")
+        return found
+
+    def m_views_publish(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A person's Home tab (needs no scope; the tab must be enabled)."""
+        user, view = args.get("user_id"), args.get("view")
+        if isinstance(view, str):
+            view = json.loads(view)
+        if not self.home_tab:
+            raise SlackError("not_enabled")
+        if not isinstance(user, str) or user not in self.workspace.users:
+            raise SlackError("user_not_found")
+        blocks = view.get("blocks") if isinstance(view, dict) else None
+        if view.get("type") != "home" or not isinstance(blocks, list) or not 0 < len(blocks) <= 100:
+            raise SlackError("invalid_arguments")
+        self.workspace.home_views.setdefault(user, []).append(view)
+        self.workspace.changed()
+        return {"view": {**view, "id": f"VH{len(self.workspace.home_views[user]):07d}"}}
 
     # --- checks -------------------------------------------------------------------------------
     def _channel(self, channel_id: Any) -> Any:
