@@ -11,7 +11,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.api import auth_problem, build_client, error_code
 from adapters.slack.config import EVENTS_PATH, SLACK_API, SlackConfig, SlackSettings
 from adapters.slack.people import configured_groups
-from adapters.slack.scopes import APP_TOKEN_SCOPE, BOT_SCOPES, GROUP_SCOPE, OPTIONAL_SCOPES
+from adapters.slack.scopes import (
+    APP_TOKEN_SCOPE,
+    BOT_SCOPES,
+    FEATURES,
+    GROUP_SCOPE,
+    OPTIONAL_SCOPES,
+)
 from bot.api.kit import unreachable_reason
 from bot.api.shortcuts import SHORTCUTS, callback_id
 from bot.config import Settings
@@ -75,9 +81,12 @@ def _scopes(header: str | None, wanted: frozenset[str]) -> Line:
     granted = {s.strip() for s in header.split(",") if s.strip()}
     missing = sorted(wanted - granted)
     if missing:
+        named = [
+            f"{scope} ({FEATURES[scope]})" if scope in FEATURES else scope for scope in missing
+        ]
         return (
             False,
-            f"missing scopes: {', '.join(missing)} — add them under OAuth & Permissions "
+            f"missing scopes: {', '.join(named)} — add them under OAuth & Permissions "
             "(or recreate the app from deploy/slack-manifest.*.yaml) and reinstall the app",
         )
     return (True, f"all {len(wanted)} scopes the bot needs are granted")

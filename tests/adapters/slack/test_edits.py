@@ -13,7 +13,8 @@ import pytest
 from adapters.slack.parse import parse_edit
 from bot.llm.messages import UserMessage
 from tests.adapters.slack.conftest import slack_world
-from tests.fakes.slack import MENTION, Message
+from tests.adapters.slack.test_setup import ALL_SCOPES, doctor
+from tests.fakes.slack import MENTION, FakeSlack, Message
 
 WAIT = 30.0
 BOT = "UBOT"
@@ -97,3 +98,17 @@ async def test_an_edit_replaces_the_answer_and_answers_the_new_text(
         await world.idle()
         assert len(world.model.requests) == 3
         assert replies(world, root)[1:] == ["Ada said: capital of Italy?", "Grace said: and Spain?"]
+
+
+async def test_doctor_says_edits_go_without_the_history_scopes(tmp_path: Path) -> None:
+    fake = FakeSlack(scopes=ALL_SCOPES - {"channels:history"})
+    await fake.start()
+    try:
+        lines = await doctor(tmp_path, **fake.settings())
+    finally:
+        await fake.stop()
+    failures = [t for ok, t in lines if ok is False]
+    assert any(
+        "missing scopes: channels:history (replies and edits in threads of public channels)" in t
+        for t in failures
+    )
