@@ -75,7 +75,7 @@ class Edits:
         if active is None or active.session.inbox:
             return
         latest = active.session.latest_person()
-        if latest is not None and latest.message_id == edit.message_id:
+        if latest is not None and latest.message_id == edit.message_id and latest.text != edit.text:
             log.info("the message answered in %s was edited: its run stops", key)
             self.supervisor.stop(key, author)
 
