@@ -6,7 +6,9 @@ edit, also after a restart, changes nothing more."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,14 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return str(content or "")
+
+
+def states(database: Path) -> list[str]:
+    """The run state of every stored session."""
+    if not database.exists():
+        return []
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        return [row[0] for row in db.execute("SELECT state FROM sessions")]
 
 
 def edit_of(slack: FakeSlack, user: str) -> Any:
@@ -71,6 +81,8 @@ async def test_slack_an_edit_mid_answer_restarts_the_run_and_a_restart_runs_noth
             assert "Italy" in asked(model.requests[1])[-1][1]
             assert not any("France" in text for _, text in asked(model.requests[1]))
             assert not any("Par" in text for _, text in asked(model.requests[1]))
+            database = tmp_path / "data" / "threadline.sqlite3"
+            await slack.wait_for(lambda: states(database) == ["idle"], WAIT)  # its run ended
             first.send_signal(signal.SIGKILL)
             await first.wait()
 
