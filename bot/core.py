@@ -375,10 +375,13 @@ class Core:
         )
 
     def _may_edit(self, inbound: Inbound) -> bool:
-        """An edit that may count: it names its message, comes soon enough after its post and
-        brings no files (the rest is asked in its place, :meth:`Edits.apply`)."""
+        """An edit that may count: it names its message, comes soon enough after its post, has
+        words and brings no files (an edit Discord sends without its content, the Message
+        Content intent off, has none); the rest is asked in its place (:meth:`Edits.apply`)."""
         posted = inbound.posted_at
         if inbound.message_id is None or posted is None or inbound.files:
+            return False
+        if not inbound.text.strip():
             return False
         if not in_window(posted, self.clock.now()):
             log.info("an edit in %s comes too late to change anything", inbound.thread_key)

@@ -88,6 +88,7 @@ async def test_edits_that_change_nothing(tmp_path: Path) -> None:
             edit("capital of France?", "100.2", "e-same"),  # the same text (a link unfurled)
             edit("something else", "100.9", "e-unseen"),  # a message the bot never saw
             edit("capital of Peru?", "100.2", "e-late", posted_at=late),  # too late
+            edit("  ", "100.2", "e-empty"),  # no words (Discord without the content intent)
         ):
             await handle(world, nothing)
         elsewhere = Inbound(  # in a thread the bot is not in
