@@ -55,6 +55,7 @@ from bot.storage.choose import store_for
 from bot.storage.protocol import Store
 from bot.thread.answer import Answers
 from bot.thread.deliveries import Deliveries
+from bot.thread.edits import Edits, in_window
 from bot.thread.history import earlier_note
 from bot.thread.hold import Holds
 from bot.thread.line import ThreadLocks
@@ -211,6 +212,7 @@ class Core:
             self.holds,
             self.work,
             PendingFiles(self.intake, self.deliveries, self._sees_images),
+            Edits(self.supervisor, self.holds, self.channels, self.decisions, self.deliveries),
         )
         """How an accepted message is answered in its thread."""
         self.operations = ThreadOperations(
@@ -335,7 +337,11 @@ class Core:
         know when it landed), or None (a redelivery, a message handed to the thread's running
         run, a message not addressed to the bot in a thread it is not in, or the core shutting
         down). Whether a message that does not mention the bot is answered or only kept is the
-        thread's (:meth:`bot.thread.settings.Channels.answers`)."""
+        thread's (:meth:`bot.thread.settings.Channels.answers`). An edit (``inbound.edit``)
+        starts the answer to the message it changes again, if it counts
+        (:mod:`bot.thread.edits`)."""
+        if inbound.edit and not self._may_edit(inbound):
+            return None
         if not inbound.addressed and not await self.store.has_session(inbound.thread_key):
             return None  # a thread the bot is not in
         verdict = self.policy.talk(inbound.author, inbound.thread_key)
@@ -354,6 +360,8 @@ class Core:
             event_id=inbound.event_id,
             earlier=earlier,
             addressed=inbound.addressed,
+            message_id=inbound.message_id,
+            edit=inbound.edit,
         )
         # stored with the files it names before any is downloaded (bot.files.pending)
         if not await self.deliveries.accept(inbound.thread_key, message, inbound.files):
@@ -369,6 +377,20 @@ class Core:
             awaited=True,
             files=bool(inbound.files),
         )
+
+    def _may_edit(self, inbound: Inbound) -> bool:
+        """An edit that may count: it names its message, comes soon enough after its post, has
+        words and brings no files (an edit Discord sends without its content, the Message
+        Content intent off, has none); the rest is asked in its place (:meth:`Edits.apply`)."""
+        posted = inbound.posted_at
+        if inbound.message_id is None or posted is None or inbound.files:
+            return False
+        if not inbound.text.strip():
+            return False
+        if not in_window(posted, self.clock.now()):
+            log.info("an edit in %s comes too late to change anything", inbound.thread_key)
+            return False
+        return True
 
     def _sees_images(self, key: ThreadKey) -> bool:
         model = self.channels.model(key, None)

@@ -103,6 +103,9 @@ class ThreadlineClient(discord.Client):
     async def on_message(self, message: discord.Message) -> None:
         self.listeners.on_message(message)
 
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        self.listeners.on_edit(payload.message)
+
 
 class ShardedThreadlineClient(ThreadlineClient, discord.AutoShardedClient):
     """The same client over the shards this process was given (one gateway connection each;

@@ -26,7 +26,8 @@ PERMISSIONS: tuple[tuple[str, str], ...] = (
 (Pin Messages, split from Manage Messages by Discord in 2025: the bot never needs the latter)."""
 INTENT_HELP = (
     "Bot → Privileged Gateway Intents → Message Content Intent: switch it on so people can "
-    "continue a thread without mentioning the bot (without it, only mentions and DMs are read)."
+    "continue a thread without mentioning the bot, and edit what they asked (without it, only "
+    "mentions and DMs are read)."
 )
 
 

@@ -15,6 +15,8 @@ Which messages are answered:
 - In a text channel: a mention opens a thread from the message and is answered there. A
   redelivered mention finds that thread (its id is the message's) instead of a second one.
 Messages of one channel are routed one at a time, in arrival order.
+- An edit (``MESSAGE_UPDATE`` of a person's message that Discord says was edited) is handed to
+  the core as an edit of that message, in its thread; it never opens one.
 
 After a new gateway session (not a RESUME), what was posted while the bot could not see is
 caught up (:mod:`adapters.discord.catchup`) and routed the same way, before anything newer in
@@ -38,6 +40,7 @@ from adapters.discord.identity import author_of, parse_key, thread_key
 from adapters.discord.parse import (
     Where,
     clean_text,
+    edit_inbound,
     from_a_person,
     mentions_me,
     thread_name,
@@ -114,6 +117,40 @@ class Listeners:
     def on_message(self, message: discord.Message) -> None:
         self.catch_up.seen(message.id)
         self.tasks.spawn(self.route(message))
+
+    def on_edit(self, message: discord.Message) -> None:
+        self.tasks.spawn(self.route_edit(message))
+
+    async def route_edit(self, message: discord.Message) -> None:
+        """Hand a person's edit of ``message`` to the core (in order with the channel's
+        messages); the core decides whether it changes anything."""
+        me = self.me
+        if me is None or not from_a_person(message):
+            return
+        async with self._order.hold(message.channel.id):
+            where = await self._edited_where(message)
+            inbound = None if where is None else edit_inbound(message, where, me)
+            if where is None or inbound is None:
+                return
+            surface = self.surface(where.channel_id, where.guild_id)
+            try:
+                work = await self.core.admit(inbound, surface)
+            except Exception:
+                log.exception("the edit of discord:%s in %s failed", message.id, surface.thread_key)
+                await surface.aclose()
+                return
+            self.tasks.spawn(self._answer(work, surface, message.id))
+
+    async def _edited_where(self, message: discord.Message) -> Where | None:
+        """The thread of an edited message: its own, or the one started from it."""
+        if message.guild is None:
+            return Where(message.channel.id, None)
+        channel = await self._resolve(message.channel)
+        if isinstance(channel, discord.Thread):
+            return Where(channel.id, message.guild.id)
+        if isinstance(channel, discord.TextChannel):  # a thread started from it has its id
+            return Where(message.id, message.guild.id)
+        return None
 
     async def route(self, message: discord.Message) -> bool:
         """Hand ``message`` to the core when it is for the bot (in arrival order per channel);

@@ -2,13 +2,14 @@
 mentions the bot, the thread's name, and the :class:`~bot.api.inbound.Inbound` for the core.
 
 The text loses the bot's mention; other mentions become ``@name``/``#channel``, never raw ids.
-The event id is ``discord:{message id}``: the core answers each message once.
+The event id is ``discord:{message id}``: the core answers each message once. An edit's is
+``discord:{message id}:edited:{edited at}``: each edit once.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import discord
 
@@ -60,6 +61,21 @@ def to_inbound(message: discord.Message, where: Where, me: discord.abc.User) -> 
         event_id=f"discord:{message.id}",
         files=files,
         addressed=where.guild_id is None or mentions_me(message, me),
+        message_id=str(message.id),
+    )
+
+
+def edit_inbound(message: discord.Message, where: Where, me: discord.abc.User) -> Inbound | None:
+    """A person's edit of ``message`` (its new text) for the core; None when Discord does not
+    say it was edited (an embed unfurled)."""
+    if message.edited_at is None:
+        return None
+    return replace(
+        to_inbound(message, where, me),
+        event_id=f"discord:{message.id}:edited:{message.edited_at.timestamp()}",
+        files=(),
+        addressed=False,
+        posted_at=message.created_at.timestamp(),
     )
 
 

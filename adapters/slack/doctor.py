@@ -15,6 +15,7 @@ from adapters.slack.scopes import (
     APP_TOKEN_SCOPE,
     ASSISTANT_SCOPE,
     BOT_SCOPES,
+    FEATURES,
     GROUP_SCOPE,
     OPTIONAL_SCOPES,
 )
@@ -82,9 +83,12 @@ def _scopes(header: str | None, wanted: frozenset[str]) -> Line:
     granted = {s.strip() for s in header.split(",") if s.strip()}
     missing = sorted(wanted - granted)
     if missing:
+        named = [
+            f"{scope} ({FEATURES[scope]})" if scope in FEATURES else scope for scope in missing
+        ]
         return (
             False,
-            f"missing scopes: {', '.join(missing)} — add them under OAuth & Permissions "
+            f"missing scopes: {', '.join(named)} — add them under OAuth & Permissions "
             "(or recreate the app from deploy/slack-manifest.*.yaml) and reinstall the app",
         )
     return (True, f"all {len(wanted)} scopes the bot needs are granted")

@@ -38,9 +38,11 @@ from adapters.slack.parse import (
     ShortcutUse,
     mentioned_users,
     parse_click,
+    parse_edit,
     parse_message,
     parse_shortcut,
     plain_text,
+    posted_at,
     thread_key,
 )
 from adapters.slack.people import DisplayNames, UserGroups
@@ -96,8 +98,9 @@ class SlackListeners:
     async def on_message(self, event: dict[str, Any]) -> None:
         """``message`` and ``app_mention`` events: the message is accepted (stored, with its
         delivery id) before this returns and Bolt acknowledges it; the answer comes in an owned
-        task."""
-        message = parse_message(event, self.identity.bot_user_id)
+        task. A person's edit (``message_changed``) is accepted the same way."""
+        bot = self.identity.bot_user_id
+        message = parse_message(event, bot) or parse_edit(event, bot)
         if message is None:
             return
         try:
@@ -140,7 +143,11 @@ class SlackListeners:
         joins the bot to the thread."""
         key = message.thread_key(self.identity.team_id)
         async with self._order.hold(key):
-            if message.needs_session and not await self.core.has_session(key):
+            if (
+                message.needs_session
+                and message.edited is None
+                and not await self.core.has_session(key)
+            ):
                 self._early.keep(key, message, self.clock.now())
                 return
             await self._admit(message, key)
@@ -189,6 +196,8 @@ class SlackListeners:
             files=message.files,
             history=history,
             addressed=not message.needs_session,
+            message_id=message.ts,
+            posted_at=None if message.edited is None else posted_at(message.ts),
         )
 
     async def _earlier(self, message: PersonMessage, key: ThreadKey) -> tuple[Earlier | Gap, ...]:

@@ -10,13 +10,17 @@ Which messages the bot answers:
 - a message without a mention in a thread: handed to the core as not addressed to the bot
   (``needs_session``); the core decides whether the thread is the bot's and whether it answers
   it or only keeps it (``thread_replies``, a quiet thread);
+- a person's edit of their message (``message_changed``), handed to the core as an edit of
+  that message (:mod:`bot.thread.edits` decides whether it counts), unless the text is as it
+  was (a link unfurled);
 - nothing else: not top-level messages without a mention, not the bot's own or other bots'
-  messages, not edits, deletions, joins or any other subtype.
+  messages or their edits, not deletions, joins or any other subtype.
 
 The thread key is ``slack:{team}:{channel}:{thread_ts}``, and the delivery id is the message's
 identity ``slack:{team}:{channel}:{ts}``: a redelivery (same ``event_id``) and the pair of
 ``message`` and ``app_mention`` events one message produces carry the same id, so the core
-answers the message once.
+answers the message once. An edit's is ``slack:{team}:{channel}:{ts}:edited:{edited ts}``: each
+edit once.
 
 Slack writes ``<@U123>`` for a person, ``<#C123|general>`` for a channel, ``<!here>`` for a
 broadcast, ``<https://x|label>`` for a link and escapes ``& < >``. The model gets ``@Ada``,
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NotRequired, TypedDict, TypeGuard
 
 from adapters.slack.blocks import clicked_action
@@ -79,12 +83,15 @@ class PersonMessage:
     as the thread's settings say)."""
     direct: bool = False
     """Written in a direct message with the bot."""
+    edited: str | None = None
+    """An edit of the message ``ts`` (its ``edited.ts``), whose new text ``text`` is."""
 
     def thread_key(self, team: str) -> ThreadKey:
         return thread_key(team, self.channel, self.root_ts)
 
     def event_id(self, team: str) -> str:
-        return f"slack:{team}:{self.channel}:{self.ts}"
+        edited = "" if self.edited is None else f":edited:{self.edited}"
+        return f"slack:{team}:{self.channel}:{self.ts}{edited}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +157,35 @@ def parse_message(event: Any, bot_user_id: str) -> PersonMessage | None:
         needs_session=not (mentioned or direct),
         direct=direct,
     )
+
+
+def parse_edit(event: Any, bot_user_id: str) -> PersonMessage | None:
+    """A person's edit of their message in ``event`` (``message_changed``), or None: not an
+    edit, the bot's own or another bot's, or the same text (an unfurled link, a file added)."""
+    if not isinstance(event, dict) or event.get("subtype") != "message_changed":
+        return None
+    new, old = event.get("message"), event.get("previous_message")
+    if not isinstance(new, dict) or not isinstance(old, dict) or new.get("text") == old.get("text"):
+        return None
+    edited = new.get("edited")
+    edited_ts = edited.get("ts") if isinstance(edited, dict) else None
+    if not _text(edited_ts):
+        return None
+    fields = {"type": "message", "channel": event.get("channel")}
+    if "channel_type" in event:
+        fields["channel_type"] = event["channel_type"]
+    message = parse_message({**new, **fields}, bot_user_id)
+    if message is None or posted_at(message.ts) is None:
+        return None
+    return replace(message, files=(), needs_session=True, edited=edited_ts)
+
+
+def posted_at(ts: str) -> float | None:
+    """When the message ``ts`` was posted (Slack's ``ts`` is its time), None if unreadable."""
+    try:
+        return float(ts)
+    except ValueError:
+        return None
 
 
 def _is_person_message(event: Any, bot_user_id: str) -> bool:

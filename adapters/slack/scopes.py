@@ -17,6 +17,14 @@ BOT_SCOPES = frozenset(
         "files:write",  # send_file: upload a workspace file into the thread
     }
 )
+FEATURES = {
+    "channels:history": "replies and edits in threads of public channels",
+    "groups:history": "replies and edits in threads of private channels",
+    "im:history": "direct messages and their edits",
+    "mpim:history": "group direct messages and their edits",
+}
+"""What goes without a required scope, where a name says more than the scope does (doctor
+names it beside a missing scope)."""
 GROUP_SCOPE = "usergroups:read"
 """Needed only when the configuration names Slack user groups as approvers
 (``slack:group:S…``); the manifests ask for it."""

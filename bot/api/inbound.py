@@ -91,9 +91,20 @@ class Inbound:
     """It mentions the bot, or is written in a direct message with it. False: a message in a
     thread that does not name the bot (the core answers it only in a thread that is the bot's,
     as the channel's ``thread_replies`` and the thread's quiet flag say)."""
+    message_id: str | None = None
+    """The platform's id of the message (a Slack ``ts``, a Discord message id)."""
+    posted_at: float | None = None
+    """For an edit: when the message ``message_id`` was first posted (seconds since the
+    epoch, as the platform says); None for a new message."""
+
+    @property
+    def edit(self) -> bool:
+        """A new text its author gave the message ``message_id`` (Slack's ``message_changed``,
+        Discord's ``MESSAGE_UPDATE``), not a new message."""
+        return self.posted_at is not None
 
     def __post_init__(self) -> None:
-        _valid(self, "thread_key", "text", "event_id")
+        _valid(self, "thread_key", "text", "event_id", "message_id")
 
 
 def _valid(value: object, *names: str) -> None:

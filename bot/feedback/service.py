@@ -43,14 +43,16 @@ class Feedbacks:
         self.clock = clock
         self.enabled = enabled
 
-    async def offer(self, surface: Surface, run_id: str) -> None:
-        """The buttons, under the run's final answer (a platform failure loses only them)."""
+    async def offer(self, surface: Surface, run_id: str) -> str | None:
+        """The buttons, under the run's final answer (a platform failure loses only them);
+        the id of their message."""
         if not self.enabled:
-            return
+            return None
         try:
-            await surface.post("", buttons(run_id))
+            return await surface.post("", buttons(run_id))
         except SurfaceError:
             log.warning("could not offer feedback buttons in %s", surface.thread_key)
+            return None
 
     async def rate(self, run_id: str, good: bool, actor: Author, key: ThreadKey) -> None:
         value: Value = "up" if good else "down"

@@ -45,6 +45,12 @@ class UserMessage(_Frozen):
     addressed: bool = True
     """It mentions the bot (or is in a direct message); False: a message of the thread that
     does not, kept as context when the thread answers mentions only."""
+    message_id: str | None = None
+    """The platform's id of the message (a Slack ``ts``, a Discord message id): what an edit
+    of it names."""
+    edit: bool = False
+    """A new text its author gave the message ``message_id``, not a message of its own: an
+    arrival only, never in a transcript (:mod:`bot.thread.edits`)."""
 
 
 class AssistantMessage(_Frozen):

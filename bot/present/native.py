@@ -101,6 +101,15 @@ class NativeReply:
         return self._final is not None
 
     @property
+    def message_ids(self) -> tuple[str, ...]:
+        """The messages the reply shows now, first to last (streamed, or edited after a
+        fallback)."""
+        if self._fell_back:
+            return self._edits.message_ids
+        current = () if self._stream is None else (self._stream,)
+        return (*(stream for stream, _ in self._done), *current)
+
+    @property
     def streaming(self) -> bool:
         """Still streaming natively (not handed over to edits)."""
         return not self._fell_back

@@ -105,6 +105,14 @@ class Presenter:
         """A new model call began: its text starts a new paragraph."""
         self._footer_thinking = False
         """The reply's footer says the model is thinking (its next text takes it away)."""
+        self._shown: list[str] = []
+        """The messages of the replies done so far (not cards, the panel or drafts)."""
+
+    @property
+    def shown(self) -> tuple[str, ...]:
+        """The messages that hold what the run wrote, first to last (its replies; once closed,
+        all of them)."""
+        return (*self._shown, *self._reply.message_ids)
 
     def _edits(self) -> ReplyStream:
         surface, sweeper = self._surface, self._budgets.sweeper
@@ -281,6 +289,7 @@ class Presenter:
         done, self._reply = self._reply, self._new_reply()
         self._paragraph = False
         await done.aclose()
+        self._shown.extend(done.message_ids)
 
     async def close(self) -> None:
         """Land everything and stop the tasks; safe to call twice."""

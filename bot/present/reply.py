@@ -143,6 +143,11 @@ class ReplyStream:
     def finished(self) -> bool:
         return self._final is not None
 
+    @property
+    def message_ids(self) -> tuple[str, ...]:
+        """The messages the reply shows now, first to last (not the drafts it left)."""
+        return tuple(m.id for m in self._messages)
+
     def append(self, text: str) -> None:
         if self._final is not None:
             raise RuntimeError("the reply is finished")

@@ -48,6 +48,16 @@ class PanelRef:
 
 
 @dataclass(frozen=True, slots=True)
+class AnswerRef:
+    """What the thread shows of the last answer: the person's message it answers (its
+    platform id) and the bot's messages that hold it, first to last (the 👍 / 👎 under it
+    included). An edit of that message marks them replaced (:mod:`bot.thread.edits`)."""
+
+    to: str
+    message_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class LiveMessage:
     """A message the running run keeps live, and what a restart does with it.
 
@@ -89,3 +99,19 @@ class Session:
     """The model chosen for this thread (``/threadline model``); None: its channel's."""
     quiet: bool = False
     """``/threadline quiet``: the thread is answered only when a message mentions the bot."""
+    answer: AnswerRef | None = None
+    """The messages of the last answer, and the person's message they answer."""
+
+    def latest_person(self) -> UserMessage | None:
+        """The transcript's latest message from a person."""
+        return next((m for m in reversed(self.messages) if isinstance(m, UserMessage)), None)
+
+    def answered(self, to: str | None, message_ids: tuple[str, ...]) -> None:
+        """Messages posted by a run answering the person's message ``to`` (None: a message
+        without a platform id): added to what answers it, or the answer of a later message."""
+        if to is None:
+            self.answer = None
+            return
+        kept = self.answer.message_ids if self.answer is not None and self.answer.to == to else ()
+        shown = kept + tuple(m for m in message_ids if m not in kept)
+        self.answer = AnswerRef(to, shown)

@@ -15,7 +15,7 @@ from bot.llm.messages import Message, Usage, UserMessage, load_message
 from bot.memory.model import Memory
 from bot.policy import keys
 from bot.scheduler.schedules import Schedule
-from bot.sessions.model import LiveMessage, PanelRef, RunState, Session, Todo
+from bot.sessions.model import AnswerRef, LiveMessage, PanelRef, RunState, Session, Todo
 
 _FILES = TypeAdapter(tuple[Attachment, ...])
 
@@ -69,8 +69,8 @@ _INBOX: TypeAdapter[list[UserMessage]] = TypeAdapter(list[UserMessage])
 _TOOLKITS: TypeAdapter[dict[str, dict[str, Any]]] = TypeAdapter(dict[str, dict[str, Any]])
 THREAD = "@thread"
 """The entry of the ``toolkits`` column that holds the thread's own settings (its model, its
-quiet flag); no
-toolkit can be named so. Kept there so that a thread setting needs no column of its own."""
+quiet flag) and the messages of its last answer; no toolkit can be named so. Kept there so
+that these need no column of their own."""
 
 
 def _toolkits_column(session: Session) -> str:
@@ -80,16 +80,23 @@ def _toolkits_column(session: Session) -> str:
         own["model"] = session.model
     if session.quiet:
         own["quiet"] = True
+    if session.answer is not None:
+        own["answer"] = {"to": session.answer.to, "ids": list(session.answer.message_ids)}
     if own:
         kept[THREAD] = own
     return _TOOLKITS.dump_json(kept).decode()
 
 
-def _thread_own(toolkits: dict[str, dict[str, Any]]) -> tuple[str | None, bool]:
-    """The thread's own model and quiet flag, taken out of the toolkits' states."""
+def _thread_own(toolkits: dict[str, dict[str, Any]]) -> tuple[str | None, bool, AnswerRef | None]:
+    """The thread's own model, quiet flag and last answer, taken out of the toolkits' states."""
     own = toolkits.pop(THREAD, {})
     model = own.get("model")
-    return (model if isinstance(model, str) and model else None), own.get("quiet") is True
+    answer = own.get("answer")
+    ref = None
+    if isinstance(answer, dict) and isinstance(answer.get("to"), str):
+        ids = answer.get("ids")
+        ref = AnswerRef(answer["to"], tuple(str(i) for i in ids) if isinstance(ids, list) else ())
+    return (model if isinstance(model, str) and model else None), own.get("quiet") is True, ref
 
 
 def _live_column(live: Sequence[LiveMessage]) -> str:
@@ -176,7 +183,7 @@ def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:
     """The session stored as ``row`` (its :data:`SESSION_COLUMNS`) with the transcript ``bodies``."""
     try:
         toolkits = _TOOLKITS.validate_json(row[12])
-        model, quiet = _thread_own(toolkits)
+        model, quiet, answer = _thread_own(toolkits)
         return Session(
             key=key,
             messages=[load_message(body) for body in bodies],
@@ -195,6 +202,7 @@ def session_of(key: ThreadKey, row: Any, bodies: Sequence[str]) -> Session:
             toolkits=toolkits,
             model=model,
             quiet=quiet,
+            answer=answer,
         )
     except (ValidationError, ValueError, TypeError) as exc:
         raise StoreError(f"the stored session {key} is unreadable: {exc}") from exc

@@ -16,6 +16,7 @@ from bot.infra.tasks import TaskSet
 from bot.llm.messages import UserMessage
 from bot.scheduler.prompts import left_over_notice
 from bot.sessions.model import RunState, Session
+from bot.thread.edits import Edits
 from bot.thread.hold import Holds
 from bot.thread.line import Place
 from bot.thread.reach import Surfaces
@@ -40,6 +41,7 @@ class Answers:
         holds: Holds,
         work: Alone | Workers,
         files: PendingFiles,
+        edits: Edits,
     ) -> None:
         self.tasks = tasks
         self.surfaces = surfaces
@@ -50,6 +52,7 @@ class Answers:
         self.holds = holds
         self.work = work
         self.files = files
+        self.edits = edits
 
     async def place(
         self,
@@ -67,8 +70,12 @@ class Answers:
         and the work that answers it (``fresh``: accepted just now by this worker); one the
         thread does not answer (not ``addressed``, :meth:`Channels.answers`) is kept in its
         session there. A message with files (``files``; None: the store is asked) is never
-        steered: its files are fetched in its place in line, and it gets its own run."""
-        steer = self.channels.during_run(key) == "steer" and notice is None
+        steered: its files are fetched in its place in line, and it gets its own run. Nor is an
+        edit: a run answering the message it changes stops, and the edit is applied in its
+        place (:mod:`bot.thread.edits`)."""
+        if message.edit:
+            self.edits.stop_for(key, message, author)
+        steer = self.channels.during_run(key) == "steer" and notice is None and not message.edit
         if steer and files is None:
             files = await self.files.named(message)
         if (
@@ -143,6 +150,10 @@ class Answers:
                 message, about = await self.files.read(key, message, surface)
                 notice = joined(notice, about)
             await self.recovery.repair(session, surface)
+            if message.edit:
+                if await self.edits.apply(session, message, surface):
+                    await self.supervisor.drive(session, author, surface, stored=True)
+                return
             if not self.channels.answers(key, addressed=message.addressed, quiet=session.quiet):
                 await self._keep(session, message)
                 return

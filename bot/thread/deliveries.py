@@ -51,6 +51,11 @@ class DeliveryStore(Protocol):
         """Accepted messages not yet in their session, in the order they were accepted."""
         ...
 
+    async def end_arrival(self, event_id: str) -> None:
+        """The arrival ``event_id`` is done without a write of its session (an edit that
+        changes nothing); its delivery id stays recorded."""
+        ...
+
     async def purge_deliveries(self, before: float) -> int:
         """Forget event ids seen before ``before``; returns how many."""
         ...
@@ -81,6 +86,12 @@ class Deliveries:
         if not message.event_id:
             return ()
         return await self._store.arrival_files(message.event_id)
+
+    async def end(self, message: UserMessage) -> None:
+        """``message``'s arrival is done, though its session does not hold it (an edit that
+        changes nothing)."""
+        if message.event_id:
+            await self._store.end_arrival(message.event_id)
 
     async def left_over(self) -> list[tuple[ThreadKey, UserMessage]]:
         """Messages accepted before a restart and not in their session yet (not those this

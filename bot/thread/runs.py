@@ -31,8 +31,9 @@ from bot.tools.base import ToolContext
 
 log = logging.getLogger(__name__)
 
-Answered = Callable[[Surface, str], Awaitable[None]]
-"""Told of a run that ended with its final answer: the thread's surface and the run's id."""
+Answered = Callable[[Surface, str], Awaitable[str | None]]
+"""Told of a run that ended with its final answer: the thread's surface and the run's id;
+returns the id of a message it posted under the answer (part of it), if any."""
 
 
 @dataclass(slots=True)
@@ -45,6 +46,8 @@ class Active:
     stopped_by: Author | None = None
     lost: bool = False
     """Another worker took the thread over: the run stops without another write."""
+    shown: tuple[str, ...] = ()
+    """The messages that hold what the run wrote (once it ended)."""
 
 
 @dataclass(eq=False)
@@ -65,9 +68,10 @@ class Supervisor:
         return key in self.active
 
     async def steer(self, key: ThreadKey, message: UserMessage) -> bool:
-        """Hand ``message`` to the thread's running run (its next model call reads it)."""
+        """Hand ``message`` to the thread's running run (its next model call reads it); never
+        an edit (:mod:`bot.thread.edits`)."""
         active = self.active.get(key)
-        if active is None:
+        if active is None or message.edit:
             return False
         active.session.inbox.append(message)
         await self.store.save_state(active.session)
@@ -131,8 +135,12 @@ class Supervisor:
                     counted.outcome = metrics.outcome_of(
                         ok=result.ok, paused=result.paused, stopped=active.stopped_by is not None
                     )
+                shown = active.shown
                 if self.answered is not None and _answered(result, active):
-                    await self.answered(surface, active.run_id)
+                    under = await self.answered(surface, active.run_id)
+                    shown += () if under is None else (under,)
+                latest = session.latest_person()  # what the run answered
+                session.answered(None if latest is None else latest.message_id, shown)
                 # a Stop ends the run; messages that arrived before it are answered now, by the
                 # next run, stored as running with them (a crash finds a cut-off run). Without
                 # any, the thread stops taking messages before the last write: one that comes
@@ -198,6 +206,7 @@ class Supervisor:
         finally:
             active.task = None
             await presenter.close()
+            active.shown = presenter.shown
 
     async def say(self, session: Session, surface: Surface, text: str) -> None:
         """A short note from the bot in the thread, outside any run."""

@@ -200,5 +200,8 @@ class DeliveryTables:
         found = [(ThreadKey(row["key"]), load_message(row["message"])) for row in rows]
         return [(key, m) for key, m in found if isinstance(m, UserMessage)]
 
+    async def end_arrival(self: PgDb, event_id: str) -> None:
+        await self.pool.execute("DELETE FROM arrivals WHERE event_id = $1", event_id)
+
     async def purge_deliveries(self: PgDb, before: float) -> int:
         return changed(await self.pool.execute("DELETE FROM deliveries WHERE seen_at < $1", before))

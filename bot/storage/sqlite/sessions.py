@@ -190,6 +190,10 @@ class DeliveryTables:
         found = [(ThreadKey(key), load_message(body)) for key, body in rows]
         return [(key, m) for key, m in found if isinstance(m, UserMessage)]
 
+    async def end_arrival(self: Db, event_id: str) -> None:
+        async with self.transaction() as db:
+            await db.execute("DELETE FROM arrivals WHERE event_id = ?", (event_id,))
+
     async def purge_deliveries(self: Db, before: float) -> int:
         async with self.transaction() as db:
             cur = await db.execute("DELETE FROM deliveries WHERE seen_at < ?", (before,))

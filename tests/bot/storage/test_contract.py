@@ -10,7 +10,7 @@ from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, App
 from bot.feedback.model import Feedback
 from bot.llm.messages import AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
 from bot.scheduler.jobs import Job
-from bot.sessions.model import LiveMessage, PanelRef, RunState, Todo
+from bot.sessions.model import AnswerRef, LiveMessage, PanelRef, RunState, Todo
 from bot.storage.protocol import Store
 from tests.bot.storage.conftest import Stores
 
@@ -360,6 +360,32 @@ async def test_an_accepted_message_waits_as_an_arrival_until_its_session_holds_i
     other.inbox.append(second)
     await store.save_state(other)  # in the inbox of a running run: arrived too
     assert await store.arrivals() == []
+
+
+async def test_an_edit_that_changes_nothing_ends_its_arrival_its_id_kept(
+    stores: Stores, store: Store
+) -> None:
+    edit = UserMessage(text="new", event_id="ed1", message_id="1.2", edit=True)
+    assert await store.accept(KEY, edit, 1.0)
+    await store.end_arrival("ed1")
+    assert await store.arrivals() == []
+    assert not await store.accept(KEY, edit, 2.0), "a redelivery is still known"
+
+
+async def test_the_last_answer_of_a_thread_is_kept_with_its_session(
+    stores: Stores, store: Store
+) -> None:
+    session = await store.load_session(KEY, 1.0)
+    session.answered("1.2", ("m1", "m2"))
+    session.answered("1.2", ("m2", "m3"))  # another run of the same message adds its own
+    session.quiet = True
+    await store.save_state(session)
+    store = await stores.reopen(store)
+    loaded = await store.load_session(KEY, 2.0)
+    assert loaded.answer == AnswerRef("1.2", ("m1", "m2", "m3"))
+    assert loaded.quiet and loaded.toolkits == {}
+    loaded.answered("1.3", ("m4",))
+    assert loaded.answer == AnswerRef("1.3", ("m4",))
 
 
 async def test_feedback_counts_once_per_person_and_run_the_last_click_winning(

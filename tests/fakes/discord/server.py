@@ -118,6 +118,13 @@ class FakeDiscord:
             attachments=[*(attachments or []), *attached],
         )
 
+    def edit(self, message: Message, content: str) -> Message:
+        """Its author gives ``message`` a new text (``<@id>`` mentions work); the gateway sends
+        ``MESSAGE_UPDATE``."""
+        return self.world.edit_message(
+            message.channel_id, message.id, message.author, content=content
+        )
+
     def click(self, message: Message, custom_id: str, user: User) -> Interaction:
         """``user`` clicks the button ``custom_id`` on ``message``."""
         data = {"custom_id": custom_id, "component_type": 2}

@@ -203,12 +203,13 @@ class FakeSlack:
             await self.deliver_event(payloads.mention_event(message))
         return message
 
-    async def edit(self, message: Message, text: str) -> None:
+    async def edit(self, message: Message, text: str) -> Delivery:
+        """Its author gives ``message`` a new text; the app gets ``message_changed``."""
         previous = message.as_event()
         message.text = text
         message.record()
         self._changed()
-        await self.deliver_event(
+        return await self.deliver_event(
             payloads.changed_event(message, previous, self.workspace.channels[message.channel])
         )
 
