@@ -302,7 +302,7 @@ class McpOAuthSettings(BaseModel):
     """An https URL of this client's metadata document, used as its client id where the
     authorization server supports client ID metadata documents."""
     scope: str | None = None
-    """Scopes to ask for (default: those the server names)."""
+    """Scopes to ask for, space-separated, beside those the server names."""
     client_name: str = "Threadline"
 
     def problem(self) -> str | None:

@@ -27,6 +27,7 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
+from mcp.client.auth.utils import union_scopes
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -182,6 +183,12 @@ class _CodeFlow(OAuthClientProvider, _Restored):
             return
         finally:
             await flow.aclose()
+
+    async def _perform_authorization_code_grant(self) -> tuple[str, str]:
+        if configured := self._access.settings.scope:  # asked for beside the server's own
+            metadata = self.context.client_metadata
+            metadata.scope = union_scopes(metadata.scope, configured)
+        return await super()._perform_authorization_code_grant()
 
     async def _open(self, link: str) -> None:
         self._sign_ins += 1

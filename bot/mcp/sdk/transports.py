@@ -139,11 +139,12 @@ class Refusals:
         """The refusal as our error: :class:`McpSignInNeeded` when a sign-in is missing."""
         if isinstance(self.failure, SignInRequired):
             person = self.oauth.person if self.oauth is not None else None
+            said = "none yet, or it expired or was revoked"
+            if person is None:
+                said += f": `threadline mcp login {name}`"
             whose = "this person's" if person else "a"
             return McpSignInNeeded(
-                f"{name}: {whose} sign-in is needed (none yet, or it expired or was revoked)",
-                server=name,
-                person=person,
+                f"{name}: {whose} sign-in is needed ({said})", server=name, person=person
             )
         refused = self.sign_in(name)
         return McpUnavailable(refused) if refused else None
