@@ -271,6 +271,58 @@ MCP_SERVER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,60}$")
 """A server's name is the prefix of its tools' names (``tickets__lookup``, at most 64)."""
 
 
+class McpOAuthSettings(BaseModel):
+    """How the bot signs in to an MCP server with OAuth 2.1 (``[mcp_servers.NAME.oauth]``):
+    the server's authorization server is found from its metadata; the client is registered
+    dynamically unless ``client_id`` (or ``client_metadata_url``) is given."""
+
+    model_config = ConfigDict(extra="forbid")
+    sign_in: Literal["shared", "per_person"] = "shared"
+    """``shared``: one sign-in for everyone, made by the operator (``threadline mcp login
+    NAME``); ``per_person``: whoever's run calls the server's tool signs in the first time."""
+    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    """``client_credentials``: the bot signs in as itself with ``client_id`` and
+    ``client_secret`` (or ``private_key``), no person involved (shared only)."""
+    client_id: str | None = None
+    """A client registered with the authorization server beforehand (else: registered
+    dynamically, or ``client_metadata_url``)."""
+    client_secret: str | None = None
+    """The registered client's secret; write it as ``${ENV_VAR}``."""
+    token_endpoint_auth_method: (
+        Literal["none", "client_secret_basic", "client_secret_post"] | None
+    ) = None
+    """How a registered client proves itself at the token endpoint (default: basic with a
+    secret, none without)."""
+    private_key: str | None = None
+    """``client_credentials`` with ``private_key_jwt``: the client's PEM private key, as
+    ``${ENV_VAR}``."""
+    signing_algorithm: str = "RS256"
+    """The JWT algorithm ``private_key`` signs with (RS256, ES256…)."""
+    client_metadata_url: str | None = None
+    """An https URL of this client's metadata document, used as its client id where the
+    authorization server supports client ID metadata documents."""
+    scope: str | None = None
+    """Scopes to ask for, space-separated, beside those the server names."""
+    client_name: str = "Threadline"
+
+    def problem(self) -> str | None:
+        if self.grant == "client_credentials":
+            if self.client_id is None or (self.client_secret is None and self.private_key is None):
+                return "client_credentials needs client_id and client_secret (or private_key)"
+            if self.sign_in == "per_person":
+                return "client_credentials signs the bot in, not a person: use sign_in = shared"
+        if self.client_metadata_url is not None and not self.client_metadata_url.startswith(
+            "https://"
+        ):
+            return "client_metadata_url must be an https:// URL"
+        if self.client_secret is not None and self.client_id is None:
+            return "client_secret goes with client_id"
+        return None
+
+    def placeholders(self) -> list[str]:
+        return [v for v in (self.client_secret, self.private_key) if v is not None]
+
+
 class McpServerSettings(BaseModel):
     """One MCP server (``[mcp_servers.NAME]``): a command the bot starts (stdio) or a URL
     (streamable HTTP)."""
@@ -290,6 +342,8 @@ class McpServerSettings(BaseModel):
     gating: dict[str, Gating] = Field(default_factory=dict)
     """By the server's own tool name: when each tool is offered and what its calls turn on
     and off (``[mcp_servers.NAME.gating.TOOL]``; a tool without one is always offered)."""
+    oauth: McpOAuthSettings | None = None
+    """Sign in with OAuth 2.1 (``[mcp_servers.NAME.oauth]``); only with ``url``."""
 
     def problem(self) -> str | None:
         """What is wrong with the combination of fields, if anything."""
@@ -302,6 +356,10 @@ class McpServerSettings(BaseModel):
                 return "args, env and cwd go with command, not with url"
         elif self.headers:
             return "headers go with url, not with command"
+        elif self.oauth is not None:
+            return "oauth goes with url, not with command"
+        if self.oauth is not None:
+            return self.oauth.problem()
         return None
 
     def resolved(self, values: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
@@ -311,10 +369,13 @@ class McpServerSettings(BaseModel):
     def missing_variables(self, environ: Mapping[str, str]) -> list[str]:
         found = (
             m.group(1)
-            for v in (*self.env.values(), *self.headers.values())
+            for v in (*self.env.values(), *self.headers.values(), *self.oauth_placeholders())
             for m in PLACEHOLDER.finditer(v)
         )
         return sorted({name for name in found if name not in environ})
+
+    def oauth_placeholders(self) -> list[str]:
+        return self.oauth.placeholders() if self.oauth is not None else []
 
 
 def secret(name: str) -> Any:
@@ -518,6 +579,12 @@ class Settings(SettingsBase):
 
     # --- runtime ---
     data_dir: Path = Path(".threadline")
+    secret_key: SecretStr | None = None
+    """Encrypts what the bot keeps of its sign-ins to MCP servers (``THREADLINE_SECRET_KEY``, a
+    long random value); unset: a key made once in ``data_dir/secret.key``."""
+    public_url: str | None = None
+    """Where people's browsers reach this bot's HTTP server (``https://bot.example.com``): MCP
+    sign-ins come back to ``public_url/mcp/oauth/callback``; unset: ``http://http_host:http_port``."""
     http_host: str = "127.0.0.1"
     http_port: int = Field(default=8765, ge=0, le=65535)
     log_level: str = "INFO"
@@ -549,7 +616,7 @@ class Settings(SettingsBase):
     def _zone(cls, value: str) -> str:
         return zone_name(value)
 
-    @field_validator("openai_base_url")
+    @field_validator("openai_base_url", "public_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         return url_setting(value)

@@ -22,6 +22,8 @@
     │                          cannot be read, a limit reached, an unknown id): says why
     └── McpError               an MCP server failed or misbehaved (the message names it)
         ├── McpUnavailable     it did not start, or it died, or its connection closed
+        │   └── McpSignInNeeded  it asks for a sign-in the bot does not have (none yet,
+        │                        expired or revoked): ``person`` says whose, if one person's
         └── McpTimeout         it did not answer in time
 
 Control signals (a run waiting for approval, a run stopped by a user) are results of the
@@ -151,6 +153,14 @@ class McpError(ThreadlineError):
 
 class McpUnavailable(McpError):
     pass
+
+
+class McpSignInNeeded(McpUnavailable):
+    def __init__(self, message: str, *, server: str, person: str | None = None) -> None:
+        super().__init__(message)
+        self.server = server
+        self.person = person
+        """The person whose sign-in is missing (a per-person server), else None (shared)."""
 
 
 class McpTimeout(McpError):

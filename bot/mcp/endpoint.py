@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.config import PLACEHOLDER, McpServerSettings
 from bot.errors import ConfigError
+from bot.mcp.auth import OAuthAccess
 from bot.mcp.process import MAX_MESSAGE_BYTES, server_environment
 
 
@@ -27,6 +28,8 @@ class StdioEndpoint:
 class HttpEndpoint:
     url: str
     headers: Mapping[str, str]
+    oauth: OAuthAccess | None = None
+    """How it signs in with OAuth, if it does (else the headers are all)."""
 
 
 Endpoint = StdioEndpoint | HttpEndpoint
@@ -68,6 +71,10 @@ def endpoint(name: str, server: McpServerSettings, environ: Mapping[str, str]) -
 def sign_in(server: McpServerSettings) -> str:
     """How the bot signs in to the server: the names of its static headers (never their
     values), or none."""
+    if server.url is not None and server.oauth is not None:
+        who = "one per person" if server.oauth.sign_in == "per_person" else "shared"
+        grant = " (client credentials)" if server.oauth.grant == "client_credentials" else ""
+        return f"OAuth, {who}{grant}"
     if server.url is not None and server.headers:
         return f"static headers ({', '.join(sorted(server.headers))})"
     return "none"
@@ -77,7 +84,7 @@ def secrets_of(server: McpServerSettings, environ: Mapping[str, str]) -> list[st
     """The values this server reads from the environment by name (kept out of the logs)."""
     names = {
         m.group(1)
-        for v in (*server.env.values(), *server.headers.values())
+        for v in (*server.env.values(), *server.headers.values(), *server.oauth_placeholders())
         for m in PLACEHOLDER.finditer(v)
     }
     return [environ[n] for n in sorted(names) if n in environ]

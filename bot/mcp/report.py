@@ -14,12 +14,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.config import McpServerSettings, Settings
+from bot.config import McpOAuthSettings, McpServerSettings, Settings
 from bot.errors import ConfigError, McpError
 from bot.infra.clock import Clock
-from bot.mcp.endpoint import RemoteTool, endpoint, sign_in
+from bot.mcp.auth import Browser
+from bot.mcp.endpoint import Endpoint, RemoteTool, endpoint, sign_in
 from bot.mcp.schema import offered_names
 from bot.mcp.server import McpServer
+from bot.mcp.sign_ins import bot_callback, log_out, signed, state_line, vault_of
+from bot.mcp.tokens import MemorySlot, Slot
 from bot.mcp.toolkit import asks_first
 
 Print = Callable[[str], None]
@@ -110,10 +113,20 @@ async def _describe(
     name: str, config: McpServerSettings, settings: Settings, clock: Clock, env: Mapping[str, str]
 ) -> tuple[list[str], bool]:
     head = [f"{name}  ({transport(config)})", f"  sign-in: {sign_in(config)}"]
+    vault = vault_of(settings) if config.oauth is not None else None
+    if vault is not None and (said := await state_line(name, config, vault)):
+        head.append(f"  signed in: {said}")
     if not config.enabled:
         return [*head, f"  state: disabled (`threadline mcp try {name}` tries it)"], True
+    if config.oauth is not None and config.oauth.sign_in == "per_person":
+        return [*head, "  state: not tried (each person signs in to it in their thread)"], True
     try:
-        server = McpServer(name, config, endpoint(name, config, env), clock)
+        where = endpoint(name, config, env)
+        if vault is not None:
+            where = signed(
+                name, config, where, env, slot=vault.slot(name), redirect_uri=bot_callback(settings)
+            )
+        server = McpServer(name, config, where, clock)
     except ConfigError as exc:
         return [*head, f"  state: not started: {exc}"], False
     try:
@@ -157,7 +170,7 @@ def server_for(trial: Trial, settings: Settings) -> tuple[str, McpServerSettings
     """The server to try: a configured one by its name (even a disabled one), or a URL."""
     target = trial.target
     if target.startswith(("http://", "https://")):
-        config = McpServerSettings(url=target)
+        config = McpServerSettings(url=target, oauth=McpOAuthSettings())
         name = TRIED
     elif target in settings.mcp_servers:
         config, name = settings.mcp_servers[target], target
@@ -172,25 +185,57 @@ def server_for(trial: Trial, settings: Settings) -> tuple[str, McpServerSettings
     return name, config
 
 
+def _slot(name: str, config: McpServerSettings, settings: Settings) -> Slot:
+    """The shared sign-in of a configured server; a sign-in kept for this run only for a URL
+    or a per-person server."""
+    if name == TRIED or config.oauth is None or config.oauth.sign_in == "per_person":
+        return MemorySlot()
+    return vault_of(settings).slot(name)
+
+
+def _reached(
+    name: str,
+    config: McpServerSettings,
+    settings: Settings,
+    env: Mapping[str, str],
+    browser: Browser | None,
+    slot: Slot | None = None,
+) -> Endpoint:
+    try:
+        where = endpoint(name, config, env)
+        redirect = browser.redirect_uri if browser is not None else bot_callback(settings)
+        return signed(
+            name,
+            config,
+            where,
+            env,
+            slot=slot or _slot(name, config, settings),
+            redirect_uri=redirect,
+            browser=browser,
+        )
+    except ConfigError as exc:
+        raise BadInput(str(exc)) from None
+
+
 async def try_server(
     trial: Trial,
     settings: Settings,
     clock: Clock,
     say: Print,
     environ: Mapping[str, str] | None = None,
+    browser: Browser | None = None,
 ) -> int:
     """Connect, list the tools, call one if asked; 0 when all went well, 1 when the server
-    failed or the tool said it failed, 2 when the input cannot be tried."""
+    failed or the tool said it failed, 2 when the input cannot be tried. A server that asks
+    for an OAuth sign-in is signed in to through ``browser``, if given."""
     env = os.environ if environ is None else environ
     name, config = server_for(trial, settings)
     arguments = arguments_of(trial.arguments)
-    try:
-        server = McpServer(name, config, endpoint(name, config, env), clock)
-    except ConfigError as exc:
-        raise BadInput(str(exc)) from None
+    server = McpServer(name, config, _reached(name, config, settings, env, browser), clock)
     try:
         say(f"{name}  ({transport(config)})")
-        say(f"  sign-in: {sign_in(config)}")
+        said = "OAuth when the server asks for it (kept for this run only)"
+        say(f"  sign-in: {said if name == TRIED else sign_in(config)}")
         if not await server.start():
             say(f"  does not connect: {reason(server)}")
             return 1
@@ -218,3 +263,59 @@ async def _call(server: McpServer, tool: str, arguments: dict[str, Any], say: Pr
     for line in (text or "(empty)").splitlines() or [""]:
         say(f"    {line}")
     return 1 if failed else 0
+
+
+# --- login and logout --------------------------------------------------------------------------
+
+
+def _oauth_server(name: str, settings: Settings, command: str) -> McpServerSettings:
+    config = settings.mcp_servers.get(name)
+    if config is None:
+        known = ", ".join(sorted(settings.mcp_servers)) or "none are configured"
+        raise BadInput(f"no MCP server named {name!r} in threadline.toml (configured: {known})")
+    if config.oauth is None:
+        raise BadInput(
+            f"{name} does not sign in with OAuth: give it an [mcp_servers.{name}.oauth] section"
+        )
+    if command == "login" and config.oauth.sign_in == "per_person":
+        raise BadInput(
+            f"{name} is signed in to by each person (sign_in = per_person): each signs in from"
+            " their thread the first time a run of theirs calls it"
+        )
+    return config
+
+
+async def login(
+    name: str,
+    settings: Settings,
+    clock: Clock,
+    say: Print,
+    browser: Browser,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Sign the bot in to ``name`` anew (the shared sign-in), kept encrypted for the bot."""
+    env = os.environ if environ is None else environ
+    config = _oauth_server(name, settings, "login")
+    vault = vault_of(settings)
+    slot = vault.slot(name)
+    kept = await slot.read() or {}
+    await slot.write({k: v for k, v in kept.items() if k == "client"})  # a new sign-in
+    wait = max(config.timeout_s, 600.0)
+    config = config.model_copy(update={"timeout_s": wait})
+    server = McpServer(name, config, _reached(name, config, settings, env, browser, slot), clock)
+    try:
+        if not await server.start():
+            say(f"{name}: not signed in: {reason(server)}")
+            return 1
+        say(f"{name}: {await state_line(name, config, vault)}; {len(server.tools)} tools")
+        return 0
+    finally:
+        await server.aclose()
+
+
+async def logout(name: str, settings: Settings, say: Print, person: str | None = None) -> int:
+    """Revoke (where the server offers it) and delete the shared sign-in, or one person's."""
+    _oauth_server(name, settings, "logout")
+    said = await log_out(name, vault_of(settings), person)
+    say(f"{name}: {said}")
+    return 0

@@ -10,8 +10,9 @@ from collections.abc import Mapping
 
 from bot.config import McpServerSettings, Settings
 from bot.infra.clock import Clock
-from bot.mcp.endpoint import endpoint, sign_in
+from bot.mcp.endpoint import Endpoint, endpoint, sign_in
 from bot.mcp.server import McpServer
+from bot.mcp.sign_ins import bot_callback, signed, state_line, vault_of
 from bot.mcp.toolkit import Allowed, McpToolkit
 from bot.tools.registry import ToolRegistry
 
@@ -23,7 +24,7 @@ class McpServers:
         env = os.environ if environ is None else environ
         self.settings = settings
         self.servers = {
-            name: McpServer(name, server, endpoint(name, server, env), clock)
+            name: McpServer(name, server, _reached(name, server, settings, env), clock)
             for name, server in settings.mcp_servers.items()
             if server.enabled
         }
@@ -38,6 +39,17 @@ class McpServers:
 
     async def aclose(self) -> None:
         await asyncio.gather(*(s.aclose() for s in self.servers.values()))
+
+
+def _reached(
+    name: str, config: McpServerSettings, settings: Settings, env: Mapping[str, str]
+) -> Endpoint:
+    """The server's endpoint; one that signs in with OAuth uses its shared sign-in."""
+    where = endpoint(name, config, env)
+    if config.oauth is None:
+        return where
+    slot = vault_of(settings).slot(name)
+    return signed(name, config, where, env, slot=slot, redirect_uri=bot_callback(settings))
 
 
 def allowed_in(settings: Settings, server: str) -> Allowed:
@@ -55,19 +67,26 @@ async def probe(settings: Settings, clock: Clock) -> list[tuple[bool | None, str
     """For ``threadline doctor``: start each server (all at once), list its tools, stop it;
     and say how each enabled one signs in."""
     servers = settings.mcp_servers.items()
-    found = await asyncio.gather(*(_probe(n, s, clock) for n, s in servers))
+    found = await asyncio.gather(*(_probe(n, s, settings, clock) for n, s in servers))
     lines: list[tuple[bool | None, str]] = []
     for (name, config), line in zip(servers, found, strict=True):
         lines.append(line)
         if config.enabled:
             lines.append((None, f"MCP server {name}: sign-in: {sign_in(config)}"))
+        if config.enabled and config.oauth is not None:
+            said = await state_line(name, config, vault_of(settings))
+            lines.append((None, f"MCP server {name}: signed in: {said}"))
     return lines
 
 
-async def _probe(name: str, config: McpServerSettings, clock: Clock) -> tuple[bool | None, str]:
+async def _probe(
+    name: str, config: McpServerSettings, settings: Settings, clock: Clock
+) -> tuple[bool | None, str]:
     if not config.enabled:
         return None, f"MCP server {name}: disabled"
-    server = McpServer(name, config, endpoint(name, config, os.environ), clock)
+    if config.oauth is not None and config.oauth.sign_in == "per_person":
+        return None, f"MCP server {name}: not tried (each person signs in to it)"
+    server = McpServer(name, config, _reached(name, config, settings, os.environ), clock)
     try:
         if not await server.start():
             return (

@@ -86,3 +86,20 @@ def test_doctor_says_how_each_server_signs_in(tmp_path: Path) -> None:
     assert "[--  ] MCP server docs: sign-in: static headers (Authorization, X-Team)" in lines
     assert not any("MCP server off: sign-in" in line for line in lines)
     assert "never-shown" not in out.stdout + out.stderr
+
+
+def test_doctor_says_each_oauth_servers_sign_in_state(tmp_path: Path) -> None:
+    (tmp_path / "threadline.toml").write_text(
+        '[mcp_servers.docs]\nurl = "http://127.0.0.1:9/mcp"\ntimeout_s = 5\n'
+        "[mcp_servers.docs.oauth]\n"
+        '[mcp_servers.team]\nurl = "http://127.0.0.1:9/mcp"\n'
+        '[mcp_servers.team.oauth]\nsign_in = "per_person"\n'
+    )
+    lines = threadline("doctor", cwd=tmp_path).stdout.splitlines()
+    assert "[--  ] MCP server docs: sign-in: OAuth, shared" in lines
+    assert "[--  ] MCP server docs: signed in: needs sign-in (`threadline mcp login docs`)" in lines
+    assert "[--  ] MCP server team: not tried (each person signs in to it)" in lines
+    assert (
+        "[--  ] MCP server team: signed in: per person: 0 signed in (each person signs in the"
+        " first time a run of theirs calls it)"
+    ) in lines

@@ -157,7 +157,7 @@ async def test_try_reaches_a_streamable_http_server_by_its_url(tmp_path: Path) -
     lines = stdout.decode().splitlines()
     assert lines[:3] == [
         f"server  (streamable HTTP {fake.url})",
-        "  sign-in: none",
+        "  sign-in: OAuth when the server asks for it (kept for this run only)",
         "  connects (fake-tickets 1.0, protocol 2025-11-25): 12 tools, by their own names",
     ]
     assert lines[-2:] == ["  result:", "    hello over HTTP"]
@@ -195,12 +195,13 @@ async def test_a_server_that_wants_a_sign_in_is_said_so(tmp_path: Path) -> None:
             tmp_path, "mcp", "try", "docs", "lookup", '{"id": "T-2"}', DOCS_TOKEN="right"
         )
     assert anonymous[1].splitlines()[-1] == (
-        "  does not connect: the server asks for a sign-in (HTTP 401), and OAuth sign-in is"
-        " not supported yet: give a token in the server's headers"
+        "  does not connect: the server asks for a sign-in (HTTP 401), and the OAuth sign-in"
+        " did not go through (the log says why)"
     )
     assert anonymous[0] == 1
     assert wrong[1].splitlines()[-1] == (
-        "  does not connect: the server refuses the sign-in its headers give (HTTP 403)"
+        "  does not connect: the server refuses the sign-in (HTTP 403: not allowed, or too few"
+        " scopes)"
     )
     assert wrong[0] == 1 and "wrong" not in wrong[1] + wrong[2]
     assert right[1].splitlines()[-1] == "    T-2: printer on fire (open)" and right[0] == 0

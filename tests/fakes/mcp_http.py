@@ -28,9 +28,13 @@ class FakeMcpHttp:
         *,
         hang_initialize: bool = False,
         token: str | None = None,
+        issuer: str | None = None,
     ) -> None:
         self.behaviour = Behaviour(catalog(catalog_name), hang_initialize)
         self.token = token
+        self.issuer = issuer
+        """With it, the server publishes protected-resource metadata naming this authorization
+        server (OAuth 2.1 as MCP has it), and its 401 points there."""
         self.arrived = asyncio.Event()
         """Set at each message the server gets (a test clears it, then waits for the next)."""
         self.headers: list[dict[str, str]] = []
@@ -56,6 +60,7 @@ class FakeMcpHttp:
         app.router.add_post("/mcp", self._post)
         app.router.add_get("/mcp", self._get)
         app.router.add_delete("/mcp", self._delete)
+        app.router.add_get("/.well-known/oauth-protected-resource/mcp", self._resource)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
@@ -105,10 +110,17 @@ class FakeMcpHttp:
         given = request.headers.get("Authorization")
         if self.token is None or given == f"Bearer {self.token}":
             return None
-        if given is None:
-            challenge = 'Bearer resource_metadata="/.well-known/oauth-protected-resource"'
+        if given is None or self.issuer is not None:
+            where = f"http://127.0.0.1:{self.port}" if self.issuer is not None else ""
+            challenge = f'Bearer resource_metadata="{where}/.well-known/oauth-protected-resource'
+            challenge += '/mcp"' if self.issuer is not None else '"'
             return web.Response(status=401, headers={"WWW-Authenticate": challenge})
         return web.Response(status=403)
+
+    async def _resource(self, request: web.Request) -> web.Response:
+        if self.issuer is None:
+            return web.Response(status=404)
+        return web.json_response({"resource": self.url, "authorization_servers": [self.issuer]})
 
     async def _get(self, request: web.Request) -> web.StreamResponse:
         if (refused := self._refused(request)) is not None:

@@ -142,6 +142,7 @@ class Connection:
     async def _request(self, pending: Any, what: str) -> Any:
         timeout = self.timeout_s
         self._refusals.status = None
+        self._refusals.failure = None
         try:
             async with asyncio.timeout(timeout):
                 return await pending
@@ -151,10 +152,13 @@ class Connection:
             if exc.code == types.REQUEST_TIMEOUT:
                 raise McpTimeout(f"{self.name}: no answer to {what} within {timeout:g} s") from None
             if exc.code == types.CONNECTION_CLOSED:
+                if (refused := self._refusals.error(self.name)) is not None:
+                    self._end(str(refused))
+                    raise refused from None
                 self._end(self.ended or "the connection closed")
                 raise McpUnavailable(f"{self.name}: {self.ended}") from None
-            if (refused := self._refusals.sign_in(self.name)) is not None:
-                raise McpError(f"{refused} ({what})") from None
+            if (refused := self._refusals.error(self.name)) is not None:
+                raise refused from None
             raise McpError(
                 f"{self.name}: {what} failed: {exc.message} (error {exc.code})"
             ) from None
@@ -202,8 +206,8 @@ class Connection:
             self._ready.cancel()
             raise
         except BaseException as exc:  # the handshake failed, or the transport broke
-            refused = self._refusals.sign_in(self.name)
-            error = McpUnavailable(refused) if refused else _translate(self.name, exc, self.ended)
+            refused = self._refusals.error(self.name)
+            error = refused or _translate(self.name, exc, self.ended)
             if not self._ready.done():
                 self._ready.set_exception(error)
             else:

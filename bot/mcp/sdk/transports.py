@@ -24,8 +24,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from bot.errors import McpSignInNeeded, McpUnavailable
+from bot.mcp.auth import OAuthAccess
 from bot.mcp.endpoint import HttpEndpoint, StdioEndpoint
 from bot.mcp.process import MessageTooLong, ServerProcess, server_log
+from bot.mcp.sdk.oauth import SignInRequired, described, oauth_auth
 
 Streams = tuple[Any, Any]
 """What the session reads (messages or exceptions) and what it writes to."""
@@ -118,24 +121,52 @@ async def _parse(line: bytes) -> SessionMessage | None:
 class Refusals:
     """The last HTTP status under 500 and above 399 the server answered with (the SDK turns
     each into the same "error response"): ``401`` and ``403`` say a sign-in is missing or not
-    enough."""
+    enough; and why an OAuth sign-in failed, if one did (the transport only logs it)."""
 
     def __init__(self) -> None:
         self.status: int | None = None
+        self.failure: BaseException | None = None
+        self.oauth: OAuthAccess | None = None
 
     async def seen(self, response: httpx2.Response) -> None:
         if response.status_code in (401, 403):
             self.status = response.status_code
 
+    def failed(self, exc: BaseException) -> None:
+        self.failure = exc
+
+    def error(self, name: str) -> McpUnavailable | None:
+        """The refusal as our error: :class:`McpSignInNeeded` when a sign-in is missing."""
+        if isinstance(self.failure, SignInRequired):
+            person = self.oauth.person if self.oauth is not None else None
+            said = "none yet, or it expired or was revoked"
+            if person is None:
+                said += f": `threadline mcp login {name}`"
+            whose = "this person's" if person else "a"
+            return McpSignInNeeded(
+                f"{name}: {whose} sign-in is needed ({said})", server=name, person=person
+            )
+        refused = self.sign_in(name)
+        return McpUnavailable(refused) if refused else None
+
     def sign_in(self, name: str) -> str | None:
         """What the refusal means to the operator, if the server refused."""
+        if self.failure is not None and not isinstance(self.failure, SignInRequired):
+            return f"{name}: {described(self.failure)}"
+        if self.status == 401 and self.oauth is not None:
+            return (
+                f"{name}: the server asks for a sign-in (HTTP 401), and the OAuth sign-in did"
+                " not go through (the log says why)"
+            )
         if self.status == 401:
             return (
-                f"{name}: the server asks for a sign-in (HTTP 401), and OAuth sign-in is not"
-                " supported yet: give a token in the server's headers"
+                f"{name}: the server asks for a sign-in (HTTP 401): give it an [oauth] section"
+                f" (then `threadline mcp login {name}`), or a token in its headers"
             )
         if self.status == 403:
-            return f"{name}: the server refuses the sign-in its headers give (HTTP 403)"
+            return (
+                f"{name}: the server refuses the sign-in (HTTP 403: not allowed, or too few scopes)"
+            )
         return None
 
 
@@ -143,9 +174,13 @@ class Refusals:
 async def http_streams(endpoint: HttpEndpoint, refusals: Refusals) -> AsyncIterator[Streams]:
     timeout = httpx2.Timeout(30.0, read=300.0)
     hooks = {"response": [refusals.seen]}
+    auth = None
+    if endpoint.oauth is not None:
+        refusals.oauth = endpoint.oauth
+        auth = oauth_auth(endpoint.url, endpoint.oauth, refusals.failed)
     async with (
         httpx2.AsyncClient(
-            headers=dict(endpoint.headers), timeout=timeout, event_hooks=hooks
+            headers=dict(endpoint.headers), timeout=timeout, event_hooks=hooks, auth=auth
         ) as client,
         streamable_http_client(endpoint.url, http_client=client) as (read, write),
     ):

@@ -1,0 +1,115 @@
+"""A fake OAuth 2.1 authorization server, as an MCP server's sign-in uses it: its metadata
+(RFC 8414, with a revocation endpoint), dynamic client registration, an authorization endpoint
+that signs in whoever comes at once (the browser is sent back to the redirect URI with a code
+and the state), a token endpoint (authorization code with PKCE S256, refresh) and revocation
+(RFC 7009). It issues ``token`` as every access token; :attr:`revoked` lists what was revoked."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import itertools
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+
+class FakeOAuthServer:
+    def __init__(self, token: str = "right", expires_in: int = 3600) -> None:
+        self.token = token
+        self.expires_in = expires_in
+        self.port = 0
+        self.registered: list[dict[str, Any]] = []
+        self.authorizations: list[dict[str, str]] = []
+        self.token_requests: list[dict[str, str]] = []
+        self.revoked: list[str] = []
+        self._codes: dict[str, str] = {}
+        """Each code issued, and the PKCE challenge it was asked with."""
+        self._refresh = (f"refresh-{n}" for n in itertools.count(1))
+        self._runner: web.AppRunner | None = None
+
+    @property
+    def issuer(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> FakeOAuthServer:
+        app = web.Application()
+        app.router.add_get("/.well-known/oauth-authorization-server", self._metadata)
+        app.router.add_post("/register", self._register)
+        app.router.add_get("/authorize", self._authorize)
+        app.router.add_post("/token", self._token)
+        app.router.add_post("/revoke", self._revoke)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _metadata(self, request: web.Request) -> web.Response:
+        base = self.issuer
+        return web.json_response(
+            {
+                "issuer": base,
+                "authorization_endpoint": f"{base}/authorize",
+                "token_endpoint": f"{base}/token",
+                "registration_endpoint": f"{base}/register",
+                "revocation_endpoint": f"{base}/revoke",
+                "response_types_supported": ["code"],
+                "grant_types_supported": ["authorization_code", "refresh_token"],
+                "code_challenge_methods_supported": ["S256"],
+                "token_endpoint_auth_methods_supported": ["none"],
+            }
+        )
+
+    async def _register(self, request: web.Request) -> web.Response:
+        asked = await request.json()
+        self.registered.append(asked)
+        client = {
+            **asked,
+            "client_id": f"client-{len(self.registered)}",
+            "token_endpoint_auth_method": "none",
+        }
+        return web.json_response(client, status=201)
+
+    async def _authorize(self, request: web.Request) -> web.Response:
+        query = dict(request.query)
+        self.authorizations.append(query)
+        code = f"code-{len(self.authorizations)}"
+        self._codes[code] = query.get("code_challenge", "")
+        back = {"code": code, "state": query.get("state", ""), "iss": self.issuer}
+        raise web.HTTPFound(f"{query['redirect_uri']}?{urlencode(back)}")
+
+    async def _token(self, request: web.Request) -> web.Response:
+        form = dict(await request.post())
+        asked = {k: str(v) for k, v in form.items()}
+        self.token_requests.append(asked)
+        if asked.get("grant_type") == "authorization_code":
+            challenge = self._codes.pop(asked.get("code", ""), None)
+            verifier = asked.get("code_verifier", "")
+            digest = hashlib.sha256(verifier.encode()).digest()
+            if challenge != base64.urlsafe_b64encode(digest).decode().rstrip("="):
+                return web.json_response({"error": "invalid_grant"}, status=400)
+        elif asked.get("grant_type") == "refresh_token":
+            if asked.get("refresh_token") in self.revoked:
+                return web.json_response({"error": "invalid_grant"}, status=400)
+        else:
+            return web.json_response({"error": "unsupported_grant_type"}, status=400)
+        return web.json_response(
+            {
+                "access_token": self.token,
+                "token_type": "Bearer",
+                "expires_in": self.expires_in,
+                "refresh_token": next(self._refresh),
+            }
+        )
+
+    async def _revoke(self, request: web.Request) -> web.Response:
+        form = await request.post()
+        self.revoked.append(str(form.get("token", "")))
+        return web.Response(status=200)
