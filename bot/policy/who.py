@@ -119,9 +119,18 @@ class Policy:
             return refused("the channel is not on the allow list")
         return ALLOWED
 
-    def decide(self, actor: Author, key: str, approvers: Approvers, requester_id: str) -> Verdict:
+    def decide(
+        self,
+        actor: Author,
+        key: str,
+        approvers: Approvers,
+        requester_id: str,
+        *,
+        escalated: bool = False,
+    ) -> Verdict:
         """Whether ``actor`` may approve or deny a request in the thread ``key``: not on a deny
-        list, and one of its approvers (``anyone``: anyone who may talk to the bot there)."""
+        list, and one of its approvers (``anyone``: anyone who may talk to the bot there), or,
+        once the request has ``escalated``, one of the people it escalates to."""
         barred = self._barred(actor, key)
         if not barred.allowed:
             return barred
@@ -131,6 +140,12 @@ class Policy:
             return ALLOWED
         if actor.id in approvers.users or approvers.roles & actor.roles:
             return ALLOWED
+        if escalated and (
+            actor.id in approvers.escalate_users or approvers.escalate_roles & actor.roles
+        ):
+            return ALLOWED
+        if actor.id in approvers.escalate_users or approvers.escalate_roles & actor.roles:
+            return refused("the request has not escalated yet")
         return refused("the person is not among the approvers")
 
     def use_tool(self, requester: Author | None, key: str, tool: str) -> Verdict:
