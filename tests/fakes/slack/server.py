@@ -44,6 +44,7 @@ ALL_SCOPES = frozenset(
         "groups:history",
         "groups:read",
         "im:history",
+        "im:write",
         "mpim:history",
         "chat:write",
         "pins:write",

@@ -170,6 +170,8 @@ class Workspace:
         """(channel, thread_ts) → every status set there, "" when cleared."""
         self.usergroups: dict[str, set[str]] = {}
         """User group id (``S…``) → the ids of its members."""
+        self.usergroup_handles: dict[str, str] = {}
+        """User group id → its handle (``ops`` for ``@ops``); default: the id in lower case."""
 
     def changed(self) -> None:
         self._on_change()
