@@ -135,7 +135,10 @@ class Core:
         tools.attach(MemoryToolkit(self.memory), own=memory_tools.NAMES)
         tools.attach(
             ChannelToolkit(
-                self.surfaces, settings.read_channel_messages, settings.read_channel_chars
+                self.surfaces,
+                settings.read_channel_messages,
+                settings.read_channel_chars,
+                self.policy,
             ),
             own=channel_tools.NAMES,
         )

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
-from adapters.slack.channel import SlackChannelHistory
+from adapters.slack.channel import SlackChannelHistory, SlackChannels
 from adapters.slack.direct import SlackPeople
 from adapters.slack.files import SlackFileTransfer
 from adapters.slack.parse import split_key
@@ -96,6 +96,8 @@ class SlackSurface:
             SlackChannelHistory(api, *reading, self.channel) if reading is not None else None
         )
         """The thread's channel, read for ``read_channel`` (``bot.api.channel``)."""
+        self.other_channels = SlackChannels(api, *reading) if reading is not None else None
+        """Other channels, read for ``read_channel`` naming one (``bot.api.channel``)."""
         self.people = SlackPeople(api, *reading, self.channel) if reading is not None else None
         """Approvers' names, links to cards and direct messages (``bot.api.people``)."""
         self.streams: SlackStreams | None = None

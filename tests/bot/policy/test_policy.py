@@ -79,6 +79,7 @@ COMMAND = Ask("command", lambda p, who, key: p.command(who, key))
 STOP = Ask("stop", lambda p, who, key: p.stop(who, key))
 SCHEDULED = Ask("scheduled", lambda p, who, key: p.scheduled(who, key))
 TOOL = Ask("use_tool", lambda p, who, key: p.use_tool(who, key, "run_command"))
+READ = Ask("read_elsewhere", lambda p, who, key: p.read_elsewhere(who, key.rsplit(":", 1)[0]))
 
 
 def deciding(approvers: Approvers) -> Ask:
@@ -156,6 +157,12 @@ CASES: list[tuple[Ask, Author, str, str, str | None]] = [
     (escalated(ADMIN_THEN_ALICE), ALICE, "open", GENERAL, ALLOWED),
     (escalated(ADMIN_THEN_ALICE), ALICE, "general denied", GENERAL, "channel is on the deny list"),
     (escalated(ADMIN_THEN_ALICE), OPS, "open", GENERAL, "not among the approvers"),
+    # read_channel naming another channel (membership is the platform's to check)
+    (READ, ALICE, "open", GENERAL, ALLOWED),
+    (READ, MALLORY, "mallory denied", GENERAL, "deny list"),
+    (READ, ALICE, "general denied", GENERAL, "channel is on the deny list"),
+    (READ, ALICE, "general only", GENERALX, "channel is not on the allow list"),
+    (READ, ALICE, "general only", GENERAL, ALLOWED),
     # having the bot use a tool
     (TOOL, ALICE, "open", GENERAL, ALLOWED),
     (TOOL, OPS, "tool for SOPS", GENERAL, ALLOWED),
