@@ -20,9 +20,14 @@ BOT_SCOPES = frozenset(
 GROUP_SCOPE = "usergroups:read"
 """Needed only when the configuration names Slack user groups as approvers
 (``slack:group:S…``); the manifests ask for it."""
+DM_SCOPE = "im:write"
+"""Needed only when approvals tell their approvers by direct message (the configuration lists
+approvers or an escalation); the manifests ask for it."""
 OPTIONAL_SCOPES = {
-    "channels:read": "the names of public channels, for the model's note of where it is",
-    "groups:read": "the names of private channels, for the model's note of where it is",
+    "channels:read": "the names of public channels, for the model's note of where it is, and "
+    "read_channel naming another public channel",
+    "groups:read": "the names of private channels, for the model's note of where it is, and "
+    "read_channel naming another private channel",
 }
 """Scopes the manifests ask for that the bot works without (doctor names what is missing)."""
 BOT_EVENTS = frozenset(

@@ -126,7 +126,12 @@ class Notices:
         for role in sorted(roles):
             if len(found) >= self.most:
                 break
-            for person in await people.members(role, self.most + 1):
+            try:
+                members = await people.members(role, self.most + 1)
+            except SurfaceError as exc:  # a missing scope, say: the role's members go untold
+                log.warning("approval %s: the members of %s are unknown: %s", request.id, role, exc)
+                continue
+            for person in members:
                 add(person, role)
         return found
 
