@@ -11,7 +11,7 @@ from adapters.http_port import check_port
 from adapters.metering import describe_metrics
 from adapters.model_check import check_model
 from adapters.platforms import Platforms
-from bot.config import Settings
+from bot.config import Settings, approvers_told, every_approvers
 from bot.engine.states import EngineConfig
 from bot.errors import ModelError
 from bot.files.intake import sees_images
@@ -23,7 +23,7 @@ from bot.llm.model import Model, ModelRequest, TextPiece
 from bot.llm.openai_model import build_openai_model
 from bot.llm.routing import RoutedModel, describe_route, route_of
 from bot.mcp.servers import probe as probe_mcp_servers
-from bot.policy.words import access_lines, approvers_told, every_approvers, tool_lines
+from bot.policy.words import access_lines, tool_lines
 from bot.scheduler.when import local_time
 from bot.thread.model_words import describe_models, model_warnings
 from bot.thread.settings import REPLIES, describe_section

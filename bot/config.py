@@ -970,3 +970,26 @@ def check_config_file(*models: type[SettingsBase]) -> None:
 def load_settings(**overrides: Any) -> Settings:
     """The core's settings (see :func:`load`)."""
     return load(Settings, **overrides)
+
+
+def every_approvers(settings: Settings) -> list[tuple[str, ApproversSettings]]:
+    """Each approvers setting, with where it is (``[tools.deploy]``, ``[channels."slack:T1"]``)."""
+    found: list[tuple[str, ApproversSettings | None]] = [
+        (f"[tools.{name}]", tool.approvers) for name, tool in settings.tools.items()
+    ]
+    for prefix, channel in settings.channels.items():
+        found.append((f'[channels."{prefix}"]', channel.approvers))
+        found.extend(
+            (f'[channels."{prefix}".tools.{name}]', tool.approvers)
+            for name, tool in channel.tools.items()
+        )
+    return [(where, chosen) for where, chosen in found if chosen is not None]
+
+
+def approvers_told(settings: Settings) -> bool:
+    """Whether some approval may tell people by direct message: approvers listed (users,
+    roles, admins) who are told, or an escalation."""
+    return any(
+        (chosen.notify and (chosen.users or chosen.roles or chosen.admins)) or chosen.escalate_to
+        for _, chosen in every_approvers(settings)
+    )

@@ -20,9 +20,8 @@ from adapters.slack.scopes import (
 )
 from bot.api.kit import unreachable_reason
 from bot.api.shortcuts import SHORTCUTS, callback_id
-from bot.config import Settings
+from bot.config import Settings, approvers_told
 from bot.errors import ConfigError
-from bot.policy.words import approvers_told
 
 Line = tuple[bool | None, str]
 UNREACHABLE = (SlackClientError, aiohttp.ClientError, TimeoutError)

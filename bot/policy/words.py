@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.approvals.rules import ToolRules
-from bot.config import AccessSettings, ApproversSettings, PeopleSettings, Settings
+from bot.config import AccessSettings, PeopleSettings, Settings
 from bot.policy.who import channel_section
 from bot.tools.base import Tool
 
@@ -83,26 +83,3 @@ def _tool_people(settings: Settings, where: str, tool: str) -> str:
     if section is None:
         return "whoever may talk to the bot"
     return _people(section, "whoever may talk to the bot")
-
-
-def every_approvers(settings: Settings) -> list[tuple[str, ApproversSettings]]:
-    """Each approvers setting, with where it is (``[tools.deploy]``, ``[channels."slack:T1"]``)."""
-    found: list[tuple[str, ApproversSettings | None]] = [
-        (f"[tools.{name}]", tool.approvers) for name, tool in settings.tools.items()
-    ]
-    for prefix, channel in settings.channels.items():
-        found.append((f'[channels."{prefix}"]', channel.approvers))
-        found.extend(
-            (f'[channels."{prefix}".tools.{name}]', tool.approvers)
-            for name, tool in channel.tools.items()
-        )
-    return [(where, chosen) for where, chosen in found if chosen is not None]
-
-
-def approvers_told(settings: Settings) -> bool:
-    """Whether some approval may tell people by direct message: approvers listed (users,
-    roles, admins) who are told, or an escalation."""
-    return any(
-        (chosen.notify and (chosen.users or chosen.roles or chosen.admins)) or chosen.escalate_to
-        for _, chosen in every_approvers(settings)
-    )
