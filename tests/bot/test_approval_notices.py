@@ -179,3 +179,21 @@ def test_escalation_needs_both_settings() -> None:
 
 def approvers_only(**given: Any) -> dict[str, Any]:
     return {"tools": approvers(**given)}
+
+
+async def test_a_role_whose_members_are_unknown_leaves_the_users_told(tmp_path: Path) -> None:
+    world, people = await started(
+        tmp_path, tools=approvers(users=["slack:U3"], roles=["slack:group:gone"])
+    )
+
+    async def refused(role: str, limit: int) -> Sequence[str]:
+        raise SurfaceError("missing_scope")
+
+    people.members = refused  # type: ignore[method-assign]
+    try:
+        world.model.steps = deploy_then("Deployed.")
+        await world.say("ship it")
+        await due(world)
+        assert people.told() == ["slack:U3"]
+    finally:
+        await world.core.aclose()
