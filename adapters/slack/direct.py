@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
 from adapters.slack.people import PREFIX as GROUP
-from adapters.slack.people import DisplayNames
+from adapters.slack.people import DisplayNames, UserGroups
 from adapters.slack.render import render
 from bot.errors import SurfaceError
 
@@ -27,6 +27,8 @@ class SlackPeople:
     names_of: DisplayNames
     channel: str
     """The thread's channel, where its messages are."""
+    groups: UserGroups | None = None
+    """The configured user groups' members, kept a minute (shared with the clicks' checks)."""
 
     async def names(self, ids: Sequence[str]) -> Mapping[str, str]:
         found: dict[str, str] = {}
@@ -51,7 +53,11 @@ class SlackPeople:
     async def members(self, role: str, limit: int) -> Sequence[str]:
         if not role.startswith(GROUP):
             return []
-        users = await self.api.group_members(role.removeprefix(GROUP))
+        group = role.removeprefix(GROUP)
+        if self.groups is not None:
+            users = await self.groups.members(group)
+        else:
+            users = await self.api.group_members(group)
         return [f"{USER}{u}" for u in sorted(users)[:limit]]
 
     async def link(self, message_id: str) -> str | None:

@@ -207,6 +207,10 @@ class UserGroups:
             if user_id in members
         )
 
+    async def members(self, group_id: str) -> frozenset[str]:
+        """The user ids in a user group (``S…``), kept like those :meth:`roles_of` reads."""
+        return await self._members.get(group_id)
+
 
 def _unreadable(group: str, error: SurfaceError) -> frozenset[str]:
     log.warning(
