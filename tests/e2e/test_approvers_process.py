@@ -5,6 +5,7 @@ whose member is told, may decide, and does."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Literal
 
@@ -106,5 +107,48 @@ async def test_approvers_are_told_and_an_undecided_request_escalates(
                     for m in slack.replies("CGENERAL", root.ts)
                 )
                 assert len(dms(slack, "UGRACE")) == 1 and len(dms(slack, "UALAN")) == 1
+    finally:
+        await slack.stop()
+
+
+async def test_a_restart_sends_nothing_twice_and_the_escalation_still_comes(tmp_path: Path) -> None:
+    (tmp_path / "threadline.toml").write_text(TOML.replace('"4s"', '"6s"'))
+    slack = FakeSlack()
+    slack.workspace.add_user(User("UALAN", "alan", "Alan", "Alan Turing"))
+    slack.workspace.usergroups["SOPS"] = {"UALAN"}
+    await slack.start()
+    port = free_port()
+    try:
+        async with FakeOpenAI() as model:
+            model.push(
+                Reply(calls=[FakeCall("write_file", {"path": "note.txt", "content": "hi"})]),
+                Reply("Written."),
+            )
+            settings = {
+                "SLACK_BOT_TOKEN": BOT_TOKEN,
+                "SLACK_APP_TOKEN": APP_TOKEN,
+                "SLACK_API_URL": slack.api_url,
+                "THREADLINE_PLAYGROUND": "true",
+                "THREADLINE_SLACK_STREAMING": "edit",
+                "OPENAI_BASE_URL": model.base_url,
+                "OPENAI_API_KEY": "sk-test",
+            }
+            async with threadline(tmp_path, port, **settings) as first:
+                await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
+                root = await slack.say("UADA", "CGENERAL", f"{MENTION} write a note")
+                await slack.wait_for(lambda: bool(dms(slack, "UGRACE")), WAIT)
+                first.send_signal(signal.SIGKILL)
+                await first.wait()
+            await slack.wait_for(lambda: not slack.socket.connections, WAIT)
+            async with threadline(tmp_path, port, **settings):
+                await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
+                await slack.wait_for(lambda: bool(dms(slack, "UALAN")), WAIT)
+                card = next(m for m in slack.replies("CGENERAL", root.ts) if m.buttons)
+                await slack.click("UALAN", card, "Approve")
+                await slack.wait_for(
+                    lambda: any("Written." in m.shown for m in slack.replies("CGENERAL", root.ts)),
+                    WAIT,
+                )
+        assert len(dms(slack, "UGRACE")) == 1 and len(dms(slack, "UALAN")) == 1
     finally:
         await slack.stop()
