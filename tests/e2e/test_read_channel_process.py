@@ -5,11 +5,21 @@ their authors and links, marked as data that a message cannot end early."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
+
+import pytest
 
 from bot.llm.wire import from_data
 from tests.e2e.test_process_restart import free_port, threadline
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
-from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, BOT_USER, MENTION, FakeSlack
+from tests.fakes.slack import (
+    APP_TOKEN,
+    BOT_TOKEN,
+    BOT_USER,
+    MENTION,
+    SIGNING_SECRET,
+    FakeSlack,
+)
 
 WAIT = 30.0
 
@@ -58,8 +68,11 @@ async def test_read_channel_gives_the_model_the_channels_messages(tmp_path: Path
         await slack.stop()
 
 
-async def test_read_channel_reads_another_channel_only_for_its_members(tmp_path: Path) -> None:
-    slack = FakeSlack()
+@pytest.mark.parametrize("mode", ["socket", "http"])
+async def test_read_channel_reads_another_channel_only_for_its_members(
+    tmp_path: Path, mode: Literal["socket", "http"]
+) -> None:
+    slack = FakeSlack(mode=mode)
     slack.add_channel("COPS", "ops").members = {BOT_USER, "UADA"}
     slack.add_channel("CLEADS", "leads").members = {BOT_USER, "UGRACE"}
     slack.add_channel("CRANDOM", "random").members = {"UADA", "UGRACE"}
@@ -81,12 +94,19 @@ async def test_read_channel_reads_another_channel_only_for_its_members(tmp_path:
                 "OPENAI_BASE_URL": model.base_url,
                 "OPENAI_API_KEY": "sk-test",
                 "SLACK_BOT_TOKEN": BOT_TOKEN,
-                "SLACK_APP_TOKEN": APP_TOKEN,
                 "SLACK_API_URL": slack.api_url,
                 "THREADLINE_PLAYGROUND": "true",
             }
-            async with threadline(tmp_path, free_port(), **settings):
-                await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
+            if mode == "socket":
+                settings["SLACK_APP_TOKEN"] = APP_TOKEN
+            else:
+                settings["SLACK_SIGNING_SECRET"] = SIGNING_SECRET
+            port = free_port()
+            async with threadline(tmp_path, port, **settings):
+                if mode == "socket":
+                    await slack.wait_for(lambda: bool(slack.socket.connections), WAIT)
+                else:
+                    slack.http_target = f"http://127.0.0.1:{port}/slack/events"
                 await slack.say("UGRACE", "COPS", "Restarted the queue")
                 await slack.say("UGRACE", "CLEADS", "Promotions are on Friday")
                 root = await slack.say("UADA", "CGENERAL", f"{MENTION} what happened in #ops?")
