@@ -78,11 +78,11 @@ class Surfaces:
     async def names(self, key: str, ids: Collection[str]) -> Mapping[str, str]:
         """The names people see for these user and role ids, as the thread's adapter finds
         them within :data:`NAME_WAIT_S` (those it does not find are left out)."""
-        surface = self.surface_for(ThreadKey(key)) if ids else None
-        people = people_of(surface) if surface is not None else None
-        if people is None:
-            return {}
         try:
+            surface = self.surface_for(ThreadKey(key)) if ids else None
+            people = people_of(surface) if surface is not None else None
+            if people is None:
+                return {}
             return await asyncio.wait_for(people.names(sorted(ids)), NAME_WAIT_S)
         except (TimeoutError, SurfaceError) as exc:
             log.info("no names for the approvers in %s: %s", key, exc or type(exc).__name__)
