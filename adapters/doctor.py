@@ -11,7 +11,7 @@ from adapters.http_port import check_port
 from adapters.metering import describe_metrics
 from adapters.model_check import check_model
 from adapters.platforms import Platforms
-from bot.config import Settings
+from bot.config import Settings, approvers_told, every_approvers
 from bot.engine.states import EngineConfig
 from bot.errors import ModelError
 from bot.files.intake import sees_images
@@ -228,7 +228,8 @@ def read_channel_line(messages: int, chars: int) -> str:
         return "read_channel: off (THREADLINE_READ_CHANNEL_MESSAGES=0)"
     return (
         f"read_channel reads the thread's own channel: up to {messages} messages "
-        f"({chars:,} characters)"
+        f"({chars:,} characters); another channel the model names only when the bot is in it "
+        "and the person asking is a member (Slack: channels:read, groups:read)"
     )
 
 
@@ -268,10 +269,45 @@ def _model_settings(settings: Settings) -> None:
         _line(None, f"warning: {text}")
 
 
-def _policy(settings: Settings) -> None:
-    """Who can talk to the bot, use each tool that changes something, and approve it."""
+def _policy(settings: Settings) -> bool:
+    """Who can talk to the bot, use each tool that changes something, and approve it; False
+    when an approvers setting cannot work."""
     for text in [*access_lines(settings.access), *tool_lines(settings, builtin_tools(settings))]:
         _line(None, f"policy: {text}")
+    found = notice_lines(settings)
+    for ok, text in found:
+        _line(ok, text)
+    return all(ok is not False for ok, _ in found)
+
+
+def notice_lines(settings: Settings) -> list[tuple[bool | None, str]]:
+    """Whom approvals tell by direct message, and escalations that could never happen."""
+    lines: list[tuple[bool | None, str]] = []
+    if approvers_told(settings):
+        most = settings.approval_notify_max
+        lines.append(
+            (
+                None,
+                f"approvals: up to {most} approvers told by direct message when the person "
+                "who asked may not decide, and at an escalation "
+                "(THREADLINE_APPROVAL_NOTIFY_MAX; Slack: im:write; on Discord a role's members "
+                "are told only once the bot has seen them)"
+                if most
+                else "approvals: nobody is told by direct message (THREADLINE_APPROVAL_NOTIFY_MAX=0)",
+            )
+        )
+    for where, chosen in every_approvers(settings):
+        after = chosen.escalate_after
+        if after is not None and after >= settings.approval_ttl_s:
+            lines.append(
+                (
+                    False,
+                    f"approvers of {where}: escalate_after ({after:g} s) is not before a "
+                    f"request expires (approval_ttl_s {settings.approval_ttl_s:g} s): it never "
+                    "escalates",
+                )
+            )
+    return lines
 
 
 async def run_doctor(settings: Settings, platforms: Platforms) -> int:
@@ -323,6 +359,6 @@ async def run_doctor(settings: Settings, platforms: Platforms) -> int:
     _feedback(settings)
     _model_settings(settings)
     _channels(settings)
-    _policy(settings)
+    ok = _policy(settings) and ok
     print("all checks passed" if ok else "some checks failed", flush=True)
     return 0 if ok else 1

@@ -58,6 +58,39 @@ class ApproversSettings(BaseModel):
     roles: list[str] = Field(default_factory=list)
     """Discord roles (``discord:role:123``) and Slack user groups (``slack:group:S123``)."""
     anyone: bool = False
+    escalate_to: list[str] = Field(default_factory=list)
+    """Who may decide too once ``escalate_after`` has passed undecided: user ids and roles or
+    user groups (``slack:U123``, ``slack:group:S123``, ``discord:role:123``); they are told
+    by a direct message, once."""
+    escalate_after: float | None = Field(default=None, gt=0)
+    """Seconds (or ``"30m"``, ``"2h"``) after the request when it escalates to ``escalate_to``;
+    it must come before the request expires (``approval_ttl_s``)."""
+    notify: bool = True
+    """Tell the approvers by a direct message, with a link to the card, when the person who
+    asked may not decide themselves."""
+
+    @field_validator("escalate_after", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        return duration_s(value) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _escalation(self) -> ApproversSettings:
+        if bool(self.escalate_to) != (self.escalate_after is not None):
+            raise ValueError("escalate_to and escalate_after go together: give both or neither")
+        return self
+
+
+DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
+UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def duration_s(value: str) -> float:
+    """Seconds in a duration written ``90``, ``90s``, ``30m``, ``2h`` or ``1d``."""
+    found = DURATION.match(value)
+    if found is None:
+        raise ValueError(f"{value[:40]!r} is not a duration (such as 90s, 30m, 2h or 1d)")
+    return float(found[1]) * UNIT_S[found[2] or "s"]
 
 
 class PeopleSettings(BaseModel):
@@ -525,6 +558,9 @@ class Settings(SettingsBase):
 
     # --- approvals and tools ---
     approval_ttl_s: float = Field(default=1800.0, gt=0)
+    approval_notify_max: int = Field(default=10, ge=0, le=50)
+    """Most people one approval request tells by a direct message at each stage (its
+    approvers, then its escalation); 0: no direct messages."""
     workspace_tools: bool = True
     """Give each thread a workspace directory and the tools to use it (commands ask first)."""
     sandbox: Literal["auto", "bwrap", "none"] = "auto"
@@ -1001,3 +1037,26 @@ def check_config_file(*models: type[SettingsBase]) -> None:
 def load_settings(**overrides: Any) -> Settings:
     """The core's settings (see :func:`load`)."""
     return load(Settings, **overrides)
+
+
+def every_approvers(settings: Settings) -> list[tuple[str, ApproversSettings]]:
+    """Each approvers setting, with where it is (``[tools.deploy]``, ``[channels."slack:T1"]``)."""
+    found: list[tuple[str, ApproversSettings | None]] = [
+        (f"[tools.{name}]", tool.approvers) for name, tool in settings.tools.items()
+    ]
+    for prefix, channel in settings.channels.items():
+        found.append((f'[channels."{prefix}"]', channel.approvers))
+        found.extend(
+            (f'[channels."{prefix}".tools.{name}]', tool.approvers)
+            for name, tool in channel.tools.items()
+        )
+    return [(where, chosen) for where, chosen in found if chosen is not None]
+
+
+def approvers_told(settings: Settings) -> bool:
+    """Whether some approval may tell people by direct message: approvers listed (users,
+    roles, admins) who are told, or an escalation."""
+    return any(
+        (chosen.notify and (chosen.users or chosen.roles or chosen.admins)) or chosen.escalate_to
+        for _, chosen in every_approvers(settings)
+    )

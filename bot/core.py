@@ -25,6 +25,7 @@ from bot.api.surface import Button, Surface
 from bot.approvals.decided import Decided
 from bot.approvals.decisions import Decisions
 from bot.approvals.inline import InlineGate
+from bot.approvals.notices import Notices
 from bot.approvals.service import ApprovalService
 from bot.cluster.leases import LeasedSessions, Leasing, OneProcess, ThreadLeases
 from bot.cluster.shared_rate import SharedRates
@@ -106,8 +107,18 @@ class Core:
         self.scheduler = Scheduler(store, clock)
         self.deliveries = Deliveries(store, clock, self.scheduler)
         self.approvals = ApprovalService(
-            settings, store, clock, self.scheduler, self.policy, self.surfaces.channel_of
+            settings,
+            store,
+            clock,
+            self.scheduler,
+            self.policy,
+            self.surfaces.channel_of,
+            self.surfaces.names,
         )
+        self.notices = Notices(
+            store, self.policy, self.surfaces, self.scheduler, clock, settings.approval_notify_max
+        )
+        """Approvers told by a direct message; escalations (:mod:`bot.approvals.notices`)."""
         self.schedules = PromptSchedules(
             settings,
             store,
@@ -127,7 +138,10 @@ class Core:
         tools.attach(MemoryToolkit(self.memory), own=memory_tools.NAMES)
         tools.attach(
             ChannelToolkit(
-                self.surfaces, settings.read_channel_messages, settings.read_channel_chars
+                self.surfaces,
+                settings.read_channel_messages,
+                settings.read_channel_chars,
+                self.policy,
             ),
             own=channel_tools.NAMES,
         )

@@ -10,7 +10,9 @@ from datetime import UTC, datetime
 
 import discord
 
-from bot.api.channel import ChannelMessage
+from adapters.discord.direct import Guarded
+from bot.api.channel import ChannelMessage, OtherChannel
+from bot.errors import SurfaceError
 
 Call = Callable[
     [str, Callable[[], Awaitable[list[discord.Message]]]], Awaitable[list[discord.Message]]
@@ -59,3 +61,58 @@ def _message(message: discord.Message) -> ChannelMessage:
         link=message.jump_url,
         replies=(thread.message_count or 0) if thread is not None else 0,
     )
+
+
+class DiscordChannels:
+    """Other text channels of the thread's server, for ``read_channel`` naming one
+    (``bot.api.channel``): found by mention, id or name in the client's cache, read only when
+    the bot and the person asking (looked up with ``GET /guilds/{id}/members/{user}``) may both
+    view it and read its history."""
+
+    def __init__(
+        self, client: discord.Client, guild_id: int | None, call: Call, lookup: Guarded
+    ) -> None:
+        self._client = client
+        self._guild_id = guild_id
+        self._call = call
+        self._lookup = lookup
+
+    async def find(self, ref: str, asker: str) -> OtherChannel | str:
+        guild = self._client.get_guild(self._guild_id) if self._guild_id is not None else None
+        if guild is None:
+            return "another channel can be read only from a thread in its server"
+        user = asker.removeprefix("discord:")
+        if not user.isdigit():
+            return "only Discord people can have a Discord channel read"
+        channel = _channel(guild, ref)
+        if channel is None:
+            return f"there is no text channel {ref} in this server that Threadline can see"
+        name = f"#{channel.name}"
+        if not _reads(channel.permissions_for(guild.me)):
+            return f"Threadline cannot read {name}: give it View Channel and Read Message History there"
+        try:
+            member = guild.get_member(int(user))
+            if member is None:
+                member = await self._lookup(
+                    "look a member up", lambda: guild.fetch_member(int(user))
+                )
+        except SurfaceError:
+            return "the person asking is not a member of this server"
+        if not _reads(channel.permissions_for(member)):
+            return f"the person asking cannot see {name}"
+        history = DiscordChannelHistory(self._client, channel.id, guild.id, self._call)
+        return OtherChannel(f"discord:{guild.id}:{channel.id}", name, history)
+
+
+def _channel(guild: discord.Guild, ref: str) -> discord.TextChannel | None:
+    text = ref.strip()
+    digits = text.removeprefix("<#").removesuffix(">")
+    if digits.isdigit():
+        found = guild.get_channel(int(digits))
+        return found if isinstance(found, discord.TextChannel) else None
+    name = text.removeprefix("#").lower()
+    return next((c for c in guild.text_channels if c.name.lower() == name), None)
+
+
+def _reads(permissions: discord.Permissions) -> bool:
+    return permissions.view_channel and permissions.read_message_history

@@ -28,7 +28,8 @@ from typing import TypeVar
 import aiohttp
 import discord
 
-from adapters.discord.channel import DiscordChannelHistory
+from adapters.discord.channel import DiscordChannelHistory, DiscordChannels
+from adapters.discord.direct import DiscordPeople
 from adapters.discord.files import DiscordFileTransfer
 from adapters.discord.ratelimit import GlobalPacer, RateLimitedNow, RateLimitWatch
 from adapters.discord.render import render
@@ -105,6 +106,12 @@ class DiscordSurface:
             link.client, channel_id, guild_id, lambda what, make: self._call(what, make)
         )
         """The thread's parent channel, read for ``read_channel`` (``bot.api.channel``)."""
+        self.other_channels = DiscordChannels(
+            link.client, guild_id, lambda what, make: self._call(what, make), self._call
+        )
+        """Other channels of the server, read for ``read_channel`` naming one."""
+        self.people = DiscordPeople(link.client, guild_id, channel_id, self._call)
+        """Approvers' names, jump links to cards and direct messages (``bot.api.people``)."""
 
     @property
     def thread_key(self) -> ThreadKey:

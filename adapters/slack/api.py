@@ -263,11 +263,13 @@ class SlackApi:
             FEATURE_REFUSED,
         )
 
-    async def post(self, channel: str, thread_ts: str, payload: dict[str, Any]) -> str:
+    async def post(self, channel: str, thread_ts: str | None, payload: dict[str, Any]) -> str:
+        """Post in a thread (``thread_ts``) or, with None, in the channel itself."""
+        threading: dict[str, Any] = {"thread_ts": thread_ts} if thread_ts else {}
         response = await self.call(
             "chat.postMessage",
             channel,
-            lambda: self.client.chat_postMessage(channel=channel, thread_ts=thread_ts, **payload),
+            lambda: self.client.chat_postMessage(channel=channel, **threading, **payload),
         )
         ts = response.get("ts") if response is not None else None
         if not isinstance(ts, str):
@@ -429,6 +431,37 @@ class SlackApi:
             if isinstance(users, list)
             else frozenset()
         )
+
+    async def group_names(self) -> dict[str, str]:
+        """Every user group's handle by id (``usergroups.list``, scope ``usergroups:read``)."""
+        response = await self.call("usergroups.list", None, lambda: self.client.usergroups_list())
+        groups = response.get("usergroups") if response is not None else None
+        return {
+            str(g["id"]): str(g.get("handle") or g.get("name") or g["id"])
+            for g in groups or ()
+            if isinstance(g, dict) and g.get("id")
+        }
+
+    async def open_dm(self, user_id: str) -> str:
+        """The direct message channel with a user (``conversations.open``, scope ``im:write``)."""
+        response = await self.call(
+            "conversations.open", None, lambda: self.client.conversations_open(users=user_id)
+        )
+        channel = response.get("channel") if response is not None else None
+        found = channel.get("id") if isinstance(channel, dict) else None
+        if not isinstance(found, str):
+            raise SurfaceError("Slack conversations.open answered without a channel")
+        return found
+
+    async def permalink(self, channel: str, ts: str) -> str | None:
+        """A message's permalink (``chat.getPermalink``); None when Slack gives none."""
+        response = await self.call(
+            "chat.getPermalink",
+            channel,
+            lambda: self.client.chat_getPermalink(channel=channel, message_ts=ts),
+        )
+        link = response.get("permalink") if response is not None else None
+        return link if isinstance(link, str) and link.startswith("https://") else None
 
     async def identity(self) -> Identity:
         """``auth.test``; raises :class:`SlackApiError` as is (the caller words it)."""

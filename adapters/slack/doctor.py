@@ -15,13 +15,14 @@ from adapters.slack.scopes import (
     APP_TOKEN_SCOPE,
     ASSISTANT_SCOPE,
     BOT_SCOPES,
+    DM_SCOPE,
     FEATURES,
     GROUP_SCOPE,
     OPTIONAL_SCOPES,
 )
 from bot.api.kit import unreachable_reason
 from bot.api.shortcuts import SHORTCUTS, callback_id
-from bot.config import Settings
+from bot.config import Settings, approvers_told
 from bot.errors import ConfigError
 
 Line = tuple[bool | None, str]
@@ -60,6 +61,8 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         if optional := _optional(response.headers.get("x-oauth-scopes")):
             lines.append(optional)
         lines.extend(_ai_surfaces(response.headers.get("x-oauth-scopes"), config))
+        if told := _direct_messages(settings, response.headers.get("x-oauth-scopes")):
+            lines.append(told)
         lines.append(_shortcuts())
         lines.append(_streaming(config))
         lines.append(_edit_budget(settings, config))
@@ -101,6 +104,20 @@ def _optional(header: str | None) -> Line | None:
     if header is None or not missing:
         return None
     return (None, f"optional scopes not granted, the bot goes without: {'; '.join(missing)}")
+
+
+def _direct_messages(settings: Settings, header: str | None) -> Line | None:
+    """Whether approvals can tell their approvers by direct message (None: none configured)."""
+    if not approvers_told(settings) or not settings.approval_notify_max or header is None:
+        return None
+    if DM_SCOPE in {s.strip() for s in header.split(",")}:
+        return (True, f"approvers can be told by direct message ({DM_SCOPE} is granted)")
+    return (
+        False,
+        f"missing scope {DM_SCOPE}: the approvers threadline.toml lists cannot be told by "
+        "direct message (the card in the thread still names them); add it under OAuth & "
+        "Permissions and reinstall the app",
+    )
 
 
 async def _socket_mode(client: AsyncWebClient, app_token: str, config: SlackConfig) -> Line:

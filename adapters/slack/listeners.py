@@ -91,7 +91,13 @@ class SlackListeners:
 
     def surface(self, key: ThreadKey) -> SlackSurface:
         return SlackSurface(
-            self.api, key, self.limits, self._status, self.streams, (self.identity, self.names)
+            self.api,
+            key,
+            self.limits,
+            self._status,
+            self.streams,
+            (self.identity, self.names),
+            groups=self.groups,
         )
 
     # --- Bolt listeners (each returns within Slack's 3 s) ------------------------------------

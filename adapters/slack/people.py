@@ -8,7 +8,8 @@ is called, each looked up with the Web API and kept for a while.
   When Slack cannot answer (rate limited, missing ``users:read``), the user id stands in for a
   short while.
 - :class:`UserGroups`: Slack user groups as approval roles, ``slack:group:{usergroup id}``. Only
-  the groups the configuration names (``approvers.roles``, ``[access]``, a tool's people lists)
+  the groups the configuration names (``approvers.roles`` and ``escalate_to``, ``[access]``, a
+  tool's people lists)
   are read, with ``usergroups.users.list`` (scope ``usergroups:read``), and only when someone
   clicks. Members are kept a minute, so someone removed from a group loses its approvals within
   a minute. When Slack cannot say (missing scope, rate limited, unknown group), nobody counts as
@@ -175,7 +176,7 @@ def configured_groups(settings: Settings) -> frozenset[str]:
     ]
     named: list[ApproversSettings | None] = [t.approvers for t in tools]
     named.extend(c.approvers for c in settings.channels.values())
-    roles: list[str] = [role for a in named if a is not None for role in a.roles]
+    roles: list[str] = [role for a in named if a is not None for role in (*a.roles, *a.escalate_to)]
     for people in (settings.access, *tools):
         roles.extend([*people.roles, *people.deny_roles])
     return frozenset(r.removeprefix(PREFIX) for r in roles if r.startswith(PREFIX))
@@ -205,6 +206,10 @@ class UserGroups:
             for group, members in zip(self._groups, found, strict=True)
             if user_id in members
         )
+
+    async def members(self, group_id: str) -> frozenset[str]:
+        """The user ids in a user group (``S…``), kept like those :meth:`roles_of` reads."""
+        return await self._members.get(group_id)
 
 
 def _unreadable(group: str, error: SurfaceError) -> frozenset[str]:

@@ -30,9 +30,14 @@ GROUP_SCOPE = "usergroups:read"
 (``slack:group:S…``); the manifests ask for it."""
 ASSISTANT_SCOPE = "assistant:write"
 """Slack's assistant threads: suggested prompts and titles (``adapters/slack/assistant.py``)."""
+DM_SCOPE = "im:write"
+"""Needed only when approvals tell their approvers by direct message (the configuration lists
+approvers or an escalation); the manifests ask for it."""
 OPTIONAL_SCOPES = {
-    "channels:read": "the names of public channels, for the model's note of where it is",
-    "groups:read": "the names of private channels, for the model's note of where it is",
+    "channels:read": "the names of public channels, for the model's note of where it is, and "
+    "read_channel naming another public channel",
+    "groups:read": "the names of private channels, for the model's note of where it is, and "
+    "read_channel naming another private channel",
     ASSISTANT_SCOPE: "suggested prompts and titles in Slack's assistant threads",
 }
 """Scopes the manifests ask for that the bot works without (doctor names what is missing)."""

@@ -22,10 +22,11 @@ from collections.abc import Sequence
 
 from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
-from adapters.slack.channel import SlackChannelHistory
+from adapters.slack.channel import SlackChannelHistory, SlackChannels
+from adapters.slack.direct import SlackPeople
 from adapters.slack.files import SlackFileTransfer
 from adapters.slack.parse import split_key
-from adapters.slack.people import DisplayNames
+from adapters.slack.people import DisplayNames, UserGroups
 from adapters.slack.render import render
 from adapters.slack.streams import SlackStreams, StreamSupport
 from bot.api.inbound import ThreadKey
@@ -83,6 +84,8 @@ class SlackSurface:
         status: StatusSupport,
         streams: StreamSupport | None = None,
         reading: tuple[Identity, DisplayNames] | None = None,
+        *,
+        groups: UserGroups | None = None,
     ) -> None:
         self._api = api
         self._key = key
@@ -95,6 +98,12 @@ class SlackSurface:
             SlackChannelHistory(api, *reading, self.channel) if reading is not None else None
         )
         """The thread's channel, read for ``read_channel`` (``bot.api.channel``)."""
+        self.other_channels = SlackChannels(api, *reading) if reading is not None else None
+        """Other channels, read for ``read_channel`` naming one (``bot.api.channel``)."""
+        self.people = (
+            SlackPeople(api, *reading, self.channel, groups) if reading is not None else None
+        )
+        """Approvers' names, links to cards and direct messages (``bot.api.people``)."""
         self.streams: SlackStreams | None = None
         """Slack's native streaming in this thread (``THREADLINE_SLACK_STREAMING``)."""
         if streams is not None and streams.enabled:

@@ -28,12 +28,21 @@ class Choice(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Approvers:
-    """Who may decide: the person who started the run, listed users, holders of roles, anyone."""
+    """Who may decide: the person who started the run, listed users, holders of roles, anyone;
+    and, once ``escalate_after`` seconds have passed undecided, the escalation's people too."""
 
     requester: bool = True
     users: frozenset[str] = frozenset()
     roles: frozenset[str] = frozenset()
     anyone: bool = False
+    escalate_users: frozenset[str] = frozenset()
+    escalate_roles: frozenset[str] = frozenset()
+    escalate_after: float | None = None
+    notify: bool = True
+    """Tell the approvers by a direct message when the person who asked may not decide."""
+    names: tuple[tuple[str, str], ...] = ()
+    """The names people see for the ids above (``slack:U1`` → ``Ann``), as the platform gave
+    them when the request was made; an id without one is shown as it is."""
 
     def to_json(self) -> str:
         return json.dumps(
@@ -42,28 +51,77 @@ class Approvers:
                 "users": sorted(self.users),
                 "roles": sorted(self.roles),
                 "anyone": self.anyone,
+                "escalate_users": sorted(self.escalate_users),
+                "escalate_roles": sorted(self.escalate_roles),
+                "escalate_after": self.escalate_after,
+                "notify": self.notify,
+                "names": dict(self.names),
             }
         )
 
     @classmethod
     def from_json(cls, raw: str) -> Approvers:
         data = json.loads(raw)
+        after = data.get("escalate_after")
+        names = data.get("names") or {}
         return cls(
             requester=bool(data.get("requester", True)),
             users=frozenset(data.get("users", ())),
             roles=frozenset(data.get("roles", ())),
             anyone=bool(data.get("anyone", False)),
+            escalate_users=frozenset(data.get("escalate_users", ())),
+            escalate_roles=frozenset(data.get("escalate_roles", ())),
+            escalate_after=float(after) if isinstance(after, int | float) else None,
+            notify=bool(data.get("notify", True)),
+            names=tuple(sorted((str(k), str(v)) for k, v in names.items())),
         )
 
+    @property
+    def escalates(self) -> bool:
+        return self.escalate_after is not None and bool(self.escalate_users or self.escalate_roles)
+
+    def people(self) -> frozenset[str]:
+        """Every user and role id named, the escalation's included (whose names are shown)."""
+        return self.users | self.roles | self.escalate_users | self.escalate_roles
+
     def describe(self) -> str:
+        """Who may decide before any escalation, in words, naming the people listed."""
         if self.anyone:
             return "anyone in this channel"
         parts = ["the person who asked"] if self.requester else []
-        if self.users:
-            parts.append(f"{len(self.users)} listed user{'s' * (len(self.users) > 1)}")
-        if self.roles:
-            parts.append("members of " + ", ".join(sorted(self.roles)))
+        listed = self.named(self.users, self.roles)
+        if listed:
+            parts.append(listed)
         return " or ".join(parts) or "nobody (check the configuration)"
+
+    def describe_escalation(self) -> str:
+        """Who may decide once the request escalates, in words ("" when it does not)."""
+        return self.named(self.escalate_users, self.escalate_roles) if self.escalates else ""
+
+    def named(self, users: frozenset[str], roles: frozenset[str]) -> str:
+        """``Ann, Bob or members of ops``: users by name, then roles, the first few."""
+        shown = dict(self.names)
+        people = sorted(shown.get(u, u) for u in users)
+        groups = sorted(shown.get(r, r) for r in roles)
+        words = _listed(people, SHOWN_NAMES)
+        if groups:
+            members = "members of " + _listed(groups, SHOWN_NAMES, "or")
+            words = f"{words} or {members}" if words else members
+        return words
+
+
+SHOWN_NAMES = 6
+"""People (and, apart, roles) a card names before it says how many more."""
+
+
+def _listed(names: list[str], most: int, last: str = "or") -> str:
+    if not names:
+        return ""
+    if len(names) > most:
+        return ", ".join(names[:most]) + f" {last} {len(names) - most} more"
+    if len(names) == 1:
+        return names[0]
+    return ", ".join(names[:-1]) + f" {last} {names[-1]}"
 
 
 @dataclass(slots=True)
@@ -97,6 +155,20 @@ class ApprovalRequest:
     @property
     def pending(self) -> bool:
         return self.status is ApprovalStatus.PENDING
+
+    @property
+    def escalates_at(self) -> float | None:
+        """When the escalation's people may decide too (None: it does not escalate, or only
+        after it expires)."""
+        after = self.approvers.escalate_after
+        if after is None or not self.approvers.escalates:
+            return None
+        at = self.created_at + after
+        return at if at < self.expires_at else None
+
+    def escalated(self, now: float) -> bool:
+        at = self.escalates_at
+        return at is not None and now >= at
 
     @property
     def rule_tool(self) -> str:
@@ -167,7 +239,8 @@ class AuditEntry:
     key: str
     event: str
     """``requested``, ``approved``, ``denied``, ``expired``, ``allowed by rule``,
-    ``rule created``, ``rule revoked``."""
+    ``rule created``, ``rule revoked``, ``notified`` (direct messages sent to
+    approvers; ``detail`` names the stage)."""
     tool: str
     args_hash: str = ""
     actor_id: str = ""

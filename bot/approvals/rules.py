@@ -55,13 +55,33 @@ class ToolRules:
         if chosen is None:
             return Approvers()
         users = {*chosen.users, *(self._settings.access.admins if chosen.admins else ())}
-        return Approvers(chosen.requester, frozenset(users), frozenset(chosen.roles), chosen.anyone)
+        escalate = frozenset(chosen.escalate_to)
+        roles = frozenset(e for e in escalate if is_role(e))
+        return Approvers(
+            chosen.requester,
+            frozenset(users),
+            frozenset(chosen.roles),
+            chosen.anyone,
+            escalate_users=escalate - roles,
+            escalate_roles=roles,
+            escalate_after=chosen.escalate_after,
+            notify=chosen.notify,
+        )
 
     def offer_always(self, key: str, tool: Tool, mode: Approval) -> bool:
         for item in self._tool_settings(key, tool.name):
             if item.offer_always is not None:
                 return item.offer_always
         return mode == "ask" and not tool.executes
+
+
+ROLE_MARKS = (":role:", ":group:")
+"""What a role's id holds (``discord:role:123``, ``slack:group:S123``); a user's does not."""
+
+
+def is_role(person: str) -> bool:
+    """Whether an id names a role or user group rather than a user."""
+    return any(mark in person for mark in ROLE_MARKS)
 
 
 def needs_approval(mode: Approval, *, allowed_here: bool) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 from pydantic import BaseModel
@@ -39,6 +39,18 @@ from bot.tools.base import Approval, Tool, ToolContext, ToolError
 log = logging.getLogger(__name__)
 
 EXPIRE_JOB = "expire_approval"
+NOTICE_JOB = "approval_notice"
+"""Tell the approvers by a direct message (:mod:`bot.approvals.notices`)."""
+ESCALATE_JOB = "approval_escalation"
+"""Widen who may decide and tell the escalation's people (:mod:`bot.approvals.notices`)."""
+Names = Callable[[str, Collection[str]], Awaitable[Mapping[str, str]]]
+"""The names people see for user and role ids, as the thread's adapter finds them."""
+
+
+async def _no_names(key: str, ids: Collection[str]) -> Mapping[str, str]:
+    return {}
+
+
 NOT_ALLOWED = "This isn't yours to decide: {who} can approve or deny this request."
 NOT_HERE = "You can't use Threadline here, so this isn't yours to decide; nothing was changed."
 
@@ -70,8 +82,10 @@ class ApprovalService:
         scheduler: Scheduler,
         policy: Policy,
         scope_of: Callable[[str], str] = str,
+        names: Names = _no_names,
     ) -> None:
         self._policy = policy
+        self._names = names
         self._scope_of = scope_of
         """Where "Always allow here" applies for a thread: its channel when the adapter says
         which that is, else the thread itself."""
@@ -122,6 +136,10 @@ class ApprovalService:
                 )
             )
             return Proceed(allowed_by=allowed_by(rule))
+        approvers = self.rules.approvers(ctx.thread_key, tool.name)
+        if approvers.people():
+            found = await self._names(ctx.thread_key, approvers.people())
+            approvers = replace(approvers, names=tuple(sorted(found.items())))
         now = self._clock.now()
         request = ApprovalRequest(
             id=secrets.token_urlsafe(16),
@@ -132,7 +150,7 @@ class ApprovalService:
             args_hash=digest,
             requester_id=requester.id,
             requester_name=requester.person,
-            approvers=self.rules.approvers(ctx.thread_key, tool.name),
+            approvers=approvers,
             created_at=now,
             expires_at=now + self._settings.approval_ttl_s,
             offer_always=self.rules.offer_always(ctx.thread_key, tool, mode),
@@ -141,9 +159,7 @@ class ApprovalService:
         )
         await self._store.create_approval(request)
         metrics.APPROVALS_REQUESTED.inc()
-        await self._scheduler.schedule(
-            Job(f"expire:{request.id}", EXPIRE_JOB, request.expires_at, {"approval_id": request.id})
-        )
+        await self._schedule(request, requester)
         log.info(
             "call %s of %s in %s waits for approval %s",
             call.id,
@@ -152,6 +168,30 @@ class ApprovalService:
             request.id,
         )
         return Wait(request, new=True)
+
+    async def _schedule(self, request: ApprovalRequest, requester: Author) -> None:
+        """The request's timers: its expiry; the direct message to its approvers when the
+        person who asked may not decide; its escalation."""
+        payload = {"approval_id": request.id}
+        jobs = [Job(f"expire:{request.id}", EXPIRE_JOB, request.expires_at, payload)]
+        if self.tells_approvers(request, requester):
+            jobs.append(Job(f"notice:{request.id}", NOTICE_JOB, request.created_at, payload))
+        if request.escalates_at is not None and self._settings.approval_notify_max:
+            jobs.append(Job(f"escalate:{request.id}", ESCALATE_JOB, request.escalates_at, payload))
+        for job in jobs:
+            await self._scheduler.schedule(job)
+
+    def tells_approvers(self, request: ApprovalRequest, requester: Author) -> bool:
+        """Whether the approvers get a direct message: they are listed, told by the settings,
+        and the person who asked may not decide themselves."""
+        approvers = request.approvers
+        if not approvers.notify or approvers.anyone or not self._settings.approval_notify_max:
+            return False
+        if not approvers.users and not approvers.roles:
+            return False
+        return not self._policy.decide(
+            requester, request.key, approvers, request.requester_id
+        ).allowed
 
     async def _rule_for(
         self,
@@ -223,7 +263,8 @@ class ApprovalService:
                 now,
             )
             await self._store.add_allow_rule(rule)
-        await self._scheduler.cancel(f"expire:{approval_id}")
+        for job in ("expire", "notice", "escalate"):
+            await self._scheduler.cancel(f"{job}:{approval_id}")
         decided = replace(
             request,
             status=status,
@@ -239,13 +280,16 @@ class ApprovalService:
     def _refused(self, request: ApprovalRequest, actor: Author) -> str | None:
         """What the clicker is told when the policy says they may not decide (None: they may);
         a deny list wins over every approver setting, ``anyone`` included."""
-        verdict = self._policy.decide(actor, request.key, request.approvers, request.requester_id)
+        escalated = request.escalated(self._clock.now())
+        verdict = self._policy.decide(
+            actor, request.key, request.approvers, request.requester_id, escalated=escalated
+        )
         if verdict.allowed:
             return None
         log.info("%s may not decide approval %s: %s", actor.id, request.id, verdict.reason)
         if not self._policy.talk(actor, request.key).allowed:
             return NOT_HERE
-        return NOT_ALLOWED.format(who=request.approvers.describe())
+        return NOT_ALLOWED.format(who=who_decides(request, escalated=escalated))
 
     async def expire(self, request: ApprovalRequest) -> ApprovalRequest | None:
         """Expire a pending request; the expired request when this call expired it, else None."""
@@ -278,6 +322,14 @@ def _arguments(tool: Tool, call: ToolCall) -> BaseModel | None:
         return tool.parse(call.arguments)
     except ToolError:
         return None
+
+
+def who_decides(request: ApprovalRequest, *, escalated: bool) -> str:
+    """Who may decide the request now, in words."""
+    who = request.approvers.describe()
+    if escalated and request.approvers.escalates:
+        return f"{who} or {request.approvers.describe_escalation()}"
+    return who
 
 
 def _already(request: ApprovalRequest) -> str:

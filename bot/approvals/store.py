@@ -43,6 +43,12 @@ class ApprovalStore(Protocol):
 
     async def set_approval_card(self, approval_id: str, card_id: str) -> None: ...
 
+    async def claim_notice(self, request: ApprovalRequest, stage: str, now: float) -> bool:
+        """Claim the direct messages of ``stage`` (``approvers``, ``escalation``) for the request,
+        before they are sent (audited as ``notified``): True for the first claim only, so a
+        restart or a second worker never sends them again."""
+        ...
+
     async def add_allow_rule(self, rule: AllowRule) -> None:
         """Keep a rule (audited as ``rule created``)."""
         ...

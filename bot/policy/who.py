@@ -4,6 +4,7 @@
 - command: give a ``/threadline`` command in a thread — the right to talk there
 - stop: stop a run (its Stop button, ``/threadline stop``) — the right to talk there
 - decide: approve or deny a request, given its approvers and who asked
+- read_elsewhere: have ``read_channel`` read another channel than the thread's
 - use_tool: have the bot use a tool for a requester (``[tools.NAME]`` and the channel's)
 - scheduled: run a prompt someone scheduled earlier
 
@@ -119,9 +120,18 @@ class Policy:
             return refused("the channel is not on the allow list")
         return ALLOWED
 
-    def decide(self, actor: Author, key: str, approvers: Approvers, requester_id: str) -> Verdict:
+    def decide(
+        self,
+        actor: Author,
+        key: str,
+        approvers: Approvers,
+        requester_id: str,
+        *,
+        escalated: bool = False,
+    ) -> Verdict:
         """Whether ``actor`` may approve or deny a request in the thread ``key``: not on a deny
-        list, and one of its approvers (``anyone``: anyone who may talk to the bot there)."""
+        list, and one of its approvers (``anyone``: anyone who may talk to the bot there), or,
+        once the request has ``escalated``, one of the people it escalates to."""
         barred = self._barred(actor, key)
         if not barred.allowed:
             return barred
@@ -131,7 +141,24 @@ class Policy:
             return ALLOWED
         if actor.id in approvers.users or approvers.roles & actor.roles:
             return ALLOWED
+        if escalated and (
+            actor.id in approvers.escalate_users or approvers.escalate_roles & actor.roles
+        ):
+            return ALLOWED
+        if actor.id in approvers.escalate_users or approvers.escalate_roles & actor.roles:
+            return refused("the request has not escalated yet")
         return refused("the person is not among the approvers")
+
+    def read_elsewhere(self, author: Author, channel: str) -> Verdict:
+        """Whether the bot may read another ``channel`` (its key's first parts) for ``author``
+        (``read_channel`` naming a channel): neither on a deny list, and the channel on the
+        allow list when there is one. Whether ``author`` is a member is the platform's to say."""
+        barred = self._barred(author, channel)
+        if not barred.allowed:
+            return barred
+        if self._access.channels and not keys.any_covers(self._access.channels, channel):
+            return refused("the channel is not on the allow list")
+        return ALLOWED
 
     def use_tool(self, requester: Author | None, key: str, tool: str) -> Verdict:
         """Whether calls of ``tool`` made for ``requester`` may run at all in the thread ``key``

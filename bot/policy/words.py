@@ -63,7 +63,17 @@ def _tool_line(settings: Settings, rules: ToolRules, where: str, tool: Tool) -> 
         mode = "always"  # no "Always allow" is offered: it asks every time
     text = f"{MODES[mode]}; who can have it used: {_tool_people(settings, where, tool.name)}"
     if mode != "never":
-        text += f"; who can approve: {rules.approvers(where, tool.name).describe()}"
+        approvers = rules.approvers(where, tool.name)
+        text += f"; who can approve: {approvers.describe()}"
+        if approvers.escalates and approvers.escalate_after is not None:
+            after = approvers.escalate_after
+            if after >= settings.approval_ttl_s:
+                text += (
+                    f"; it never escalates (escalate_after {after:g} s is not before the "
+                    f"request expires, approval_ttl_s {settings.approval_ttl_s:g} s)"
+                )
+            else:
+                text += f"; after {after:g} s undecided also {approvers.describe_escalation()}"
     return text
 
 

@@ -115,7 +115,7 @@ def _footer(request: ApprovalRequest, note: str | None) -> str:
     if request.pending:
         line = (
             f"Asked by {request.requester_name}. Who can decide: {request.approvers.describe()}. "
-            f"Expires at {_when(request.expires_at)}."
+            f"{_escalation(request)}Expires at {_when(request.expires_at)}."
         )
         if request.offer_always:
             line = f"{line}\n{_rules_line(request)}"
@@ -126,6 +126,13 @@ def _footer(request: ApprovalRequest, note: str | None) -> str:
         at = request.decided_at if request.decided_at is not None else request.created_at
         line = f"Asked by {request.requester_name}; decided at {_when(at)}."
     return f"{line}\n{note}" if note else line
+
+
+def _escalation(request: ApprovalRequest) -> str:
+    at = request.escalates_at
+    if at is None:
+        return ""
+    return f"From {_when(at)}, {request.approvers.describe_escalation()} can decide too. "
 
 
 def card_parts(request: ApprovalRequest, max_chars: int, note: str | None = None) -> list[str]:

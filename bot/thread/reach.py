@@ -5,11 +5,16 @@ registers its key prefix and answers for its own keys (the core knows no platfor
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+import logging
+from collections.abc import Awaitable, Callable, Collection, Mapping
 
 from bot.api.inbound import ThreadKey
+from bot.api.people import people_of
 from bot.api.surface import Surface
+from bot.errors import SurfaceError
 from bot.policy import keys
+
+log = logging.getLogger(__name__)
 
 SurfaceFactory = Callable[[ThreadKey], Surface]
 ChannelOf = Callable[[ThreadKey], str]
@@ -69,6 +74,19 @@ class Surfaces:
             return await asyncio.wait_for(asyncio.shield(lookup), NAME_WAIT_S)
         except TimeoutError:
             return None
+
+    async def names(self, key: str, ids: Collection[str]) -> Mapping[str, str]:
+        """The names people see for these user and role ids, as the thread's adapter finds
+        them within :data:`NAME_WAIT_S` (those it does not find are left out)."""
+        try:
+            surface = self.surface_for(ThreadKey(key)) if ids else None
+            people = people_of(surface) if surface is not None else None
+            if people is None:
+                return {}
+            return await asyncio.wait_for(people.names(sorted(ids)), NAME_WAIT_S)
+        except (TimeoutError, SurfaceError) as exc:
+            log.info("no names for the approvers in %s: %s", key, exc or type(exc).__name__)
+            return {}
 
 
 def _longest(prefixes: Mapping[str, object], key: str) -> str | None:

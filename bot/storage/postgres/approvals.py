@@ -191,6 +191,31 @@ class ApprovalTables:
             "UPDATE approvals SET card_id = $1 WHERE id = $2", card_id, approval_id
         )
 
+    async def claim_notice(self: PgDb, request: ApprovalRequest, stage: str, now: float) -> bool:
+        async with self.transaction() as db:
+            result = await db.execute(
+                "INSERT INTO approval_notices (approval_id, stage, at) VALUES ($1, $2, $3)"
+                " ON CONFLICT DO NOTHING",
+                request.id,
+                stage,
+                now,
+            )
+            if result != "INSERT 0 1":
+                return False
+            await _audit(
+                db,
+                AuditEntry(
+                    now,
+                    request.key,
+                    "notified",
+                    request.tool,
+                    request.args_hash,
+                    approval_id=request.id,
+                    detail=stage,
+                ),
+            )
+            return True
+
     async def add_allow_rule(self: PgDb, rule: AllowRule) -> None:
         async with self.transaction() as db:
             await db.execute(

@@ -159,6 +159,18 @@ class ApprovalTables:
                 "UPDATE approvals SET card_id = ? WHERE id = ?", (card_id, approval_id)
             )
 
+    async def claim_notice(self: Db, request: ApprovalRequest, stage: str, now: float) -> bool:
+        async with self.transaction() as db:
+            cur = await db.execute(
+                "INSERT INTO approval_notices (approval_id, stage, at) VALUES (?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (request.id, stage, now),
+            )
+            if cur.rowcount != 1:
+                return False
+            await _audit(db, _noticed(request, stage, now))
+            return True
+
     async def add_allow_rule(self: Db, rule: AllowRule) -> None:
         async with self.transaction() as db:
             await db.execute(
@@ -244,6 +256,18 @@ class ApprovalTables:
             (exact, len(under), under, since, limit),
         ) as cur:
             return [AuditEntry(*row) for row in await cur.fetchall()]
+
+
+def _noticed(request: ApprovalRequest, stage: str, now: float) -> AuditEntry:
+    return AuditEntry(
+        now,
+        request.key,
+        "notified",
+        request.tool,
+        request.args_hash,
+        approval_id=request.id,
+        detail=stage,
+    )
 
 
 _RULE_COLUMNS = "id, scope, tool, covers, created_by, created_by_name, created_at"

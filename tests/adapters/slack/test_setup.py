@@ -17,7 +17,7 @@ from adapters.platforms import Platforms
 from adapters.runtime import Runtime
 from adapters.slack.adapter import SlackAdapter
 from adapters.slack.doctor import check_slack
-from adapters.slack.scopes import BOT_EVENTS, BOT_SCOPES, GROUP_SCOPE, OPTIONAL_SCOPES
+from adapters.slack.scopes import BOT_EVENTS, BOT_SCOPES, DM_SCOPE, GROUP_SCOPE, OPTIONAL_SCOPES
 from bot.api.shortcuts import SHORTCUTS, callback_id
 from bot.config import Settings
 from bot.errors import ConfigError
@@ -193,6 +193,20 @@ async def test_doctor_asks_for_usergroups_read_only_when_groups_decide(tmp_path:
     assert any(ok is False and f"missing scopes: {GROUP_SCOPE}" in t for ok, t in grouped)
 
 
+async def test_doctor_asks_for_im_write_only_when_approvers_are_told(tmp_path: Path) -> None:
+    fake = FakeSlack(scopes=ALL_SCOPES - {DM_SCOPE})
+    await fake.start()
+    try:
+        plain = await doctor(tmp_path, **fake.settings())
+        listed = {"tools": {"deploy": {"approvers": {"users": ["slack:UGRACE"]}}}}
+        told = await doctor(tmp_path, **fake.settings(), **listed)
+    finally:
+        await fake.stop()
+    assert all(ok is not False for ok, _ in plain)
+    assert not any(DM_SCOPE in t for _, t in plain)
+    assert any(ok is False and f"missing scope {DM_SCOPE}" in t for ok, t in told)
+
+
 async def test_doctor_names_the_optional_scopes_missing_and_does_not_fail_on_them(
     tmp_path: Path,
 ) -> None:
@@ -248,7 +262,7 @@ def _listed(manifest: str, key: str) -> set[str]:
 @pytest.mark.parametrize(("name", "socket"), [("socket", "true"), ("http", "false")])
 def test_the_manifests_ask_for_exactly_what_the_bot_uses(name: str, socket: str) -> None:
     manifest = (ROOT / "deploy" / f"slack-manifest.{name}.yaml").read_text()
-    assert _listed(manifest, "bot") == BOT_SCOPES | {GROUP_SCOPE} | set(OPTIONAL_SCOPES)
+    assert _listed(manifest, "bot") == BOT_SCOPES | {GROUP_SCOPE, DM_SCOPE} | set(OPTIONAL_SCOPES)
     assert _listed(manifest, "bot_events") == BOT_EVENTS
     assert f"socket_mode_enabled: {socket}" in manifest
     assert re.search(r"interactivity:\n\s+is_enabled: true", manifest)

@@ -38,7 +38,11 @@ def test_the_policy_in_plain_words() -> None:
     assert words[0] == "who can talk to the bot: everyone, in slack:T1:C1"
     assert words[1] == "direct messages: closed" and words[2] == "admins: slack:UADM"
     run = next(w for w in words if w.startswith("run_command:"))
-    assert "asks every time" in run and "only slack:UADA" in run and "1 listed user" in run
+    assert (
+        "asks every time" in run
+        and "only slack:UADA" in run
+        and "who can approve: slack:UADM" in run
+    )
     assert (
         "write_file: runs without asking; who can have it used: whoever may talk to the bot"
         in words

@@ -30,6 +30,18 @@ DIRECT = frozenset({DM, DISCORD_DM})
 ANYONE = Approvers(requester=False, anyone=True)
 REQUESTER = Approvers()
 OPS_ONLY = Approvers(requester=False, roles=frozenset({"slack:group:SOPS"}))
+ADMIN_THEN_OPS = Approvers(
+    requester=False,
+    users=frozenset({ADMIN.id}),
+    escalate_roles=frozenset({"slack:group:SOPS"}),
+    escalate_after=600.0,
+)
+ADMIN_THEN_ALICE = Approvers(
+    requester=False,
+    users=frozenset({ADMIN.id}),
+    escalate_users=frozenset({ALICE.id}),
+    escalate_after=600.0,
+)
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "open": {},
@@ -67,12 +79,20 @@ COMMAND = Ask("command", lambda p, who, key: p.command(who, key))
 STOP = Ask("stop", lambda p, who, key: p.stop(who, key))
 SCHEDULED = Ask("scheduled", lambda p, who, key: p.scheduled(who, key))
 TOOL = Ask("use_tool", lambda p, who, key: p.use_tool(who, key, "run_command"))
+READ = Ask("read_elsewhere", lambda p, who, key: p.read_elsewhere(who, key.rsplit(":", 1)[0]))
 
 
 def deciding(approvers: Approvers) -> Ask:
     return Ask(
         f"decide({approvers.describe()})",
         lambda p, who, key: p.decide(who, key, approvers, ALICE.id),
+    )
+
+
+def escalated(approvers: Approvers) -> Ask:
+    return Ask(
+        f"decide escalated({approvers.describe()})",
+        lambda p, who, key: p.decide(who, key, approvers, "slack:UNOBODY", escalated=True),
     )
 
 
@@ -127,6 +147,22 @@ CASES: list[tuple[Ask, Author, str, str, str | None]] = [
     (deciding(OPS_ONLY), MALLORY, "mallory denied", GENERAL, "deny list"),
     (deciding(OPS_ONLY), ALICE, "open", GENERAL, "not among the approvers"),
     (deciding(REQUESTER), ALICE, "admin denied", GENERAL, ALLOWED),
+    # an escalation: its people may decide once it has escalated, not before; deny lists win
+    (deciding(ADMIN_THEN_OPS), OPS, "open", GENERAL, "has not escalated yet"),
+    (escalated(ADMIN_THEN_OPS), OPS, "open", GENERAL, ALLOWED),
+    (escalated(ADMIN_THEN_OPS), ADMIN, "open", GENERAL, ALLOWED),
+    (escalated(ADMIN_THEN_OPS), MALLORY, "SOPS denied", GENERAL, "deny list"),
+    (escalated(ADMIN_THEN_OPS), ALICE, "open", GENERAL, "not among the approvers"),
+    (deciding(ADMIN_THEN_ALICE), ALICE, "open", GENERAL, "has not escalated yet"),
+    (escalated(ADMIN_THEN_ALICE), ALICE, "open", GENERAL, ALLOWED),
+    (escalated(ADMIN_THEN_ALICE), ALICE, "general denied", GENERAL, "channel is on the deny list"),
+    (escalated(ADMIN_THEN_ALICE), OPS, "open", GENERAL, "not among the approvers"),
+    # read_channel naming another channel (membership is the platform's to check)
+    (READ, ALICE, "open", GENERAL, ALLOWED),
+    (READ, MALLORY, "mallory denied", GENERAL, "deny list"),
+    (READ, ALICE, "general denied", GENERAL, "channel is on the deny list"),
+    (READ, ALICE, "general only", GENERALX, "channel is not on the allow list"),
+    (READ, ALICE, "general only", GENERAL, ALLOWED),
     # having the bot use a tool
     (TOOL, ALICE, "open", GENERAL, ALLOWED),
     (TOOL, OPS, "tool for SOPS", GENERAL, ALLOWED),

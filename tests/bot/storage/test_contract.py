@@ -4,6 +4,7 @@ run on each one (see ``conftest.py``). Only the Protocols' methods are used here
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 from bot.api.inbound import Attachment, ThreadKey
 from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers, AuditEntry
@@ -199,6 +200,32 @@ async def test_an_approval_is_decided_exactly_once(stores: Stores, store: Store)
     found = await store.approvals_for(KEY, ["c1", "c2", "c3"])
     assert sorted(found) == ["c1", "c2"] and found["c2"].pending
     assert await store.approvals_for(ThreadKey("other"), ["c1"]) == {}
+
+
+async def test_an_approvals_direct_messages_are_claimed_once_per_stage(
+    stores: Stores, store: Store
+) -> None:
+    approvers = Approvers(
+        requester=False,
+        users=frozenset({"slack:U2"}),
+        escalate_roles=frozenset({"slack:group:S1"}),
+        escalate_after=60.0,
+        names=(("slack:U2", "Bob"),),
+    )
+    request = dataclasses.replace(_request("a1", "c1"), approvers=approvers)
+    await store.create_approval(request)
+    claims = await asyncio.gather(
+        *(store.claim_notice(request, "approvers", 2.0) for _ in range(5))
+    )
+    assert sum(claims) == 1
+    assert await store.claim_notice(request, "escalation", 3.0)
+    store = await stores.reopen(store)
+    assert not await store.claim_notice(request, "approvers", 4.0)
+    assert not await store.claim_notice(request, "escalation", 4.0)
+    kept = await store.get_approval("a1")
+    assert kept is not None and kept.approvers == approvers and kept.escalates_at == 61.0
+    trail = [e for e in await store.audit_trail() if e.event == "notified"]
+    assert [(e.approval_id, e.detail) for e in trail] == [("a1", "approvers"), ("a1", "escalation")]
 
 
 async def test_what_an_always_allow_covers_is_kept_with_the_request(

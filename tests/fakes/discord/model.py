@@ -55,6 +55,9 @@ class Guild:
     owner_id: int
     roles: dict[int, Role] = field(default_factory=dict)
     members: dict[int, Member] = field(default_factory=dict)
+    everyone: int = (1 << 53) - 1
+    """The permissions of its @everyone role (all of them, Administrator included, unless a
+    test takes some away)."""
 
 
 @dataclass
@@ -77,6 +80,9 @@ class Channel:
     """The newest message ever posted here (deleted or not), as Discord reports it."""
     members: set[int] = field(default_factory=set)
     """Of a thread: who has joined it (its owner, whoever posted in it)."""
+    overwrites: list[dict[str, Any]] = field(default_factory=list)
+    """Of a channel: its permission overwrites, as Discord gives them
+    (``{"id", "type": 0 role | 1 member, "allow", "deny"}``)."""
 
 
 @dataclass

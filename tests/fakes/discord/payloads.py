@@ -50,7 +50,7 @@ def role(r: Role, guild: Guild) -> Json:
     return {
         "id": str(r.id),
         "name": r.name,
-        "permissions": ALL_PERMISSIONS if r.id == guild.id else "0",
+        "permissions": str(guild.everyone) if r.id == guild.id else "0",
         "position": 0 if r.id == guild.id else 1,
         "color": 0,
         "hoist": False,
@@ -80,7 +80,13 @@ def channel(c: Channel, world: World) -> Json:
         "flags": 0,
     }
     if c.parent_id is None:
-        data.update(position=0, permission_overwrites=[], nsfw=False, parent_id=None, topic=None)
+        data.update(
+            position=0,
+            permission_overwrites=c.overwrites,
+            nsfw=False,
+            parent_id=None,
+            topic=None,
+        )
         return data
     data.update(
         parent_id=str(c.parent_id),

@@ -85,6 +85,8 @@ class Rest:
         c = p + "/channels/{cid:\\d+}"
         for method, path, handler in [
             ("GET", p + "/users/@me", self.me),
+            ("GET", p + "/users/{uid:\\d+}", self.get_user),
+            ("POST", p + "/users/@me/channels", self.create_dm),
             ("GET", p + "/oauth2/applications/@me", self.app_info),
             ("GET", p + "/applications/@me", self.app_info),
             ("GET", p + "/gateway", self.gateway),
@@ -159,6 +161,20 @@ class Rest:
     # --- identity -----------------------------------------------------------------------------
     async def me(self, request: web.Request) -> web.Response:
         return reply(payloads.user(self.world.bot), headers=self._limit(request, OTHER, "me"))
+
+    async def get_user(self, request: web.Request) -> web.Response:
+        uid = int(request.match_info["uid"])
+        headers = self._limit(request, OTHER, "users")
+        return reply(payloads.user(self.world.user(uid)), headers=headers)
+
+    async def create_dm(self, request: web.Request) -> web.Response:
+        """The direct message channel with a user (the same one each time)."""
+        headers = self._limit(request, OTHER, "dm")
+        body = await request.json()
+        user = self.world.user(int(body.get("recipient_id") or 0))
+        if user.bot:
+            raise ApiError(400, 50007, "Cannot send messages to this user")
+        return reply(payloads.channel(self.world.dm_with(user), self.world), headers=headers)
 
     async def app_info(self, request: web.Request) -> web.Response:
         return reply(payloads.application(self.world), headers=self._limit(request, OTHER, "app"))

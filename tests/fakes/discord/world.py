@@ -128,6 +128,32 @@ class World:
         self.channels[channel.id] = channel
         return channel
 
+    def user(self, user_id: int) -> User:
+        """Anyone the fake knows: the bot, a member of a server, someone in a direct message."""
+        if user_id == self.bot.id:
+            return self.bot
+        for guild in self.guilds.values():
+            if user_id in guild.members:
+                return guild.members[user_id].user
+        for channel in self.channels.values():
+            if channel.recipient is not None and channel.recipient.id == user_id:
+                return channel.recipient
+        raise unknown("User", 10013)
+
+    def dm_with(self, user: User) -> Channel:
+        """The direct message channel between the bot and ``user`` (opened on first use)."""
+        found = next(
+            (c for c in self.channels.values() if c.type == DM and c.recipient == user), None
+        )
+        return found or self.open_dm(user)
+
+    def direct_messages(self, user: User) -> list[str]:
+        """What the bot sent ``user`` in their direct message, oldest first."""
+        found = next(
+            (c for c in self.channels.values() if c.type == DM and c.recipient == user), None
+        )
+        return [] if found is None else self.shown(found.id, by=self.bot)
+
     def _thread(self, thread_id: int, parent: Channel, name: str, owner: User) -> Channel:
         thread = Channel(
             thread_id,

@@ -46,6 +46,7 @@ ALL_SCOPES = frozenset(
         "groups:history",
         "groups:read",
         "im:history",
+        "im:write",
         "mpim:history",
         "chat:write",
         "pins:write",

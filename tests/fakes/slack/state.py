@@ -186,6 +186,8 @@ class Workspace:
         """(channel, thread_ts) → an assistant thread, with its prompts and title."""
         self.home_views: dict[str, list[dict[str, Any]]] = {}
         """User id → every Home view published for them, oldest first."""
+        self.usergroup_handles: dict[str, str] = {}
+        """User group id → its handle (``ops`` for ``@ops``); default: the id in lower case."""
 
     def changed(self) -> None:
         self._on_change()

@@ -28,6 +28,7 @@ from tests.fakes.slack.state import (
     BOT_USER,
     TEAM_ID,
     TEAM_NAME,
+    Channel,
     Ephemeral,
     Message,
     Workspace,
@@ -56,6 +57,10 @@ SCOPES = {
     "users.info": "users:read",
     "usergroups.users.list": "usergroups:read",
     "conversations.info": "channels:read",
+    "conversations.members": "channels:read",
+    "conversations.list": "channels:read",
+    "conversations.open": "im:write",
+    "usergroups.list": "usergroups:read",
     "conversations.replies": "channels:history",
     "conversations.history": "channels:history",
     "files.getUploadURLExternal": "files:write",
@@ -239,8 +244,70 @@ class WebApi:
         return {"messages": messages, "has_more": len(found) > limit}
 
     def m_conversations_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self.workspace.channels.get(str(args.get("channel")))
+        if channel is None:
+            raise SlackError("channel_not_found")
+        if channel.kind == "group" and BOT_USER not in channel.members:
+            raise SlackError("channel_not_found")  # a private channel the bot is not in
+        return {"channel": _channel_object(channel)}
+
+    def m_conversations_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Public channels, and the private ones the bot is in, a page at a time."""
+        kinds = {"public_channel": "channel", "private_channel": "group", "im": "im"}
+        wanted = {
+            kinds[t] for t in str(args.get("types") or "public_channel").split(",") if t in kinds
+        }
+        shown = [
+            c
+            for c in sorted(self.workspace.channels.values(), key=lambda c: c.id)
+            if c.kind in wanted and (c.kind == "channel" or BOT_USER in c.members)
+        ]
+        page, cursor = _page(shown, args, 100)
+        return {"channels": [_channel_object(c) for c in page], **cursor}
+
+    def m_conversations_members(self, args: dict[str, Any]) -> dict[str, Any]:
+        channel = self.workspace.channels.get(str(args.get("channel")))
+        if channel is None or (channel.kind != "channel" and BOT_USER not in channel.members):
+            raise SlackError("channel_not_found")
+        page, cursor = _page(sorted(channel.members), args, 100)
+        return {"members": page, **cursor}
+
+    def m_conversations_open(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The direct message channel between the bot and one user (made on first use)."""
+        user = self.workspace.users.get(str(args.get("users")))
+        if user is None:
+            raise SlackError("user_not_found")
+        if user.is_bot:
+            raise SlackError("cannot_dm_bot")
+        found = next(
+            (
+                c
+                for c in self.workspace.channels.values()
+                if c.kind == "im" and c.members == {BOT_USER, user.id}
+            ),
+            None,
+        )
+        if found is None:
+            found = self.workspace.add_channel(
+                Channel(f"D{user.id}", user.name, "im", {BOT_USER, user.id})
+            )
+        return {"channel": {"id": found.id}}
+
+    def m_chat_getPermalink(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._channel(args.get("channel"))
-        return {"channel": {"id": channel.id, "name": channel.name, f"is_{channel.kind}": True}}
+        message = self._message(channel.id, args.get("message_ts"))
+        link = f"https://fake.slack.invalid/archives/{channel.id}/p{message.ts.replace('.', '')}"
+        if message.thread_ts and message.thread_ts != message.ts:
+            link += f"?thread_ts={message.thread_ts}&cid={channel.id}"
+        return {"channel": channel.id, "permalink": link}
+
+    def m_usergroups_list(self, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "usergroups": [
+                {"id": group, "handle": self.workspace.usergroup_handles.get(group, group.lower())}
+                for group in sorted(self.workspace.usergroups)
+            ]
+        }
 
     def m_files_getUploadURLExternal(self, args: dict[str, Any]) -> dict[str, Any]:
         assert self.files is not None
@@ -574,3 +641,21 @@ class WebApi:
         if markdown is not None and len(markdown) > self.markdown_limit:
             raise SlackError("msg_too_long")
         return {"text": (text or "")[:TEXT_LIMIT], "markdown_text": markdown, "blocks": blocks}
+
+
+def _channel_object(channel: Channel) -> dict[str, Any]:
+    return {
+        "id": channel.id,
+        "name": channel.name,
+        f"is_{channel.kind}": True,
+        "is_member": BOT_USER in channel.members,
+    }
+
+
+def _page(items: list[Any], args: dict[str, Any], default: int) -> tuple[list[Any], dict[str, Any]]:
+    """One page of ``items`` from ``cursor`` (an offset), at most ``limit``; the next cursor."""
+    start = int(args.get("cursor") or 0)
+    limit = min(int(args.get("limit") or default), 1000)
+    page = items[start : start + limit]
+    more = start + limit < len(items)
+    return page, {"response_metadata": {"next_cursor": str(start + limit) if more else ""}}
