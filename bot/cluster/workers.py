@@ -12,7 +12,12 @@ nudge (:meth:`WorkStore.nudge`), with polling every ``poll_s`` as the fallback:
 
 Each poll also looks for threads cut off mid-run whose lease is no longer live (their worker
 died) and resumes them as after a restart (:mod:`bot.thread.recovery`), and for messages no live lease
-will answer. :class:`Alone` is the single process on its own store: nothing to share.
+will answer. A lease is no longer live once it expires, or at once when its worker's connection
+that listens for nudges ends (:meth:`WorkStore.listen`: the kernel closes a dead process's
+connections): a killed worker's threads are taken over at the next poll. This worker's own
+listening connection ending (the database restarted, or the connection alone was cut), it listens
+again on a new one and checks its leases at once (``recheck``): a thread taken over meanwhile
+stops here. :class:`Alone` is the single process on its own store: nothing to share.
 """
 
 from __future__ import annotations
@@ -71,7 +76,13 @@ class WorkStore(LeaseStore, Protocol):
 
     async def nudge(self, key: ThreadKey) -> None: ...
 
-    async def listen(self, heard: Callable[[ThreadKey], None]) -> Listening: ...
+    async def listen(
+        self, heard: Callable[[ThreadKey], None], owner: str, ended: Callable[[], None]
+    ) -> Listening:
+        """Hear the nudges (``heard(key)``) on a connection of its own that holds ``owner``'s
+        presence while it lives: when it ends (the worker's process died), the owner's leases
+        are no longer live. ``ended()`` when it ends."""
+        ...
 
     async def lease_holders(self, keys: Sequence[ThreadKey]) -> dict[ThreadKey, str]: ...
 
@@ -121,6 +132,7 @@ class Workers:
         place: Place,
         recover: Recover,
         wake: Callable[[], None] = lambda: None,
+        recheck: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.owner = owner
@@ -131,6 +143,9 @@ class Workers:
         self._recover = recover
         self._wake_waiters = wake
         """Wakes the calls of runs held here that wait inline for a decision (made elsewhere)."""
+        self._recheck = recheck
+        """Renews this worker's leases now (those another worker took over meanwhile stop here)."""
+        self._ended = False
         self._nudged: set[ThreadKey] = set()
         self._wake = asyncio.Event()
         self._listening: Listening | None = None
@@ -172,10 +187,19 @@ class Workers:
     # --- the loop ---
 
     async def _listen(self) -> None:
+        again = self._listening is not None
         try:
-            self._listening = await self.store.listen(self._heard)
+            self._listening = await self.store.listen(self._heard, self.owner, self._end)
         except Exception as exc:  # polling still finds everything, only later
             log.warning("cannot listen for other workers' nudges (polling instead): %s", exc)
+            return
+        if again:  # this worker looked gone meanwhile: its threads may have been taken over
+            self._recheck()
+
+    def _end(self) -> None:
+        """The listening connection ended: listen again at once, not at the next poll."""
+        self._ended = True
+        self._wake.set()
 
     def _heard(self, key: ThreadKey) -> None:
         if key in self._supervisor.active:  # a decision elsewhere may be for a call waiting here
@@ -195,10 +219,11 @@ class Workers:
             full = loop.time() >= next_full
             if full:
                 next_full = loop.time() + self._poll_s
+            ended, self._ended = self._ended, False
             try:
-                await self.look(nudged, full=full)
-                if full and (self._listening is None or not self._listening.alive):
+                if (full or ended) and (self._listening is None or not self._listening.alive):
                     await self._listen()
+                await self.look(nudged, full=full)
             except Exception as exc:  # the database away for a moment: the next poll tries again
                 log.warning("looking for other workers' events failed: %s", exc)
 

@@ -2,7 +2,8 @@
 whose worker died, messages that wait for a thread whose run is elsewhere, Stop requests for
 such runs, and the ``NOTIFY`` nudge that tells the other workers to look now.
 
-A lease is *live* while its owner is set and it has not expired on the database's clock.
+A lease is *live* while its owner is set, it has not expired on the database's clock, and its
+owner's presence has not gone (:mod:`bot.storage.postgres.presence`).
 """
 
 from __future__ import annotations
@@ -16,16 +17,14 @@ from bot.llm.messages import UserMessage, load_message
 from bot.sessions.model import RunState
 from bot.storage.postgres.batch import CALLS, AsOne
 from bot.storage.postgres.db import PgDb
+from bot.storage.postgres.presence import LIVE, register
 from bot.storage.postgres.sessions import ACTIVE
 
 CHANNEL = "threadline_work"
 """The ``LISTEN``/``NOTIFY`` channel; a notification's payload is a thread key."""
 STOP_KEPT_S = 60.0
 """A Stop request nobody read within this long is dropped (its run has ended)."""
-_UNLEASED = (
-    "NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = {0}.key AND l.owner <> ''"
-    " AND l.expires_at > clock_timestamp())"
-)
+_UNLEASED = "NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = {0}.key AND " + LIVE.format("l") + ")"
 
 _IS_ARRIVAL = AsOne(
     "SELECT (c.n - 1)::int AS call FROM unnest($1::text[]) "
@@ -40,7 +39,8 @@ ORPHANS = (
 
 
 class Listening:
-    """A connection of its own that hears the nudges; :meth:`close` ends it."""
+    """A connection of its own that hears the nudges and holds the worker's presence;
+    :meth:`close` ends it."""
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self._conn = conn
@@ -131,21 +131,33 @@ class WorkTables:
         """Tell every listening worker to look at ``key`` now."""
         await self.pool.execute("SELECT pg_notify($1, $2)", CHANNEL, key)
 
-    async def listen(self, heard: Callable[[ThreadKey], None]) -> Listening:
-        """Hear the nudges on a connection of its own: ``heard(key)`` for each."""
+    async def listen(
+        self,
+        heard: Callable[[ThreadKey], None],
+        owner: str,
+        ended: Callable[[], None] = lambda: None,
+    ) -> Listening:
+        """Hear the nudges on a connection of its own, which holds ``owner``'s presence while it
+        lives: ``heard(key)`` for each nudge, ``ended()`` when the connection ends."""
 
         def on_notify(conn: object, pid: int, channel: str, payload: object) -> None:
             heard(ThreadKey(str(payload)))
 
         conn = await asyncpg.connect(self._url, timeout=10.0)
-        await conn.add_listener(CHANNEL, on_notify)
+        try:
+            await register(conn, owner)
+            await conn.add_listener(CHANNEL, on_notify)
+        except BaseException:
+            conn.terminate()
+            raise
+        conn.add_termination_listener(lambda _: ended())
         return Listening(conn)
 
     async def lease_holders(self: PgDb, keys: Sequence[ThreadKey]) -> dict[ThreadKey, str]:
         """The owner of each live lease among ``keys``."""
         rows = await self.pool.fetch(
-            "SELECT key, owner FROM leases WHERE key = ANY($1::text[]) AND owner <> ''"
-            " AND expires_at > clock_timestamp()",
+            "SELECT key, owner FROM leases WHERE key = ANY($1::text[]) AND "
+            + LIVE.format("leases"),
             list(keys),
         )
         return {ThreadKey(r["key"]): r["owner"] for r in rows}
