@@ -86,6 +86,10 @@ class WorkStore(LeaseStore, Protocol):
 
     async def lease_holders(self, keys: Sequence[ThreadKey]) -> dict[ThreadKey, str]: ...
 
+    async def is_gone(self, owner: str) -> bool:
+        """Whether ``owner``'s presence is gone (its leases are not live)."""
+        ...
+
 
 def worker_id() -> str:
     """This process's name among the workers: host, process id and a random part."""
@@ -196,6 +200,17 @@ class Workers:
         if again:  # this worker looked gone meanwhile: its threads may have been taken over
             self._recheck()
 
+    async def _stay_present(self) -> None:
+        """Listen again when the listening connection ended, or when this worker is taken for
+        gone while it seems alive here (its lock lost on the way: a pooler's connection
+        recycled): other workers would take its threads over at every look."""
+        if self._listening is not None and self._listening.alive:
+            if not await self.store.is_gone(self.owner):
+                return
+            log.warning("this worker was taken for gone; registering again")
+            await self._listening.close()
+        await self._listen()
+
     def _end(self) -> None:
         """The listening connection ended: listen again at once, not at the next poll."""
         self._ended = True
@@ -221,8 +236,8 @@ class Workers:
                 next_full = loop.time() + self._poll_s
             ended, self._ended = self._ended, False
             try:
-                if (full or ended) and (self._listening is None or not self._listening.alive):
-                    await self._listen()
+                if full or ended:
+                    await self._stay_present()
                 await self.look(nudged, full=full)
             except Exception as exc:  # the database away for a moment: the next poll tries again
                 log.warning("looking for other workers' events failed: %s", exc)

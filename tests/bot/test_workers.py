@@ -289,6 +289,18 @@ async def test_a_worker_whose_connection_alone_was_cut_finds_its_taken_threads_a
     assert "The stale answer." not in cluster.platform.text()
 
 
+async def test_a_worker_taken_for_gone_while_it_lives_registers_again(cluster: Cluster) -> None:
+    a = await cluster.worker("a", Model())
+    # a's lock lost on the way while its connection seems fine (a pooler recycled it)
+    await cluster.sql("UPDATE workers SET lock = lock + 1000000 WHERE owner = 'a'")
+    assert await a.store.is_gone("a")  # type: ignore[attr-defined]
+    for _ in range(1000):  # a's next look finds it and registers again
+        if not await a.store.is_gone("a"):  # type: ignore[attr-defined]
+            break
+        await asyncio.sleep(0.01)
+    assert not await a.store.is_gone("a")  # type: ignore[attr-defined]
+
+
 async def test_a_click_on_the_worker_not_holding_the_run_resumes_it_there(cluster: Cluster) -> None:
     a = await cluster.worker("a", Model(step(call("deploy", {"target": "prod"}))))
     b = await cluster.worker("b", Model(text("Deployed, as approved.")))

@@ -161,3 +161,11 @@ class WorkTables:
             list(keys),
         )
         return {ThreadKey(r["key"]): r["owner"] for r in rows}
+
+    async def is_gone(self: PgDb, owner: str) -> bool:
+        """Whether ``owner`` registered its presence in this life of the server and its lock is
+        gone: its leases are not live."""
+        gone = await self.pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM gone_workers WHERE owner = $1)", owner
+        )
+        return bool(gone)
