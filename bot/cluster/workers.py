@@ -86,8 +86,9 @@ class WorkStore(LeaseStore, Protocol):
 
     async def lease_holders(self, keys: Sequence[ThreadKey]) -> dict[ThreadKey, str]: ...
 
-    async def is_gone(self, owner: str) -> bool:
-        """Whether ``owner``'s presence is gone (its leases are not live)."""
+    async def is_present(self, owner: str) -> bool:
+        """Whether ``owner`` is registered and holds its presence (else the leases it takes are
+        only live until they expire)."""
         ...
 
 
@@ -201,11 +202,11 @@ class Workers:
             self._recheck()
 
     async def _stay_present(self) -> None:
-        """Listen again when the listening connection ended, or when this worker is taken for
-        gone while it seems alive here (its lock lost on the way: a pooler's connection
+        """Listen again when the listening connection ended, or when this worker is not present
+        while its connection seems alive here (its lock lost on the way: a pooler's connection
         recycled): other workers would take its threads over at every look."""
         if self._listening is not None and self._listening.alive:
-            if not await self.store.is_gone(self.owner):
+            if await self.store.is_present(self.owner):
                 return
             log.warning("this worker was taken for gone; registering again")
             await self._listening.close()

@@ -293,12 +293,14 @@ async def test_a_worker_taken_for_gone_while_it_lives_registers_again(cluster: C
     a = await cluster.worker("a", Model())
     # a's lock lost on the way while its connection seems fine (a pooler recycled it)
     await cluster.sql("UPDATE workers SET lock = lock + 1000000 WHERE owner = 'a'")
-    assert await a.store.is_gone("a")  # type: ignore[attr-defined]
+    assert not await a.store.is_present("a")  # type: ignore[attr-defined]
     for _ in range(1000):  # a's next look finds it and registers again
-        if not await a.store.is_gone("a"):  # type: ignore[attr-defined]
+        if await a.store.is_present("a"):  # type: ignore[attr-defined]
             break
         await asyncio.sleep(0.01)
-    assert not await a.store.is_gone("a")  # type: ignore[attr-defined]
+    assert await a.store.is_present("a")  # type: ignore[attr-defined]
+    [gone] = await cluster.sql("SELECT count(*) AS n FROM gone_workers")
+    assert gone["n"] == 0
 
 
 async def test_a_click_on_the_worker_not_holding_the_run_resumes_it_there(cluster: Cluster) -> None:

@@ -38,9 +38,15 @@ _LIFE = (
     " WHERE server_life.started <> excluded.started"
 )
 _PRUNE = (
-    "DELETE FROM workers w WHERE w.owner IN " + GONE + " AND w.owner <> $1"
+    "DELETE FROM workers w WHERE w.owner <> $1"
     " AND NOT EXISTS (SELECT 1 FROM leases l WHERE l.owner = w.owner)"
+    " AND (w.owner IN " + GONE + " OR NOT EXISTS (SELECT 1 FROM server_life s"
+    " WHERE s.token = w.life AND s.started = pg_postmaster_start_time()))"
 )
+"""Forget the workers that are gone, or registered in an earlier life of the server, and hold no
+lease (one still alive registers again)."""
+PRESENT = "SELECT EXISTS (SELECT 1 FROM workers WHERE owner = $1 AND owner NOT IN " + GONE + ")"
+"""Whether a worker is registered and its lock held."""
 _REGISTER = (
     "INSERT INTO workers (owner, lock, life, since) VALUES ($1, $2, $3, clock_timestamp())"
     " ON CONFLICT (owner) DO UPDATE SET lock = excluded.lock, life = excluded.life,"

@@ -17,7 +17,7 @@ from bot.llm.messages import UserMessage, load_message
 from bot.sessions.model import RunState
 from bot.storage.postgres.batch import CALLS, AsOne
 from bot.storage.postgres.db import PgDb
-from bot.storage.postgres.presence import LIVE, register
+from bot.storage.postgres.presence import LIVE, PRESENT, register
 from bot.storage.postgres.sessions import ACTIVE
 
 CHANNEL = "threadline_work"
@@ -162,10 +162,6 @@ class WorkTables:
         )
         return {ThreadKey(r["key"]): r["owner"] for r in rows}
 
-    async def is_gone(self: PgDb, owner: str) -> bool:
-        """Whether ``owner`` registered its presence in this life of the server and its lock is
-        gone: its leases are not live."""
-        gone = await self.pool.fetchval(
-            "SELECT EXISTS (SELECT 1 FROM gone_workers WHERE owner = $1)", owner
-        )
-        return bool(gone)
+    async def is_present(self: PgDb, owner: str) -> bool:
+        """Whether ``owner`` is registered and holds its presence lock."""
+        return bool(await self.pool.fetchval(PRESENT, owner))

@@ -121,6 +121,9 @@ async def test_a_worker_registering_again_is_present_again_and_the_gone_are_forg
     c = await present(store, "c")  # c holds no lease
     await end(store, c)
     await end(store, a)
+    await store.pool.execute(  # a worker of an earlier life of the server, holding no lease
+        "INSERT INTO workers (owner, lock, life, since) VALUES ('old', 7, 0, clock_timestamp())"
+    )
     a = await present(store, "a")  # a's connection was cut, a lives: it registers again
     try:
         assert await store.take_lease(KEY, "b", TTL_S) is None
@@ -130,6 +133,6 @@ async def test_a_worker_registering_again_is_present_again_and_the_gone_are_forg
             owners = {r["owner"] for r in await conn.fetch("SELECT owner FROM workers")}
         finally:
             await conn.close()
-        assert owners == {"a"}  # c, gone with nothing held, forgotten
+        assert owners == {"a"}  # c, gone with nothing held, and the old one forgotten
     finally:
         await end(store, a)
