@@ -45,6 +45,8 @@ _PRUNE = (
 )
 """Forget the workers that are gone, or registered in an earlier life of the server, and hold no
 lease (one still alive registers again)."""
+FORGET = "DELETE FROM workers WHERE owner = $1"
+"""A worker alive that cannot hold its presence says so: its leases live until they expire."""
 PRESENT = "SELECT EXISTS (SELECT 1 FROM workers WHERE owner = $1 AND owner NOT IN " + GONE + ")"
 """Whether a worker is registered and its lock held."""
 _REGISTER = (

@@ -8,7 +8,9 @@ owner's presence has not gone (:mod:`bot.storage.postgres.presence`).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import asyncpg
 
@@ -17,7 +19,7 @@ from bot.llm.messages import UserMessage, load_message
 from bot.sessions.model import RunState
 from bot.storage.postgres.batch import CALLS, AsOne
 from bot.storage.postgres.db import PgDb
-from bot.storage.postgres.presence import LIVE, PRESENT, register
+from bot.storage.postgres.presence import FORGET, LIVE, PRESENT, register
 from bot.storage.postgres.sessions import ACTIVE
 
 CHANNEL = "threadline_work"
@@ -36,6 +38,10 @@ ORPHANS = (
     + _UNLEASED.format("s")
     + " ORDER BY s.updated_at LIMIT $2"
 )
+
+
+class _Listener(PgDb, Protocol):
+    _url: str
 
 
 class Listening:
@@ -132,23 +138,30 @@ class WorkTables:
         await self.pool.execute("SELECT pg_notify($1, $2)", CHANNEL, key)
 
     async def listen(
-        self,
+        self: _Listener,
         heard: Callable[[ThreadKey], None],
         owner: str,
         ended: Callable[[], None] = lambda: None,
     ) -> Listening:
         """Hear the nudges on a connection of its own, which holds ``owner``'s presence while it
-        lives: ``heard(key)`` for each nudge, ``ended()`` when the connection ends."""
+        lives: ``heard(key)`` for each nudge, ``ended()`` when the connection ends. When that
+        fails, ``owner`` is no longer registered (if the database answers): a worker alive but
+        not present holds leases that live until they expire, as without presence."""
 
         def on_notify(conn: object, pid: int, channel: str, payload: object) -> None:
             heard(ThreadKey(str(payload)))
 
-        conn = await asyncpg.connect(self._url, timeout=10.0)
         try:
-            await register(conn, owner)
-            await conn.add_listener(CHANNEL, on_notify)
-        except BaseException:
-            conn.terminate()
+            conn = await asyncpg.connect(self._url, timeout=10.0)
+            try:
+                await register(conn, owner)
+                await conn.add_listener(CHANNEL, on_notify)
+            except BaseException:
+                conn.terminate()
+                raise
+        except Exception:
+            with contextlib.suppress(Exception):  # the database away: its life will be another
+                await self.pool.execute(FORGET, owner)
             raise
         conn.add_termination_listener(lambda _: ended())
         return Listening(conn)
