@@ -66,13 +66,15 @@ TAKEOVER_GOAL_S = 15.0
 
 
 def _check_workers(settings: Settings) -> bool:
-    """Several workers may share the database: how soon a dead one's threads are taken over."""
-    worst = settings.lease_ttl_s + settings.worker_poll_s
+    """Several workers may share the database: how soon a dead or hung one's threads are taken
+    over."""
+    poll, ttl = settings.worker_poll_s, settings.lease_ttl_s
+    worst = ttl + poll
     words = (
-        f"workers: any number may share this database; a thread's lease lasts "
-        f"{settings.lease_ttl_s:g} s (THREADLINE_LEASE_TTL_S), each worker looks for orphaned work "
-        f"every {settings.worker_poll_s:g} s (THREADLINE_WORKER_POLL_S): a dead worker's threads "
-        f"are taken over within {worst:g} s"
+        f"workers: any number may share this database; a worker that dies is known gone when its "
+        f"connection ends, and its threads are taken over at another's next look, every {poll:g} s "
+        f"(THREADLINE_WORKER_POLL_S); a thread's lease lasts {ttl:g} s (THREADLINE_LEASE_TTL_S): "
+        f"a hung worker's threads are taken over within {worst:g} s"
     )
     if worst > TAKEOVER_GOAL_S:
         _line(

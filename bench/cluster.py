@@ -6,7 +6,9 @@ events); the model answers at once, first with one call of ``record`` (a tool wi
 approved by a rule: ``approval = "never"``), which appends the thread's key to a file shared by
 all workers, then with "Done.". As soon as the first worker has taken in all of its messages
 (its runs started, many in flight), it is SIGKILLed; the others take its threads over once
-their leases expire (the default lease time and poll, unless given).
+their leases expire or its connection ends (the default lease time and poll, unless given).
+With ``--think S`` the model takes S seconds over each thread's first call, so that every run of
+the killed worker is in flight (its lease held) when it dies.
 
 Printed: messages lost (threads never answered), runs executed twice (a thread answered twice
 or its message taken in twice), duplicate side effects (a key recorded twice, counted from the
@@ -15,7 +17,7 @@ tool's own file), side effects left undone by the kill (the call interrupted bef
 another worker), total time. The database is made as ``bench/workers.py`` makes it (a fresh
 one on the server at ``--postgres``, dropped at the end), and its thread surfaces are used.
 
-    python bench/cluster.py [--threads 500] [--workers 4] [--lease-ttl 10] [--poll 1]
+    python bench/cluster.py [--threads 500] [--workers 4] [--lease-ttl 10] [--poll 1] [--think 0]
 """
 
 from __future__ import annotations
@@ -57,14 +59,15 @@ DONE = "Done."
 
 
 class Model:
-    """Answers at once: a call of ``record`` for the thread's message, then "Done."; every call
-    is noted (thread, wall time)."""
+    """Answers at once (or after ``think_s`` on a thread's first call): a call of ``record`` for
+    the thread's message, then "Done."; every call is noted (thread, wall time)."""
 
     name = "bench"
     label = "bench model"
 
-    def __init__(self) -> None:
+    def __init__(self, think_s: float = 0.0) -> None:
         self.calls: list[tuple[str, float]] = []
+        self.think_s = think_s
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelPiece]:
         asked = next(
@@ -75,6 +78,8 @@ class Model:
         key = asked.removeprefix(ASKED)
         self.calls.append((key, time.time()))
         first = isinstance(request.messages[-1], UserMessage)  # else it follows the call's result
+        if first and self.think_s:
+            await asyncio.sleep(self.think_s)
         for piece in step(call("record", {"thread": key})) if first else text(DONE):
             yield piece
 
@@ -110,7 +115,7 @@ def _serve(
     logging.basicConfig(level=logging.ERROR)  # takeovers and repairs are counted, not logged
 
     async def main() -> None:
-        model = Model()
+        model = Model(settings.pop("think_s"))
         config = Settings(
             data_dir=Path(tempfile.mkdtemp(prefix="threadline-bench-")),
             worker_id=name,
@@ -192,7 +197,7 @@ def quantiles(values: list[float]) -> tuple[float, float]:
 def run(url: str, args: argparse.Namespace, effects: Path) -> None:
     keys = [f"bench:cluster:{n}" for n in range(args.threads)]
     shares = [keys[i :: args.workers] for i in range(args.workers)]
-    settings = {"lease_ttl_s": args.lease_ttl, "worker_poll_s": args.poll}
+    settings = {"lease_ttl_s": args.lease_ttl, "worker_poll_s": args.poll, "think_s": args.think}
     # a queue each: a process killed while it writes to a queue leaves that queue's lock held
     outs: list[multiprocessing.Queue[Any]] = [multiprocessing.Queue() for _ in range(args.workers)]
     stop = multiprocessing.Event()
@@ -272,6 +277,12 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=500)
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=0.0,
+        help="seconds the model takes over each thread's first call (runs in flight at the kill)",
+    )
     parser.add_argument(
         "--lease-ttl", type=float, default=Settings.model_fields["lease_ttl_s"].default
     )

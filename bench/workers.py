@@ -2,7 +2,8 @@
 
 1. Takeover: a worker dies mid-run (its connections cut, nothing released: as a SIGKILL leaves
    it); the time until the thread's run resumes on the other worker (its model is asked again).
-   With the default lease (10 s, renewed every 3.3 s) and poll (1 s).
+   With the default lease (10 s, renewed every 3.3 s) and poll (1 s); its connections cut, the
+   dead worker is known gone at once (:mod:`bot.storage.postgres.presence`).
 2. Click on another worker: a run paused for approval on worker A; the click arrives at worker
    B; the time from the click until the run's next model request (on B).
 3. Throughput: T threads answered at once, shared among 1, 2 and 4 worker processes, each with

@@ -632,10 +632,12 @@ class Settings(SettingsBase):
     database_url: SecretStr | None = None
     """``postgresql://user:password@host:5432/dbname``: the PostgreSQL store (SQLite when unset)."""
     lease_ttl_s: float = Field(default=10.0, ge=1.0, le=300.0)
-    """With several workers: a thread's lease lasts this long unless renewed (every third of it);
-    a dead worker's threads are taken over once it has passed."""
+    """With several workers: a thread's lease lasts this long unless renewed (every third of it).
+    A worker that dies is known gone sooner, when its connection to the database ends; a hung
+    one's threads are taken over once its leases have expired."""
     worker_poll_s: float = Field(default=1.0, gt=0.0, le=60.0)
-    """With several workers: how often each looks for work no nudge announced."""
+    """With several workers: how often each looks for work no nudge announced, and for the
+    threads of workers that died (taken over at the first look after)."""
     worker_id: str | None = Field(default=None, max_length=200)
     """This worker's name in the leases (default: host, process id and a random part)."""
 

@@ -194,6 +194,7 @@ class Core:
                 place=self._pick_up,
                 recover=self._take_over,
                 wake=decided.wake_all,
+                recheck=self.leases.check_now,
             )
         self.decisions = Decisions(
             self.approvals,

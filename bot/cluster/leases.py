@@ -66,6 +66,7 @@ class ThreadLeases:
         self.ttl_s = ttl_s
         self.held: dict[ThreadKey, Lease] = {}
         self._on_lost = on_lost
+        self._soon = asyncio.Event()
 
     @asynccontextmanager
     async def hold(self, key: ThreadKey, *, wait_s: float = 0.0) -> AsyncIterator[bool]:
@@ -105,12 +106,20 @@ class ThreadLeases:
             await asyncio.sleep(pause)
             pause = min(0.5, pause * 2)
 
+    def check_now(self) -> None:
+        """Renew every lease held now, not at its next third: one another worker took over
+        meanwhile (this worker looked gone to it) is reported lost at once."""
+        self._soon.set()
+        self._soon = asyncio.Event()
+
     async def _renew(self, lease: Lease) -> None:
         """Renew until cancelled; a lease found taken over is dropped and reported."""
         loop = asyncio.get_running_loop()
         expires = loop.time() + self.ttl_s
         while True:
-            await asyncio.sleep(self.ttl_s / 3)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.ttl_s / 3):
+                    await self._soon.wait()
             try:
                 renewed = await self.store.renew_lease(lease, self.ttl_s)
             except Exception as exc:  # the database away for a moment: renewed next time

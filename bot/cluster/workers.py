@@ -12,7 +12,12 @@ nudge (:meth:`WorkStore.nudge`), with polling every ``poll_s`` as the fallback:
 
 Each poll also looks for threads cut off mid-run whose lease is no longer live (their worker
 died) and resumes them as after a restart (:mod:`bot.thread.recovery`), and for messages no live lease
-will answer. :class:`Alone` is the single process on its own store: nothing to share.
+will answer. A lease is no longer live once it expires, or at once when its worker's connection
+that listens for nudges ends (:meth:`WorkStore.listen`: the kernel closes a dead process's
+connections): a killed worker's threads are taken over at the next poll. This worker's own
+listening connection ending (the database restarted, or the connection alone was cut), it listens
+again on a new one and checks its leases at once (``recheck``): a thread taken over meanwhile
+stops here. :class:`Alone` is the single process on its own store: nothing to share.
 """
 
 from __future__ import annotations
@@ -71,9 +76,20 @@ class WorkStore(LeaseStore, Protocol):
 
     async def nudge(self, key: ThreadKey) -> None: ...
 
-    async def listen(self, heard: Callable[[ThreadKey], None]) -> Listening: ...
+    async def listen(
+        self, heard: Callable[[ThreadKey], None], owner: str, ended: Callable[[], None]
+    ) -> Listening:
+        """Hear the nudges (``heard(key)``) on a connection of its own that holds ``owner``'s
+        presence while it lives: when it ends (the worker's process died), the owner's leases
+        are no longer live. ``ended()`` when it ends."""
+        ...
 
     async def lease_holders(self, keys: Sequence[ThreadKey]) -> dict[ThreadKey, str]: ...
+
+    async def is_present(self, owner: str) -> bool:
+        """Whether ``owner`` is registered and holds its presence (else the leases it takes are
+        only live until they expire)."""
+        ...
 
 
 def worker_id() -> str:
@@ -121,6 +137,7 @@ class Workers:
         place: Place,
         recover: Recover,
         wake: Callable[[], None] = lambda: None,
+        recheck: Callable[[], None] = lambda: None,
     ) -> None:
         self.store = store
         self.owner = owner
@@ -131,6 +148,9 @@ class Workers:
         self._recover = recover
         self._wake_waiters = wake
         """Wakes the calls of runs held here that wait inline for a decision (made elsewhere)."""
+        self._recheck = recheck
+        """Renews this worker's leases now (those another worker took over meanwhile stop here)."""
+        self._ended = False
         self._nudged: set[ThreadKey] = set()
         self._wake = asyncio.Event()
         self._listening: Listening | None = None
@@ -172,10 +192,30 @@ class Workers:
     # --- the loop ---
 
     async def _listen(self) -> None:
+        again = self._listening is not None
         try:
-            self._listening = await self.store.listen(self._heard)
+            self._listening = await self.store.listen(self._heard, self.owner, self._end)
         except Exception as exc:  # polling still finds everything, only later
             log.warning("cannot listen for other workers' nudges (polling instead): %s", exc)
+            return
+        if again:  # this worker looked gone meanwhile: its threads may have been taken over
+            self._recheck()
+
+    async def _stay_present(self) -> None:
+        """Listen again when the listening connection ended, or when this worker is not present
+        while its connection seems alive here (its lock lost on the way: a pooler's connection
+        recycled): other workers would take its threads over at every look."""
+        if self._listening is not None and self._listening.alive:
+            if await self.store.is_present(self.owner):
+                return
+            log.warning("this worker was taken for gone; registering again")
+            await self._listening.close()
+        await self._listen()
+
+    def _end(self) -> None:
+        """The listening connection ended: listen again at once, not at the next poll."""
+        self._ended = True
+        self._wake.set()
 
     def _heard(self, key: ThreadKey) -> None:
         if key in self._supervisor.active:  # a decision elsewhere may be for a call waiting here
@@ -195,10 +235,11 @@ class Workers:
             full = loop.time() >= next_full
             if full:
                 next_full = loop.time() + self._poll_s
+            ended, self._ended = self._ended, False
             try:
+                if full or ended:
+                    await self._stay_present()
                 await self.look(nudged, full=full)
-                if full and (self._listening is None or not self._listening.alive):
-                    await self._listen()
             except Exception as exc:  # the database away for a moment: the next poll tries again
                 log.warning("looking for other workers' events failed: %s", exc)
 

@@ -1,6 +1,6 @@
 """Two workers on one PostgreSQL database (two cores, each with its own pool, as two processes
-would have), sharing the threads of one platform: a worker that dies mid-run is taken over once
-its lease expires; a click, a Stop or a message on the worker that does not hold the run reaches
+would have), sharing the threads of one platform: a worker that dies mid-run is taken over as
+soon as its connection ends, one that hangs once its lease expires; a click, a Stop or a message on the worker that does not hold the run reaches
 it; a job due on both runs once; a write with a stale token is refused."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from bot.llm.messages import AssistantMessage, ToolResult, UserMessage
 from bot.llm.model import ModelPiece, ModelRequest
 from bot.scheduler.jobs import Job
 from bot.sessions.model import RunState
+from bot.storage.postgres.presence import register
 from bot.storage.postgres.store import PostgresStore
 from bot.thread.recovery import RESUMING
 from bot.tools import ToolContext, ToolRegistry, tool
@@ -92,7 +94,9 @@ class Cluster:
         self.ran: list[str] = []
         self.cores: list[Core] = []
 
-    async def worker(self, name: str, model: Model, clock: Clock | None = None) -> Core:
+    async def worker(
+        self, name: str, model: Model, clock: Clock | None = None, *, ttl_s: float = TTL_S
+    ) -> Core:
         ran = self.ran
 
         @tool(side_effects=True)
@@ -107,7 +111,7 @@ class Cluster:
 
         settings = Settings(
             data_dir=self.tmp_path / name,
-            lease_ttl_s=TTL_S,
+            lease_ttl_s=ttl_s,
             worker_poll_s=0.1,
             worker_id=name,
             workspace_tools=False,
@@ -163,6 +167,18 @@ async def kill(core: Core) -> None:
     await asyncio.gather(*core.tasks._tasks, return_exceptions=True)
 
 
+@asynccontextmanager
+async def hung(url: str, name: str) -> AsyncIterator[None]:
+    """Worker ``name`` seen as hung rather than dead: its presence held, as a process frozen with
+    its connections open holds it, by a connection of the test's own."""
+    conn = await asyncpg.connect(url)
+    try:
+        await register(conn, name)
+        yield
+    finally:
+        await conn.close()
+
+
 def say(words: str, event_id: str, author: Author = ALICE) -> Inbound:
     return Inbound(KEY, author, words, event_id)
 
@@ -194,6 +210,97 @@ async def test_a_worker_killed_mid_run_is_taken_over_within_the_lease_time(
     assert row["state"] == RunState.IDLE.value
     [lease] = await cluster.sql("SELECT owner FROM leases")
     assert lease["owner"] == ""  # b let it go when its run ended
+
+
+LONG_TTL_S = 120.0
+"""A lease that cannot expire within a test: a takeover before it is by the holder's presence."""
+
+
+async def test_a_killed_worker_is_known_gone_by_its_connection_not_its_lease(
+    cluster: Cluster,
+) -> None:
+    held = Model()
+    held.hold = True
+    a = await cluster.worker("a", held, ttl_s=LONG_TTL_S)
+    b = await cluster.worker("b", Model(text("Here is the whole answer.")), ttl_s=LONG_TTL_S)
+    await a.admit(say("Summarise the incident", "e1"), cluster.platform.thread())
+    async with asyncio.timeout(WAIT_S):
+        await held.held.wait()
+
+    await kill(a)  # its connections end: the one holding its presence too
+    killed = time.monotonic()
+    await until(lambda: "Here is the whole answer." in cluster.platform.text())
+    took = time.monotonic() - killed
+    await b.wait_idle()
+    # a's lease had two minutes left: b knew a was gone from its connection, at its next poll
+    # (0.1 s here; the bound is for a loaded machine, the figures are in bench/cluster.py)
+    assert took < 10.0, took
+    assert cluster.platform.text().count(RESUMING) == 1
+    assert cluster.platform.text().count("Here is the whole answer.") == 1
+    [lease] = await cluster.sql("SELECT owner FROM leases")
+    assert lease["owner"] == ""  # b let it go when its run ended
+
+
+async def test_a_hung_worker_keeps_its_threads_until_its_lease_expires(cluster: Cluster) -> None:
+    held = Model()
+    held.hold = True
+    a = await cluster.worker("a", held)
+    b = await cluster.worker("b", Model(text("Here is the whole answer.")))
+    await a.admit(say("Summarise the incident", "e1"), cluster.platform.thread())
+    async with asyncio.timeout(WAIT_S):
+        await held.held.wait()
+
+    async with hung(cluster.url, "a"):  # its renewals stop, its presence stays
+        await kill(a)
+        killed = time.monotonic()
+        await until(lambda: "Here is the whole answer." in cluster.platform.text())
+        took = time.monotonic() - killed
+    await b.wait_idle()
+    # the lease, renewed every third, had at least two thirds of its time left: b waited for it
+    assert took >= TTL_S * 2 / 3 - 0.2, took
+    assert cluster.platform.text().count(RESUMING) == 1
+
+
+async def test_a_worker_whose_connection_alone_was_cut_finds_its_taken_threads_at_once(
+    cluster: Cluster,
+) -> None:
+    held = Model(text("The stale answer."))
+    held.hold = True
+    a = await cluster.worker("a", held, ttl_s=LONG_TTL_S)
+    work = await a.admit(say("Plan the week", "e1"), cluster.platform.thread())
+    async with asyncio.timeout(WAIT_S):
+        await held.held.wait()
+    # while a looked gone, another worker took the thread over (a new token)...
+    await cluster.sql("UPDATE leases SET owner = 'c', token = nextval('lease_tokens')")
+    # ...and a's connection holding its presence ends (a proxy, pg_terminate_backend)
+    await cluster.sql(
+        "SELECT pg_terminate_backend(p.pid) FROM pg_locks p JOIN workers w ON w.owner = 'a'"
+        " WHERE p.locktype = 'advisory' AND p.objsubid = 2 AND p.objid = w.lock::oid"
+    )
+    # a listens again, checks its leases at once (not in 40 s), and its run stops unwritten
+    await until(lambda: KEY not in a.supervisor.active, within=10.0)
+    assert work is not None
+    async with asyncio.timeout(WAIT_S):
+        await work
+    [present] = await cluster.sql("SELECT count(*) AS n FROM gone_workers")
+    assert present["n"] == 0  # a is registered again, on a new connection
+    session = await a.store.load_session(KEY, time.time())
+    assert not any(isinstance(m, AssistantMessage) for m in session.messages)
+    assert "The stale answer." not in cluster.platform.text()
+
+
+async def test_a_worker_taken_for_gone_while_it_lives_registers_again(cluster: Cluster) -> None:
+    a = await cluster.worker("a", Model())
+    # a's lock lost on the way while its connection seems fine (a pooler recycled it)
+    await cluster.sql("UPDATE workers SET lock = lock + 1000000 WHERE owner = 'a'")
+    assert not await a.store.is_present("a")  # type: ignore[attr-defined]
+    for _ in range(1000):  # a's next look finds it and registers again
+        if await a.store.is_present("a"):  # type: ignore[attr-defined]
+            break
+        await asyncio.sleep(0.01)
+    assert await a.store.is_present("a")  # type: ignore[attr-defined]
+    [gone] = await cluster.sql("SELECT count(*) AS n FROM gone_workers")
+    assert gone["n"] == 0
 
 
 async def test_a_click_on_the_worker_not_holding_the_run_resumes_it_there(cluster: Cluster) -> None:

@@ -189,9 +189,13 @@ async def test_doctor_says_whether_the_database_answers_and_its_schema_version(
         pass  # start-up creates the tables
     code, out, _ = await _threadline(tmp_path, "doctor", THREADLINE_DATABASE_URL=url)
     assert f"schema version {newest} (current)" in out and code == 0, out
-    assert "[ok  ] workers: any number may share this database; a thread's lease lasts 10 s" in out
     assert (
-        "a dead worker's threads are taken over within 11 s" in out
+        "[ok  ] workers: any number may share this database; a worker that dies is known gone"
+        " when its connection ends, and its threads are taken over at another's next look,"
+        " every 1 s (THREADLINE_WORKER_POLL_S); a thread's lease lasts 10 s" in out
+    )
+    assert (
+        "a hung worker's threads are taken over within 11 s" in out
         and "over the bot's own" not in out
     )
 

@@ -1,8 +1,9 @@
 """Two real ``threadline run`` workers on one PostgreSQL database and one fake Slack; the worker
 holding a run is SIGKILLed:
 
-- mid-run (its model call in flight): the other worker takes the thread over within the lease
-  time and answers, once, "picking up where I left off";
+- mid-run (its model call in flight): the other worker takes the thread over, knowing the killed
+  one gone from its connection's end, long before its lease would expire, and answers, once,
+  "picking up where I left off";
 - mid-approval (the card shown): the click reaches the surviving worker, the run resumes there,
   and the tool's side effect happens exactly once;
 - mid-schedule (the scheduled prompt's turn started): the prompt runs once, on the other worker.
@@ -74,6 +75,47 @@ async def test_a_worker_killed_mid_run_is_taken_over_once_within_the_lease_time(
     finally:
         await slack.stop()
     assert took < TTL_S + 3.0, took  # the lease expires, then b's next poll (0.2 s) takes over
+    assert text.count(RESUMING) == 1 and text.count("full disk") == 1, text
+
+
+LONG_TTL_S = "120"
+"""A lease that cannot expire within the test: a takeover is by the killed worker's presence."""
+
+
+async def test_a_worker_killed_mid_answer_is_known_gone_by_its_connection_not_its_lease(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    url = await fresh_schema(postgres_database)
+    slack = FakeSlack()
+    await slack.start()
+    gate = asyncio.Event()
+    slow = {"THREADLINE_LEASE_TTL_S": LONG_TTL_S, "THREADLINE_WORKER_POLL_S": "1"}
+    try:
+        async with FakeOpenAI() as model:
+            model.push(
+                Delay(Reply("never sent"), until=gate), Reply("The incident came from a full disk.")
+            )
+            async with (
+                release(gate),
+                worker(tmp_path, "b", url, slack, model.base_url, **slow),
+                worker(tmp_path, "a", url, slack, model.base_url, **slow) as a,
+            ):
+                root = await slack.say("UADA", CHANNEL, f"{MENTION} summarise the incident")
+                await model.wait_for_requests(1, within=WAIT)  # a's model call, held
+                [lease] = await sql(url, "SELECT owner FROM leases")
+                assert lease["owner"] == "a"
+                await a.kill()
+                killed = time.monotonic()
+                await slack.wait_for(lambda: "full disk" in shown(slack, root.ts), WAIT)
+                took = time.monotonic() - killed
+                [state] = await until_rows(url, "SELECT state FROM sessions WHERE state = 'idle'")
+            text = shown(slack, root.ts)
+            assert len(model.requests) == 2
+    finally:
+        await slack.stop()
+    # a's lease had two minutes left: b knew a was gone when its connection ended, at b's next
+    # poll (1 s, the default). The bound is for a loaded machine; bench/takeover.py has figures.
+    assert took < 10.0, took
     assert text.count(RESUMING) == 1 and text.count("full disk") == 1, text
 
 

@@ -29,6 +29,7 @@ from bot.storage.leases import Lease
 from bot.storage.postgres.batch import CALLS, AsOne
 from bot.storage.postgres.db import PgDb
 from bot.storage.postgres.fenced import APPENDED, SAVES
+from bot.storage.postgres.presence import GONE
 from bot.storage.postgres.sessions import (
     REPLACE,
     UPSERT,
@@ -48,7 +49,7 @@ _TAKE = AsOne(
     " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, token = excluded.token,"
     " expires_at = excluded.expires_at"
     " WHERE leases.expires_at <= clock_timestamp() OR leases.owner IN ('', excluded.owner)"
-    " RETURNING key, owner, token, expires_at)"
+    " OR leases.owner IN " + GONE + " RETURNING key, owner, token, expires_at)"
     f" SELECT {_LEASE} FROM taken JOIN c USING (key, owner)"
 )
 """A batch of takes (each call: key, owner, seconds) in one statement."""

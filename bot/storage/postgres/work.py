@@ -2,12 +2,15 @@
 whose worker died, messages that wait for a thread whose run is elsewhere, Stop requests for
 such runs, and the ``NOTIFY`` nudge that tells the other workers to look now.
 
-A lease is *live* while its owner is set and it has not expired on the database's clock.
+A lease is *live* while its owner is set, it has not expired on the database's clock, and its
+owner's presence has not gone (:mod:`bot.storage.postgres.presence`).
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import asyncpg
 
@@ -16,16 +19,14 @@ from bot.llm.messages import UserMessage, load_message
 from bot.sessions.model import RunState
 from bot.storage.postgres.batch import CALLS, AsOne
 from bot.storage.postgres.db import PgDb
+from bot.storage.postgres.presence import FORGET, LIVE, PRESENT, register
 from bot.storage.postgres.sessions import ACTIVE
 
 CHANNEL = "threadline_work"
 """The ``LISTEN``/``NOTIFY`` channel; a notification's payload is a thread key."""
 STOP_KEPT_S = 60.0
 """A Stop request nobody read within this long is dropped (its run has ended)."""
-_UNLEASED = (
-    "NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = {0}.key AND l.owner <> ''"
-    " AND l.expires_at > clock_timestamp())"
-)
+_UNLEASED = "NOT EXISTS (SELECT 1 FROM leases l WHERE l.key = {0}.key AND " + LIVE.format("l") + ")"
 
 _IS_ARRIVAL = AsOne(
     "SELECT (c.n - 1)::int AS call FROM unnest($1::text[]) "
@@ -39,8 +40,13 @@ ORPHANS = (
 )
 
 
+class _Listener(PgDb, Protocol):
+    _url: str
+
+
 class Listening:
-    """A connection of its own that hears the nudges; :meth:`close` ends it."""
+    """A connection of its own that hears the nudges and holds the worker's presence;
+    :meth:`close` ends it."""
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self._conn = conn
@@ -131,21 +137,44 @@ class WorkTables:
         """Tell every listening worker to look at ``key`` now."""
         await self.pool.execute("SELECT pg_notify($1, $2)", CHANNEL, key)
 
-    async def listen(self, heard: Callable[[ThreadKey], None]) -> Listening:
-        """Hear the nudges on a connection of its own: ``heard(key)`` for each."""
+    async def listen(
+        self: _Listener,
+        heard: Callable[[ThreadKey], None],
+        owner: str,
+        ended: Callable[[], None] = lambda: None,
+    ) -> Listening:
+        """Hear the nudges on a connection of its own, which holds ``owner``'s presence while it
+        lives: ``heard(key)`` for each nudge, ``ended()`` when the connection ends. When that
+        fails, ``owner`` is no longer registered (if the database answers): a worker alive but
+        not present holds leases that live until they expire, as without presence."""
 
         def on_notify(conn: object, pid: int, channel: str, payload: object) -> None:
             heard(ThreadKey(str(payload)))
 
-        conn = await asyncpg.connect(self._url, timeout=10.0)
-        await conn.add_listener(CHANNEL, on_notify)
+        try:
+            conn = await asyncpg.connect(self._url, timeout=10.0)
+            try:
+                await register(conn, owner)
+                await conn.add_listener(CHANNEL, on_notify)
+            except BaseException:
+                conn.terminate()
+                raise
+        except Exception:
+            with contextlib.suppress(Exception):  # the database away: its life will be another
+                await self.pool.execute(FORGET, owner)
+            raise
+        conn.add_termination_listener(lambda _: ended())
         return Listening(conn)
 
     async def lease_holders(self: PgDb, keys: Sequence[ThreadKey]) -> dict[ThreadKey, str]:
         """The owner of each live lease among ``keys``."""
         rows = await self.pool.fetch(
-            "SELECT key, owner FROM leases WHERE key = ANY($1::text[]) AND owner <> ''"
-            " AND expires_at > clock_timestamp()",
+            "SELECT key, owner FROM leases WHERE key = ANY($1::text[]) AND "
+            + LIVE.format("leases"),
             list(keys),
         )
         return {ThreadKey(r["key"]): r["owner"] for r in rows}
+
+    async def is_present(self: PgDb, owner: str) -> bool:
+        """Whether ``owner`` is registered and holds its presence lock."""
+        return bool(await self.pool.fetchval(PRESENT, owner))
