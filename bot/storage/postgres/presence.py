@@ -2,7 +2,7 @@
 
 While it lives, a worker holds a session advisory lock on a connection of its own (the one that
 hears the nudges, :meth:`bot.storage.postgres.work.WorkTables.listen`) and says which in the
-``workers`` table (migration 0014). When its process dies, however it dies, the kernel closes
+``workers`` table (migration 0016). When its process dies, however it dies, the kernel closes
 the connection, the server ends the session, and the lock goes with it. The view
 ``gone_workers`` names the registered workers whose lock is gone; their leases are not live
 from then on (:data:`LIVE`), so another worker takes their threads over at its next poll instead
