@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from bot.config import McpServerSettings, Settings
 from bot.infra.clock import Clock
 from bot.mcp.endpoint import endpoint, sign_in
+from bot.mcp.forms import Asking
 from bot.mcp.server import McpServer
 from bot.mcp.toolkit import Allowed, McpToolkit
 from bot.tools.registry import ToolRegistry
@@ -18,10 +19,16 @@ from bot.tools.registry import ToolRegistry
 
 class McpServers:
     def __init__(
-        self, settings: Settings, clock: Clock, environ: Mapping[str, str] | None = None
+        self,
+        settings: Settings,
+        clock: Clock,
+        environ: Mapping[str, str] | None = None,
+        asking: Asking | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
         self.settings = settings
+        self.asking = asking
+        """Who answers what the servers ask during a thread's call (None: declined)."""
         self.servers = {
             name: McpServer(name, server, endpoint(name, server, env), clock)
             for name, server in settings.mcp_servers.items()
@@ -34,7 +41,7 @@ class McpServers:
 
     def install(self, registry: ToolRegistry) -> None:
         for server in self.servers.values():
-            registry.attach(McpToolkit(server, allowed_in(self.settings, server.name)))
+            registry.attach(McpToolkit(server, allowed_in(self.settings, server.name), self.asking))
 
     async def aclose(self) -> None:
         await asyncio.gather(*(s.aclose() for s in self.servers.values()))

@@ -27,6 +27,7 @@ from bot.engine.events import (
     EngineEvent,
     Failed,
     Finished,
+    FormNeeded,
     ModelCallStarted,
     Notice,
     TextDelta,
@@ -40,6 +41,7 @@ from bot.errors import SurfaceError
 from bot.infra.clock import Clock
 from bot.present.approval_card import post_allowed, post_card, ran_line
 from bot.present.budget import BudgetRegistry
+from bot.present.form_card import post_form_card
 from bot.present.native import NativeReply
 from bot.present.overflow import Overflow
 from bot.present.reply import OnLive, ReplyStream
@@ -163,7 +165,9 @@ class Presenter:
 
     async def __call__(self, event: EngineEvent) -> None:
         self._arm_working()
-        if isinstance(event, ApprovalNeeded | CallAllowed):  # shown whatever the reply's state
+        if isinstance(
+            event, ApprovalNeeded | CallAllowed | FormNeeded
+        ):  # whatever the reply's state
             await self._shown_apart(event)
             return
         if self._reply.finished and not isinstance(event, Finished | Failed):
@@ -258,12 +262,17 @@ class Presenter:
             if inline:
                 await self._below(landed=True)
 
-    async def _shown_apart(self, event: ApprovalNeeded | CallAllowed) -> None:
+    async def _shown_apart(self, event: ApprovalNeeded | CallAllowed | FormNeeded) -> None:
         match event:
             case ApprovalNeeded(request, inline):
                 await self._card(request, inline=inline)
             case CallAllowed():
                 await self._allowed(event)
+            case FormNeeded(form):
+                async with self._cards:  # below the reply so far; the reply goes on below it
+                    await self._end("")
+                    form.card_id = await post_form_card(self._surface, self._clock, form)
+                    await self._below(landed=True)
 
     async def _allowed(self, event: CallAllowed) -> None:
         """A call a rule lets run is shown in full, below the reply so far, before it runs;

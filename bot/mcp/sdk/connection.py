@@ -23,8 +23,10 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from bot.errors import McpError, McpTimeout, McpUnavailable
+from bot.mcp.asking import Asker, NobodyAsks
 from bot.mcp.endpoint import Endpoint, RemoteTool, StdioEndpoint, remote_tools
 from bot.mcp.process import server_log
+from bot.mcp.sdk.asks import Calls, Running, callbacks
 from bot.mcp.sdk.transports import (
     ListingRelay,
     Refusals,
@@ -46,7 +48,13 @@ MAX_PAGES = 100
 
 
 class Connection:
-    def __init__(self, name: str, timeout_s: float, on_tools_changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        name: str,
+        timeout_s: float,
+        on_tools_changed: Callable[[], None],
+        calls: Calls | None = None,
+    ) -> None:
         self.name = name
         self.timeout_s = timeout_s
         """For the handshake and for each request."""
@@ -62,15 +70,25 @@ class Connection:
         self._relay = ListingRelay()
         self._refusals = Refusals()
         self._listing = asyncio.Lock()
+        self._calls = calls or Calls(name, NobodyAsks(), timeout_s, local=False)
+        """The calls running, and who answers what the server asks during each."""
         self.server_label = ""
         """The server's name and version and the protocol version agreed, once connected."""
 
     @classmethod
     async def open(
-        cls, name: str, endpoint: Endpoint, timeout_s: float, on_tools_changed: Callable[[], None]
+        cls,
+        name: str,
+        endpoint: Endpoint,
+        timeout_s: float,
+        on_tools_changed: Callable[[], None],
+        idle: Asker | None = None,
     ) -> Connection:
-        """Start the server (or reach it) and run the handshake within ``timeout_s`` seconds."""
-        connection = cls(name, timeout_s, on_tools_changed)
+        """Start the server (or reach it) and run the handshake within ``timeout_s`` seconds.
+        ``idle`` answers what the server asks while none of the calls runs (declines)."""
+        local = isinstance(endpoint, StdioEndpoint)
+        calls = Calls(name, idle or NobodyAsks(), timeout_s, local=local)
+        connection = cls(name, timeout_s, on_tools_changed, calls)
         connection._task = asyncio.get_running_loop().create_task(
             connection._own(endpoint), name=f"mcp:{name}"
         )
@@ -114,20 +132,22 @@ class Connection:
         return found
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        asker: Asker | None = None,
+        whose: str = "",
     ) -> tuple[str, bool]:
         """The tool's output as text, and whether the server says it failed (``isError``).
         With ``progress``, the request carries a progress token and each progress notification
         the server sends for it is passed on. Cancelling the call (Stop) sends
-        ``notifications/cancelled`` to the server."""
+        ``notifications/cancelled`` to the server. ``asker`` answers what the server asks
+        during the call (for the thread ``whose``); its time limit waits while a person is."""
         session = self._live()
-        pending = session.call_tool(
-            tool,
-            arguments,
-            read_timeout_seconds=self.timeout_s,
-            progress_callback=progress,
-        )
-        result = await self._request(pending, tool)
+        with self._calls.running(tool, asker, whose) as running:
+            pending = session.call_tool(tool, arguments, progress_callback=progress)
+            result = await self._request(pending, tool, running)
         if not isinstance(result, types.CallToolResult):
             raise McpError(
                 f"{self.name}: {tool} answered with a {type(result).__name__}, not a tool result"
@@ -139,11 +159,13 @@ class Connection:
             raise McpUnavailable(f"{self.name}: not connected ({self.ended or 'starting'})")
         return self._session
 
-    async def _request(self, pending: Any, what: str) -> Any:
+    async def _request(self, pending: Any, what: str, running: Running | None = None) -> Any:
         timeout = self.timeout_s
         self._refusals.status = None
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout) as timer:
+                if running is not None:
+                    running.timer = timer
                 return await pending
         except TimeoutError:
             raise McpTimeout(f"{self.name}: no answer to {what} within {timeout:g} s") from None
@@ -184,7 +206,11 @@ class Connection:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(endpoint))
                 session = ClientSession(
-                    read, write, message_handler=self._on_message, client_info=CLIENT
+                    read,
+                    write,
+                    message_handler=self._on_message,
+                    client_info=CLIENT,
+                    **callbacks(self._calls),
                 )
                 await stack.enter_async_context(session)
                 try:
