@@ -249,17 +249,19 @@ def _value(f: Field, raw: Any) -> Value:  # noqa: C901 (one case a kind)
             return number
         case "choice":
             value = raw[0] if isinstance(raw, list) and len(raw) == 1 else raw
-            if not isinstance(value, str) or value not in {o.value for o in f.options}:
+            found = _option(f, value) if isinstance(value, str) else None
+            if found is None:
                 raise ValueError("pick one of: " + ", ".join(o.title for o in f.options))
-            return value
+            return found
         case "choices":
-            picked = [raw] if isinstance(raw, str) else raw
+            picked = (
+                [p.strip() for p in raw.split(",") if p.strip()] if isinstance(raw, str) else raw
+            )
             if not isinstance(picked, list) or not all(isinstance(p, str) for p in picked):
                 raise ValueError("pick from the list")
-            picked = list(dict.fromkeys(picked))
-            allowed = {o.value for o in f.options}
-            if bad := [p for p in picked if p not in allowed]:
+            if bad := [p for p in picked if _option(f, p) is None]:
                 raise ValueError(f"not a choice: {bad[0]}")
+            picked = list(dict.fromkeys(str(_option(f, p)) for p in picked))
             if f.min is not None and len(picked) < f.min:
                 raise ValueError(f"pick at least {f.min:g}")
             if f.max is not None and len(picked) > f.max:
@@ -274,6 +276,16 @@ def _value(f: Field, raw: Any) -> Value:  # noqa: C901 (one case a kind)
                 raise ValueError(f"must be at most {f.max:g} characters")
             _format(f.format, raw)
             return raw
+
+
+def _option(f: Field, typed: str) -> str | None:
+    """The choice ``typed`` names: its value, else its value or title in any case."""
+    if typed in {o.value for o in f.options}:
+        return typed
+    folded = typed.strip().casefold()
+    return next(
+        (o.value for o in f.options if folded in (o.value.casefold(), o.title.casefold())), None
+    )
 
 
 def _parse_number(raw: Any, whole: bool) -> int | float:
