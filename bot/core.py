@@ -104,7 +104,13 @@ class Core:
         self.forms = FormDesk(clock, self.surfaces.surface_for)
         """Forms MCP servers ask the runs' people to fill in (:mod:`bot.mcp.forms`)."""
         workspaces = settings.data_dir / "workspaces" if settings.workspace_tools else None
-        self.asking = Asking(self.forms, workspaces)
+        self.asking = Asking(
+            self.forms,
+            workspaces,
+            surface_for=self.surfaces.surface_for,
+            sees_images=self._sees_images,
+            image_max_bytes=settings.image_max_bytes,
+        )
         """How a thread's call answers what its MCP server asks (forms, roots, sampling)."""
         self.policy = Policy(settings, direct=self.surfaces.direct)
         """Who may do what: every entry point asks it."""

@@ -37,6 +37,35 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
+class Picture:
+    """An image a tool returned."""
+
+    mime: str
+    data: bytes
+    for_model: bool = True
+    """Its audience includes the assistant (or is not said)."""
+    for_people: bool = True
+    """Its audience includes the user (or is not said)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What a call returned, split by its content's audience (``annotations.audience``)."""
+
+    text: str
+    """What the model reads: content for the assistant or for anyone."""
+    failed: bool = False
+    shown: tuple[str, ...] = ()
+    """Text for the user alone: shown in the thread, never sent to the model."""
+    pictures: tuple[Picture, ...] = ()
+    for_people: str = ""
+    """What the model reads but for the content for the assistant alone (what a preview of
+    the call may show people)."""
+    hidden: bool = False
+    """Some of :attr:`text` is for the assistant alone."""
+
+
+@dataclass(frozen=True, slots=True)
 class Turn:
     """One message of a sampling request."""
 

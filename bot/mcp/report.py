@@ -212,14 +212,20 @@ async def _call(server: McpServer, tool: str, arguments: dict[str, Any], say: Pr
         raise BadInput(f"the server has no tool {tool!r} (its tools: {listed})")
     say(f"calling {tool} {json.dumps(arguments, ensure_ascii=False)}")
     try:
-        text, failed = await server.call(tool, arguments, asker=TrialAsker(say))
+        out = await server.run(tool, arguments, asker=TrialAsker(say))
     except McpError as exc:
         say(f"  the call failed: {str(exc).removeprefix(server.name + ': ')}")
         return 1
-    say("  the tool says it failed (isError):" if failed else "  result:")
-    for line in (text or "(empty)").splitlines() or [""]:
+    say("  the tool says it failed (isError):" if out.failed else "  result:")
+    for line in (out.text or "(empty)").splitlines() or [""]:
         say(f"    {line}")
-    return 1 if failed else 0
+    for text in out.shown:
+        say("  for the user alone (shown in the thread, not sent to the model):")
+        for line in text.splitlines() or [""]:
+            say(f"    {line}")
+    for picture in out.pictures:
+        say(f"  an image: {picture.mime}, {len(picture.data):,} bytes")
+    return 1 if out.failed else 0
 
 
 class TrialAsker:

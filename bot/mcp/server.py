@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any
 
 from bot.config import McpServerSettings
 from bot.errors import McpError, McpUnavailable
 from bot.infra.clock import Clock
-from bot.mcp.asking import Asker
+from bot.mcp.asking import Asker, Output
 from bot.mcp.endpoint import Endpoint, RemoteTool
 from bot.mcp.process import server_log
 from bot.mcp.sdk.connection import Connection, Progress
@@ -94,18 +95,30 @@ class McpServer:
         asker: Asker | None = None,
         whose: str = "",
     ) -> tuple[str, bool]:
+        """:meth:`run`, as the (capped) text the model reads and whether the call failed."""
+        out = await self.run(tool, arguments, progress, asker, whose)
+        return out.text, out.failed
+
+    async def run(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        asker: Asker | None = None,
+        whose: str = "",
+    ) -> Output:
         """Call ``tool`` (its name on the server); the text is capped. Raises :class:`McpError`.
         ``progress`` hears what the server says of how far the call got; ``asker`` answers what
         it asks meanwhile (a form for the person of the thread ``whose``)."""
         connection = await self._connected()
         try:
-            text, failed = await connection.call(tool, arguments, progress, asker, whose)
+            out = await connection.run(tool, arguments, progress, asker, whose)
         except McpUnavailable as exc:
             await self._lost(connection, exc)
             detail = f"{self.name}: {connection.ended}" if connection.ended else str(exc)
             raise McpUnavailable(f"{detail}; it is started again on the next call") from None
         self._failures = 0
-        return cap(text, self.settings.max_output_chars), failed
+        return replace(out, text=cap(out.text, self.settings.max_output_chars))
 
     def poke(self) -> None:
         """Start the server in the background if it is down and due for another try."""

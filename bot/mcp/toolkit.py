@@ -145,14 +145,14 @@ class McpToolkit:
             asker = asking.asker(ctx, server.settings.form_timeout_s) if asking else None
             progress = ProgressLine(ctx, offered)
             try:
-                text, failed = await server.call(
-                    original, arguments, progress, asker, ctx.thread_key
-                )
+                out = await server.run(original, arguments, progress, asker, ctx.thread_key)
             except McpError as exc:
                 raise ToolError(str(exc)) from None
-            if failed:
-                raise ToolError(text or f"{offered} failed")
-            return text
+            if out.failed:
+                raise ToolError(out.text or f"{offered} failed")
+            if asking is None:
+                return out.text
+            return await asking.deliver(ctx, offered, out)
 
         text = description(remote.description, f"{original} (from the MCP server {server.name})")
         if not asks_first(remote):

@@ -10,6 +10,8 @@ raises is turned into :class:`~bot.errors.McpError` and its subclasses.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
@@ -23,7 +25,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from bot.errors import McpError, McpTimeout, McpUnavailable
-from bot.mcp.asking import Asker, NobodyAsks
+from bot.mcp.asking import Asker, NobodyAsks, Output, Picture
 from bot.mcp.endpoint import Endpoint, RemoteTool, StdioEndpoint, remote_tools
 from bot.mcp.process import server_log
 from bot.mcp.sdk.asks import Calls, Running, callbacks
@@ -131,15 +133,16 @@ class Connection:
                     break
         return found
 
-    async def call(
+    async def run(
         self,
         tool: str,
         arguments: dict[str, Any],
         progress: Progress | None = None,
         asker: Asker | None = None,
         whose: str = "",
-    ) -> tuple[str, bool]:
-        """The tool's output as text, and whether the server says it failed (``isError``).
+    ) -> Output:
+        """The tool's output (what the model reads, what only people see, its images), and
+        whether the server says it failed (``isError``).
         With ``progress``, the request carries a progress token and each progress notification
         the server sends for it is passed on. Cancelling the call (Stop) sends
         ``notifications/cancelled`` to the server. ``asker`` answers what the server asks
@@ -152,7 +155,19 @@ class Connection:
             raise McpError(
                 f"{self.name}: {tool} answered with a {type(result).__name__}, not a tool result"
             )
-        return render(result), bool(result.is_error)
+        return output(result)
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        asker: Asker | None = None,
+        whose: str = "",
+    ) -> tuple[str, bool]:
+        """:meth:`run`, as the text the model reads and whether the call failed."""
+        out = await self.run(tool, arguments, progress, asker, whose)
+        return out.text, out.failed
 
     def _live(self) -> ClientSession:
         if self._session is None or self._stop.is_set():
@@ -262,24 +277,67 @@ class Connection:
             self._log.warning("[%s] unreadable message: %s", self.name, message)
 
 
-def render(result: types.CallToolResult) -> str:
-    """A tool result as the text the model reads."""
+def _audience(block: Any) -> tuple[bool, bool]:
+    """Whether the block is for the model, and for people (``annotations.audience``)."""
+    annotations = getattr(block, "annotations", None)
+    audience = getattr(annotations, "audience", None) if annotations is not None else None
+    if not audience:
+        return True, True
+    return "assistant" in audience, "user" in audience
+
+
+def output(result: types.CallToolResult) -> Output:
+    """A tool result split by audience: text for the model, text for people alone, images."""
     parts: list[str] = []
+    public: list[str] = []
+    shown: list[str] = []
+    pictures: list[Picture] = []
     for block in result.content:
-        match block:
-            case types.TextContent(text=text):
-                parts.append(text)
-            case types.ImageContent(mime_type=mime) | types.AudioContent(mime_type=mime):
-                parts.append(f"[{mime} content, not shown]")
-            case types.EmbeddedResource(resource=types.TextResourceContents(text=text)):
-                parts.append(text)
-            case types.EmbeddedResource(resource=resource):
-                parts.append(f"[resource {resource.uri}, not shown]")
-            case types.ResourceLink(uri=uri, name=name):
-                parts.append(f"[link: {name} {uri}]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
-    return "\n".join(parts)
+        model, people = _audience(block)
+        if isinstance(block, types.ImageContent):
+            try:
+                data = base64.b64decode(block.data, validate=True)
+            except (binascii.Error, ValueError):
+                parts.append(f"[{block.mime_type} image that is not valid base64, dropped]")
+                continue
+            pictures.append(Picture(block.mime_type, data, model, people))
+        elif not model:
+            if people and isinstance(block, types.TextContent):
+                shown.append(block.text)
+        else:
+            parts.append(_text_of(block))
+            if people:
+                public.append(parts[-1])
+    text = "\n".join(p for p in parts if p)
+    if not parts and not shown and not pictures and result.structured_content is not None:
+        text = json.dumps(result.structured_content, ensure_ascii=False)
+    hidden = len(public) < len(parts)
+    for_people = "\n".join(p for p in public if p) if hidden else text
+    return Output(text, bool(result.is_error), tuple(shown), tuple(pictures), for_people, hidden)
+
+
+def render(result: types.CallToolResult) -> str:
+    """A tool result as the text the model reads (every block, whatever its audience)."""
+    parts = [_text_of(block) for block in result.content]
+    if not any(parts) and result.structured_content is not None:
+        parts = [json.dumps(result.structured_content, ensure_ascii=False)]
+    return "\n".join(p for p in parts if p)
+
+
+def _text_of(block: Any) -> str:
+    parts: list[str] = []
+    match block:
+        case types.TextContent(text=text):
+            parts.append(text)
+        case types.ImageContent(mime_type=mime) | types.AudioContent(mime_type=mime):
+            parts.append(f"[{mime} content, not shown]")
+        case types.EmbeddedResource(resource=types.TextResourceContents(text=text)):
+            parts.append(text)
+        case types.EmbeddedResource(resource=resource):
+            parts.append(f"[resource {resource.uri}, not shown]")
+        case types.ResourceLink(uri=uri, name=name):
+            parts.append(f"[link: {name} {uri}]")
+    return "".join(parts)
 
 
 def _label(agreed: types.InitializeResult) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,13 @@ from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
 from bot.core import Core
 from bot.infra.clock import ManualClock
-from bot.llm.messages import ToolResult
+from bot.llm.messages import ToolResult, UserMessage
 from bot.mcp.pending import PendingForm
 from bot.mcp.servers import McpServers
 from bot.storage.sqlite.store import SqliteStore
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
-from tests.fakes.mcp_asking_server import stdio_command
+from tests.fakes.mcp_asking_server import PNG, stdio_command
 from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text
 from tests.fakes.surface import FakeMessage, RecordingSurface, drive, run_until
 
@@ -34,16 +35,31 @@ ALICE = Author(id="slack:U1", display_name="Alice")
 BOB = Author(id="slack:U2", display_name="Bob")
 
 
+@dataclass
+class Files:
+    """The surface's file transfer: what was posted."""
+
+    sent: list[tuple[str, bytes]] = field(default_factory=list)
+
+    async def fetch(self, file: object, limit: int) -> bytes:
+        raise AssertionError("nothing is fetched here")
+
+    async def send(self, name: str, data: bytes) -> None:
+        self.sent.append((name, data))
+
+
 class World:
-    def __init__(self, tmp_path: Path, **server: Any) -> None:
+    def __init__(self, tmp_path: Path, vision: str = "auto", **server: Any) -> None:
         command = stdio_command()
         servers = {
             "asking": {"command": command[0], "args": command[1:], "timeout_s": 10, **server}
         }
         self.clock = ManualClock(start=1_000_000.0)
         self.model = ScriptedModel([])
-        self.settings = Settings(data_dir=tmp_path, mcp_servers=servers)
+        self.settings = Settings(data_dir=tmp_path, mcp_servers=servers, vision=vision)
         self.surface = RecordingSurface(self.clock, thread_key=KEY)
+        self.files = Files()
+        self.surface.files = self.files  # type: ignore[attr-defined]
         registry = ToolRegistry(builtin_tools())
         self.core = Core(
             self.settings,
@@ -119,8 +135,8 @@ def button(card: FakeMessage, label: str) -> str:
 async def make_world(tmp_path: Path) -> AsyncIterator[Any]:
     made: list[World] = []
 
-    async def make(**server: Any) -> World:
-        world = World(tmp_path, **server)
+    async def make(vision: str = "auto", **server: Any) -> World:
+        world = World(tmp_path, vision, **server)
         await world.core.start()
         await world.mcp.start()
         made.append(world)
@@ -275,3 +291,32 @@ async def test_a_stop_closes_the_form_and_its_card(make_world: Any) -> None:
     assert "Closed" in shown.text and shown.buttons == ()
     late = await drive(world.clock, world.core.on_action(decline, ALICE, world.surface, card.id))
     assert "no longer waiting" in (late or "")
+
+
+@pytest.mark.parametrize("vision", ["on", "off"])
+async def test_content_for_people_is_shown_and_images_are_posted_and_seen(
+    make_world: Any, vision: str
+) -> None:
+    world = await make_world(vision=vision)
+    world.start("picture", step(call("asking__picture", {})), text("A red dot."))
+    await world.approve()
+    await world.finish()
+    [result] = await world.results()
+    assert "USER ONLY" not in result and "ASSISTANT ONLY: describe it briefly." in result
+    assert any(
+        "asking__picture: USER ONLY: the picture was made at 09:00." in t
+        for t in world.surface.texts()
+    )
+    assert not any("ASSISTANT ONLY" in t for t in world.surface.texts())
+    assert world.files.sent == [("asking__picture-1.png", PNG)]
+    sent = world.model.requests[1].messages
+    shown = [m for m in sent if isinstance(m, UserMessage) and m.images]
+    if vision == "on":
+        assert (
+            "[image/png image asking__picture-1.png: posted in the thread; you see it in" in result
+        )
+        [images] = shown
+        assert images.images[0].startswith("data:image/png;base64,")
+    else:
+        assert "posted in the thread; this model is not shown images]" in result
+        assert shown == []
