@@ -26,6 +26,7 @@ from bot.mcp.servers import McpServers
 from bot.storage.sqlite.store import SqliteStore
 from bot.tools.builtin import builtin_tools
 from bot.tools.registry import ToolRegistry
+from bot.tools.sandbox import Workspace
 from tests.fakes.mcp_asking_server import PNG, stdio_command
 from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text
 from tests.fakes.surface import FakeMessage, RecordingSurface, drive, run_until
@@ -320,3 +321,15 @@ async def test_content_for_people_is_shown_and_images_are_posted_and_seen(
     else:
         assert "posted in the thread; this model is not shown images]" in result
         assert shown == []
+
+
+async def test_a_local_server_is_given_the_threads_workspace_as_its_root(
+    make_world: Any, tmp_path: Path
+) -> None:
+    world = await make_world()
+    world.start("where", step(call("asking__where", {})), text("There."))
+    await world.approve()
+    await world.finish()
+    [result] = await world.results()
+    workspace = Workspace.for_thread(tmp_path / "workspaces", KEY).root
+    assert result == f'roots: ["{workspace.as_uri()}"]'
