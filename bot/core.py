@@ -14,6 +14,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from bot.api import actions
@@ -45,6 +46,7 @@ from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
 from bot.mcp.forms import GONE, Asking, FormDesk, FormReply
 from bot.mcp.pending import PendingForm
+from bot.mcp.sampling import Sampler
 from bot.memory.service import Memories
 from bot.policy.who import Policy
 from bot.present.budget import BudgetRegistry
@@ -212,6 +214,15 @@ class Core:
             lambda parent, sink, say: InlineGate(self.approvals, self.decisions, parent, sink, say),
         )
         tools.add(self.delegations.tool())
+        self.asking = replace(
+            self.asking,
+            sample=Sampler(
+                model,
+                lambda session: self.channels.config(session.key, session.model),
+                lambda parent, sink: InlineGate(self.approvals, self.decisions, parent, sink),
+                self._sampling_cap,
+            ),
+        )
         self.recovery = Recovery(self.holds, self.decisions, self.supervisor)
         self.answers = Answers(
             self.tasks,
@@ -379,6 +390,10 @@ class Core:
             awaited=True,
             files=bool(inbound.files),
         )
+
+    def _sampling_cap(self, server: str) -> int:
+        found = self.settings.mcp_servers.get(server)
+        return found.sampling_max_tokens if found is not None else 0
 
     def _sees_images(self, key: ThreadKey) -> bool:
         model = self.channels.model(key, None)

@@ -20,7 +20,7 @@ from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
 from bot.core import Core
 from bot.infra.clock import ManualClock
-from bot.llm.messages import ToolResult, UserMessage
+from bot.llm.messages import ToolResult, Usage, UserMessage
 from bot.mcp.pending import PendingForm
 from bot.mcp.servers import McpServers
 from bot.storage.sqlite.store import SqliteStore
@@ -333,3 +333,69 @@ async def test_a_local_server_is_given_the_threads_workspace_as_its_root(
     [result] = await world.results()
     workspace = Workspace.for_thread(tmp_path / "workspaces", KEY).root
     assert result == f'roots: ["{workspace.as_uri()}"]'
+
+
+async def approval_card(world: World, tool: str) -> FakeMessage:
+    def shown() -> bool:
+        return any(f"`{tool}`" in m.text and m.buttons for m in world.surface.live())
+
+    await run_until(world.clock, shown)
+    return next(m for m in world.surface.live() if f"`{tool}`" in m.text and m.buttons)
+
+
+async def test_a_sampling_request_is_shown_in_full_and_runs_on_the_threads_model_once_approved(
+    make_world: Any,
+) -> None:
+    world = await make_world(sampling_max_tokens=300)
+    used = Usage(prompt_tokens=40, completion_tokens=7)
+    world.start(
+        "summarise",
+        step(call("asking__summarise", {"text": "A very long text."})),
+        text("A one-line summary.", usage=used),
+        text("Summarised."),
+    )
+    await world.approve()
+    card = await approval_card(world, "asking__sampling")
+    assert '"text": "A very long text."' in card.text
+    assert '"system": "Summarise in one line."' in card.text
+    assert '"max_tokens_asked": 5000' in card.text and '"max_tokens": 300' in card.text
+    before = (await world.core.store.load_session(KEY, world.clock.now())).usage.total
+    note = await drive(
+        world.clock, world.core.on_action(button(card, "Approve"), ALICE, world.surface, card.id)
+    )
+    assert note == "Approved."
+    await world.finish()
+    [result] = await world.results()
+    assert result.startswith("summary (") and result.endswith("): A one-line summary.")
+    sampled = world.model.requests[1]
+    assert sampled.system == "Summarise in one line." and not sampled.tools
+    assert sampled.max_tokens == 300
+    assert [m.text for m in sampled.messages if isinstance(m, UserMessage)] == ["A very long text."]
+    after = (await world.core.store.load_session(KEY, world.clock.now())).usage.total
+    assert after - before >= used.total
+
+
+async def test_a_denied_sampling_request_is_an_error_for_the_server(make_world: Any) -> None:
+    world = await make_world()
+    world.start(
+        "summarise", step(call("asking__summarise", {"text": "x"})), text("It was refused.")
+    )
+    await world.approve()
+    card = await approval_card(world, "asking__sampling")
+    note = await drive(
+        world.clock, world.core.on_action(button(card, "Deny"), ALICE, world.surface, card.id)
+    )
+    assert note == "Denied."
+    await world.finish()
+    [result] = await world.results()
+    assert result.startswith("sampling refused:") and "not approved" in result
+    assert len(world.model.requests) == 2  # the call, then the answer: the model never sampled
+
+
+async def test_sampling_is_refused_where_the_server_may_not_sample(make_world: Any) -> None:
+    world = await make_world(sampling_max_tokens=0)
+    world.start("summarise", step(call("asking__summarise", {"text": "x"})), text("No."))
+    await world.approve()
+    await world.finish()
+    [result] = await world.results()
+    assert "sampling is off for this server (sampling_max_tokens = 0)" in result
