@@ -68,7 +68,22 @@ async def probe(settings: Settings, clock: Clock) -> list[tuple[bool | None, str
         lines.append(line)
         if config.enabled:
             lines.append((None, f"MCP server {name}: sign-in: {sign_in(config)}"))
+            lines.append((None, f"MCP server {name}: {asks(config)}"))
     return lines
+
+
+def asks(config: McpServerSettings) -> str:
+    """What the server may ask of a thread during a call, in words (for the doctor)."""
+    sampling = (
+        f"up to {config.sampling_max_tokens:,} tokens, each request approved on a card"
+        if config.sampling_max_tokens
+        else "off"
+    )
+    roots = "the thread's workspace" if config.command is not None else "none (a remote server)"
+    return (
+        f"forms wait {config.form_timeout_s:g} s for the run's person; sampling: {sampling};"
+        f" roots: {roots}"
+    )
 
 
 async def _probe(name: str, config: McpServerSettings, clock: Clock) -> tuple[bool | None, str]:
