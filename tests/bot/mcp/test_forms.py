@@ -399,3 +399,25 @@ async def test_sampling_is_refused_where_the_server_may_not_sample(make_world: A
     await world.finish()
     [result] = await world.results()
     assert "sampling is off for this server (sampling_max_tokens = 0)" in result
+
+
+async def test_a_form_asked_during_a_sub_agents_call_shows_in_the_thread(
+    make_world: Any,
+) -> None:
+    world = await make_world()
+    world.start(
+        "book it",
+        step(call("delegate_task", {"task": "Book a seat.", "tools": ["asking__book"]})),
+        step(call("asking__book", {})),
+        text("The sub-agent booked it."),
+        text("Booked."),
+    )
+    await world.approve()
+    card = await world.card()
+    assert "asks Alice to fill in a form" in card.text
+    sent = await world.core.answer_form(
+        form_id(card), ALICE, {"name": "Ann", "seats": "1"}, world.surface
+    )
+    assert sent.done
+    await world.finish()
+    assert world.surface.texts()[-1].endswith("Booked.")
