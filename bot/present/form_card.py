@@ -69,7 +69,7 @@ def _when(at: float) -> str:
     return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def card_text(form: PendingForm) -> str:
+def card_text(form: PendingForm, max_chars: int = 40_000) -> str:
     asked = form.asked
     server, who = f"`{asked.server}`", form.person_name
     what = "open a link" if form.link else "fill in a form"
@@ -89,14 +89,21 @@ def card_text(form: PendingForm) -> str:
         host = urlsplit(asked.url).hostname or "?"
         lines += [f"Link (to **{host}**): {visible(asked.url)}", "Open it, then press Done."]
     elif asked.form is not None:
-        lines += [field_line(f) for f in asked.form.fields] or ["(no fields: just confirm)"]
+        fields = [field_line(f) for f in asked.form.fields] or ["(no fields: just confirm)"]
+        tail = f"Only {who} can answer. Expires at {_when(form.expires_at)}."
+        room = max_chars - len("\n".join([*lines, tail])) - 80
+        while fields and len("\n".join(fields)) > room:  # the rest shows in the form itself
+            fields.pop()
+        if len(fields) < len(asked.form.fields):
+            fields.append(f"… and {len(asked.form.fields) - len(fields)} more: Fill in… shows them")
+        return "\n".join([*lines, *fields, tail])
     lines.append(f"Only {who} can answer. Expires at {_when(form.expires_at)}.")
     return "\n".join(lines)
 
 
 async def post_form_card(surface: Surface, clock: Clock, form: PendingForm) -> str:
     """Post the card; a rate limit is waited out (a card is never dropped)."""
-    text = surface.render(card_text(form))
+    text = surface.render(card_text(form, surface.limits.max_chars))
     for attempt in range(1, ATTEMPTS + 1):
         try:
             return await surface.post(text, buttons(form))
@@ -111,7 +118,7 @@ async def update_form_card(surface: Surface, clock: Clock, form: PendingForm) ->
     """Show what became of the form and remove its buttons; best effort after a few tries."""
     if form.card_id is None:
         return
-    text = surface.render(card_text(form))
+    text = surface.render(card_text(form, surface.limits.max_chars))
     for _ in range(ATTEMPTS):
         try:
             await surface.edit(form.card_id, text, buttons(form), final=True)
