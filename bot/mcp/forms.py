@@ -10,8 +10,9 @@ the form keeps waiting. A thread has at most :data:`MAX_WAITING` forms waiting a
 server that asks for more is declined (the thread is told).
 
 The wait lives with the call, in this process: the server's request cannot outlive the
-connection it came on, so a restart ends both, and a click on the card afterwards is told the
-form no longer waits (and its buttons go).
+connection it came on, so a restart ends both. The card is kept among the run's live messages
+while it waits, so the repair after a restart closes it; a click on a card whose form no longer
+waits is told so (and its buttons go).
 """
 
 from __future__ import annotations
@@ -176,6 +177,8 @@ class FormDesk:
         where = surface or self._surface_for(ThreadKey(form.key))
         if where is not None:
             await update_form_card(where, self._clock, form)
+        if form.on_closed is not None:
+            await form.on_closed()
 
 
 class ThreadAsker:

@@ -3,7 +3,8 @@ of it. Plain values; :mod:`bot.mcp.forms` keeps them while their call waits."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bot.mcp.asking import FormAsked
@@ -32,6 +33,9 @@ class PendingForm:
     expires_at: float
     status: FormStatus = FormStatus.WAITING
     card_id: str | None = None
+    on_closed: Callable[[], Awaitable[None]] | None = field(default=None, repr=False)
+    """Called once it no longer waits (the run forgets its card: a restart has nothing to
+    mend)."""
 
     @property
     def waiting(self) -> bool:

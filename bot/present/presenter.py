@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from bot.api.surface import Button, StreamTask, Surface, TaskStatus, native_streams
 from bot.api.transfer import file_transfer
@@ -39,9 +40,10 @@ from bot.engine.events import (
 )
 from bot.errors import SurfaceError
 from bot.infra.clock import Clock
+from bot.mcp.pending import FormStatus, PendingForm
 from bot.present.approval_card import post_allowed, post_card, ran_line
 from bot.present.budget import BudgetRegistry
-from bot.present.form_card import post_form_card
+from bot.present.form_card import card_text, post_form_card
 from bot.present.native import NativeReply
 from bot.present.overflow import Overflow
 from bot.present.reply import OnLive, ReplyStream
@@ -272,7 +274,21 @@ class Presenter:
                 async with self._cards:  # below the reply so far; the reply goes on below it
                     await self._end("")
                     form.card_id = await post_form_card(self._surface, self._clock, form)
+                    await self._form_live(form)
                     await self._below(landed=True)
+
+    async def _form_live(self, form: PendingForm) -> None:
+        """A restart that cuts the wait off finds the card and closes it (its buttons go)."""
+        on_live, card = self._on_live, form.card_id
+        if on_live is None or card is None:
+            return
+        closed = self._surface.render(card_text(replace(form, status=FormStatus.STOPPED)))
+        await on_live(card, LiveMessage(card, closed))
+
+        async def forget() -> None:
+            await on_live(card, None)
+
+        form.on_closed = forget
 
     async def _allowed(self, event: CallAllowed) -> None:
         """A call a rule lets run is shown in full, below the reply so far, before it runs;

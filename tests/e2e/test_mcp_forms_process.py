@@ -6,10 +6,19 @@ that do not fit, then with answers that do."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_process_restart import browser, free_port, open_page, threadline, until_event
+from tests.e2e.test_process_restart import (
+    browser,
+    free_port,
+    open_page,
+    stop_recorded,
+    threadline,
+    until_event,
+    until_true,
+)
 from tests.fakes.mcp_asking_server import stdio_command
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
 
@@ -74,3 +83,45 @@ async def test_a_form_an_mcp_server_asks_for_is_filled_in_in_the_playground(
     said = json.dumps(answered["content"])
     assert '\\"seats\\": 2' in said and '\\"cabin\\": \\"economy\\"' in said
     assert '\\"action\\": \\"accept\\"' in said
+
+
+async def test_a_form_waiting_when_the_program_is_killed_is_closed_after_the_restart(
+    tmp_path: Path,
+) -> None:
+    command = stdio_command()
+    (tmp_path / "threadline.toml").write_text(
+        "[mcp_servers.asking]\n"
+        f"command = {json.dumps(command[0])}\n"
+        f"args = {json.dumps(command[1:])}\n"
+        "timeout_s = 20\n"
+        '[tools."asking__book"]\n'
+        'approval = "never"\n'
+    )
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_name": "Alice"}
+    database = tmp_path / "data" / "threadline.sqlite3"
+    async with FakeOpenAI() as fake, browser() as http:
+        fake.push(
+            Reply(calls=[FakeCall("asking__book", {})]), Reply("The booking was interrupted.")
+        )
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        async with threadline(tmp_path, port, **model) as first:
+            await open_page(http, base)
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.post(
+                    f"{base}/api/messages",
+                    json={"text": "Book me a seat", "event_id": "event-form-2", **user},
+                ) as resp:
+                    thread_id = (await resp.json())["thread_id"]
+                card = (await until_event(ws, form_card))["message"]
+            await until_true(lambda: stop_recorded(database, card["id"]))
+            first.send_signal(signal.SIGKILL)
+            await first.wait()
+        async with threadline(tmp_path, port, **model):
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                await until_event(ws, lambda e: "The booking was interrupted." in json.dumps(e))
+            async with http.get(f"{base}/api/threads/{thread_id}") as resp:
+                messages = (await resp.json())["messages"]
+    closed = next(m for m in messages if m["id"] == card["id"])
+    assert closed["buttons"] == [] and "Interrupted by a restart" in closed["text"]

@@ -421,3 +421,19 @@ async def test_a_form_asked_during_a_sub_agents_call_shows_in_the_thread(
     assert sent.done
     await world.finish()
     assert world.surface.texts()[-1].endswith("Booked.")
+
+
+async def test_a_waiting_form_is_kept_for_a_restart_to_close_and_forgotten_once_answered(
+    make_world: Any,
+) -> None:
+    world = await make_world()
+    world.start("book it", step(call("asking__book", {})), text("Booked."))
+    await world.approve()
+    card = await world.card()
+    stored = await world.core.store.load_session(KEY, world.clock.now())
+    [live] = [m for m in stored.live_messages if m.message_id == card.id]
+    assert live.text is not None and "Closed" in live.text  # what a restart leaves it showing
+    await world.core.answer_form(form_id(card), ALICE, {"name": "Ann", "seats": "1"}, None)
+    stored = await world.core.store.load_session(KEY, world.clock.now())
+    assert all(m.message_id != card.id for m in stored.live_messages)
+    await world.finish()
