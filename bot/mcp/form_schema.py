@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, datetime
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -176,58 +176,52 @@ def _field(name: str, raw: Any, required: bool) -> Field:
     where = f"field {name!r}"
     if not isinstance(raw, Mapping):
         raise BadSchema(f"{where} is not described by a JSON object")
+    kind, low, high, fmt, options = _shape(raw, where)
+    built = Field(
+        name,
+        kind,
+        str(raw.get("title") or name),
+        str(raw.get("description") or ""),
+        required,
+        None,
+        options,
+        low,
+        high,
+        fmt,
+    )
+    if (default := raw.get("default")) is None:
+        return built
+    try:
+        return replace(built, default=_value(built, default))
+    except ValueError as exc:
+        raise BadSchema(f"{where}: its default does not fit it ({exc})") from None
+
+
+def _shape(
+    raw: Mapping[str, Any], where: str
+) -> tuple[Kind, float | None, float | None, str, tuple[Option, ...]]:
+    """The field's kind, its least and greatest (length, value or count), format and choices."""
     kind = raw.get("type")
-    title = str(raw.get("title") or name)
-    text = str(raw.get("description") or "")
-    has_choices = "enum" in raw or "oneOf" in raw or "anyOf" in raw
-    base = {"name": name, "title": title, "description": text, "required": required}
-    if kind == "string" and has_choices:
-        built = Field(kind="choice", options=_options(raw, where), **base)  # type: ignore[arg-type]
-    elif kind == "string":
+    if kind == "string" and ("enum" in raw or "oneOf" in raw or "anyOf" in raw):
+        return "choice", None, None, "", _options(raw, where)
+    if kind == "string":
         fmt = str(raw.get("format") or "")
         if fmt not in ("", "email", "uri", "date", "date-time"):
             raise BadSchema(f"{where}: unknown format {fmt!r}")
-        built = Field(
-            kind="string",
-            min=_number(raw, "minLength", where),
-            max=_number(raw, "maxLength", where),
-            format=fmt,
-            **base,  # type: ignore[arg-type]
-        )
-    elif kind in ("number", "integer"):
-        built = Field(
-            kind=kind,
-            min=_number(raw, "minimum", where),
-            max=_number(raw, "maximum", where),
-            **base,  # type: ignore[arg-type]
-        )
-    elif kind == "boolean":
-        built = Field(kind="boolean", **base)  # type: ignore[arg-type]
-    elif kind == "array":
+        low, high = _number(raw, "minLength", where), _number(raw, "maxLength", where)
+        return "string", low, high, fmt, ()
+    if kind == "number" or kind == "integer":
+        low, high = _number(raw, "minimum", where), _number(raw, "maximum", where)
+        return kind, low, high, "", ()
+    if kind == "boolean":
+        return "boolean", None, None, "", ()
+    if kind == "array":
         items = raw.get("items")
         if not isinstance(items, Mapping):
             raise BadSchema(f"{where}: a list without items")
-        built = Field(
-            kind="choices",
-            options=_options(items, where),
-            min=_number(raw, "minItems", where),
-            max=_number(raw, "maxItems", where),
-            **base,  # type: ignore[arg-type]
-        )
-    else:
-        raise BadSchema(f"{where} is of type {kind!r}, which a form cannot ask for")
-    default = raw.get("default")
-    if default is None:
-        return built
-    try:
-        checked = _value(built, default)
-    except ValueError as exc:
-        raise BadSchema(f"{where}: its default does not fit it ({exc})") from None
-    return Field(**{**_as_dict(built), "default": checked})
-
-
-def _as_dict(f: Field) -> dict[str, Any]:
-    return {name: getattr(f, name) for name in Field.__slots__}
+        low, high = _number(raw, "minItems", where), _number(raw, "maxItems", where)
+        return "choices", low, high, "", _options(items, where)
+    raise BadSchema(f"{where} is of type {kind!r}, which a form cannot ask for")
 
 
 def _value(f: Field, raw: Any) -> Value:  # noqa: C901 (one case a kind)
