@@ -41,13 +41,15 @@ def _placeholder(f: Field) -> str:
 
 
 def _default(f: Field) -> str | None:
+    """The default as typed: a choice by its title (read back by title or value)."""
     if f.default is None:
         return None
+    titles = {o.value: o.title for o in f.options}
     if isinstance(f.default, bool):
         return "yes" if f.default else "no"
     if isinstance(f.default, list):
-        return ", ".join(f.default)
-    return str(f.default)
+        return ", ".join(titles.get(v, v) for v in f.default)
+    return titles.get(str(f.default), str(f.default))
 
 
 class FormModal(discord.ui.Modal):

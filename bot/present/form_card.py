@@ -55,9 +55,19 @@ def field_line(f: Field) -> str:
     if f.required:
         said.append("required")
     if f.default is not None:
-        said.append(f"default {f.default}")
+        said.append(f"default {shown_value(f, f.default)}")
     about = f" — {f.description}" if f.description else ""
     return f"• **{visible(f.title)}** ({'; '.join(said)}){visible(about)}"
+
+
+def shown_value(f: Field, value: object) -> str:
+    """A value as people read it: a choice by its title, several joined, yes or no."""
+    titles = {o.value: o.title for o in f.options}
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ", ".join(titles.get(str(v), str(v)) for v in value)
+    return titles.get(str(value), str(value))
 
 
 def _quote(text: str) -> str:
