@@ -371,6 +371,12 @@ class McpServerSettings(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, le=3600)
     """For starting the server and for each call."""
     max_output_chars: int = Field(default=20_000, ge=100, le=1_000_000)
+    form_timeout_s: float = Field(default=900.0, gt=0, le=86_400)
+    """How long a form (or link) the server asks the run's person about waits for an answer;
+    the call's own ``timeout_s`` waits meanwhile."""
+    sampling_max_tokens: int = Field(default=1_000, ge=0, le=100_000)
+    """The most tokens a model's answer the server asks for may use (its request approved on
+    a card first); 0: every such request is refused."""
     enabled: bool = True
     gating: dict[str, Gating] = Field(default_factory=dict)
     """By the server's own tool name: when each tool is offered and what its calls turn on

@@ -13,7 +13,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
+from dataclasses import replace
+from typing import Any
 
 from bot.api import actions
 from bot.api.commands import CANNOT, RESET_DONE, STOPPED
@@ -44,6 +46,9 @@ from bot.llm.first_token import FirstTokenLimit
 from bot.llm.messages import UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
+from bot.mcp.forms import GONE, Asking, FormDesk, FormReply
+from bot.mcp.pending import PendingForm
+from bot.mcp.sampling import Sampler
 from bot.memory.service import Memories
 from bot.policy.who import Policy
 from bot.present.budget import BudgetRegistry
@@ -102,6 +107,17 @@ class Core:
         self.clock = clock
         self.tasks = TaskSet("the core")
         self.surfaces = Surfaces()
+        self.forms = FormDesk(clock, self.surfaces.surface_for)
+        """Forms MCP servers ask the runs' people to fill in (:mod:`bot.mcp.forms`)."""
+        workspaces = settings.data_dir / "workspaces" if settings.workspace_tools else None
+        self.asking = Asking(
+            self.forms,
+            workspaces,
+            surface_for=self.surfaces.surface_for,
+            sees_images=self._sees_images,
+            image_max_bytes=settings.image_max_bytes,
+        )
+        """How a thread's call answers what its MCP server asks (forms, roots, sampling)."""
         self.policy = Policy(settings, direct=self.surfaces.direct)
         """Who may do what: every entry point asks it."""
         self.scheduler = Scheduler(store, clock)
@@ -216,6 +232,15 @@ class Core:
             lambda parent, sink, say: InlineGate(self.approvals, self.decisions, parent, sink, say),
         )
         tools.add(self.delegations.tool())
+        self.asking = replace(
+            self.asking,
+            sample=Sampler(
+                model,
+                lambda session: self.channels.config(session.key, session.model),
+                lambda parent, sink: InlineGate(self.approvals, self.decisions, parent, sink),
+                self._sampling_cap,
+            ),
+        )
         self.recovery = Recovery(self.holds, self.decisions, self.supervisor)
         self.answers = Answers(
             self.tasks,
@@ -407,6 +432,10 @@ class Core:
             return False
         return True
 
+    def _sampling_cap(self, server: str) -> int:
+        found = self.settings.mcp_servers.get(server)
+        return found.sampling_max_tokens if found is not None else 0
+
     def _sees_images(self, key: ThreadKey) -> bool:
         model = self.channels.model(key, None)
         return sees_images(self.settings.vision, model.name, demo=self.settings.uses_demo_model)
@@ -459,6 +488,8 @@ class Core:
                 return None
             case actions.Explain():
                 return "This button is no longer active."
+            case actions.AnswerForm(step, form_id):
+                return await self._form_step(step, form_id, actor, surface, message_id)
             case None:
                 log.info("click on unknown action %r by %s", action_id, actor.id)
                 return "This button is no longer active."
@@ -495,6 +526,35 @@ class Core:
             return Note(await self.quiet(key, None, actor))
         confirm = Button(actions.encode(actions.ResetThread(key)), "Reset this thread", "danger")
         return Note(RESET_CONFIRM, (confirm,))
+
+    async def _form_step(
+        self,
+        step: actions.FormStep,
+        form_id: str,
+        actor: Author,
+        surface: Surface,
+        message_id: str | None,
+    ) -> str:
+        if step in ("fill", "send"):  # the adapter opened the form before this click came
+            opened = self.forms.opened_by(form_id, actor)
+            note = opened if isinstance(opened, str) else None
+        else:
+            note = (await self.forms.answer(form_id, actor, step, surface=surface)).note
+        if note == GONE and message_id is not None:  # a card a restart left: its buttons go
+            with contextlib.suppress(SurfaceError):
+                await surface.drop_buttons(message_id)
+        return note or ""
+
+    def open_form(self, form_id: str, actor: Author) -> PendingForm | str:
+        """The form a "Fill in" click opens (its id from :func:`actions.form_to_open`), or
+        why it does not open for ``actor``."""
+        return self.forms.opened_by(form_id, actor)
+
+    async def answer_form(
+        self, form_id: str, actor: Author, values: Mapping[str, Any], surface: Surface | None
+    ) -> FormReply:
+        """A form sent: checked against its schema, then sent to the server that asked."""
+        return await self.forms.answer(form_id, actor, "send", values, surface)
 
     async def explain(self, form_id: str, actor: Author, text: str) -> str:
         """The "what went wrong?" form sent (its id from :func:`actions.explain_after`);

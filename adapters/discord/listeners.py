@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -36,6 +36,7 @@ import discord
 
 from adapters.discord.catchup import CatchUp
 from adapters.discord.feedback import ask_why
+from adapters.discord.forms import open_form
 from adapters.discord.identity import author_of, parse_key, thread_key
 from adapters.discord.parse import (
     Where,
@@ -49,8 +50,9 @@ from adapters.discord.parse import (
 from adapters.discord.ratelimit import GlobalPacer, RateLimitWatch
 from adapters.discord.surface import NO_PINGS, DiscordSurface, Link
 from adapters.discord.views import build_view
-from bot.api.actions import explain_after
+from bot.api.actions import explain_after, form_to_open
 from bot.api.commands import Command, run_command
+from bot.api.forms import FormReply, PendingForm
 from bot.api.inbound import Earlier, Gap, ThreadKey
 from bot.api.kit import Clock, TaskSet, ThreadLocks
 from bot.api.port import CoreApi
@@ -313,6 +315,8 @@ class Listeners:
         if form is not None and await ask_why(interaction, form, self.core.explain):
             self.tasks.spawn(self._click(interaction, action_id))
             return
+        if await self._form(interaction, action_id):
+            return
         try:
             await interaction.response.defer()  # acknowledged: the message stays as it is
         except discord.HTTPException as exc:
@@ -321,6 +325,26 @@ class Listeners:
             )
             return
         self.tasks.spawn(self._click(interaction, action_id))
+
+    async def _form(self, interaction: discord.Interaction[Any], action_id: str) -> bool:
+        """A form's "Fill in…" by its person: answered with the form's modal."""
+        form_id = form_to_open(action_id)
+        if form_id is None or interaction.channel_id is None:
+            return False
+        actor = author_of(interaction.user)
+        opened = self.core.open_form(form_id, actor)
+        if not isinstance(opened, PendingForm):
+            return False  # the click says why
+        channel, guild = interaction.channel_id, interaction.guild_id
+
+        async def send(values: Mapping[str, Any]) -> FormReply:
+            surface = self.surface(channel, guild)
+            try:
+                return await self.core.answer_form(form_id, actor, values, surface)
+            finally:
+                await surface.aclose()
+
+        return await open_form(interaction, opened, send)
 
     async def _click(self, interaction: discord.Interaction[Any], action_id: str) -> None:
         clicked = str(interaction.message.id) if interaction.message is not None else None

@@ -18,7 +18,11 @@ a browser's ``Origin``, and the API needs the session cookie the page sets (see 
 - ``GET /api/files/{thread_id}/{file_id}`` a file shown in the thread, as a download
 - ``POST /api/actions`` ``{thread_id, action_id, user_name, client_id}``: a button click, by
   the session's user; the core's private note comes back in the answer, or — if the core takes longer than
-  ``ACTION_WAIT`` seconds — later, over the clicker's own WebSockets only.
+  ``ACTION_WAIT`` seconds — later, over the clicker's own WebSockets only. A "Fill in…" click
+  on a form an MCP server asks for answers ``{form}`` (its message and fields) for the page to
+  show, or ``{note}`` when it does not open for this person.
+- ``POST /api/forms`` ``{thread_id, form_id, values, user_name}``: that form sent; answers
+  ``{note, errors, done}`` (``errors`` by field: the form still waits).
 
 The speaker's id comes from the session cookie; ``user_name`` is only the name shown.
 - ``GET /api/ws?client=<id>`` every change as JSON (``thread``, ``message``, ``deleted``,
@@ -45,7 +49,8 @@ from adapters.playground.live import Connection, Hub
 from adapters.playground.state import BOT_NAME, PlaygroundState, UnknownThread
 from adapters.playground.surface import PREFIX, PlaygroundSurface, thread_key
 from adapters.playground.uploads import Staged, UploadError, keep, read_upload
-from bot.api.actions import explain_after
+from bot.api.actions import explain_after, form_to_open
+from bot.api.forms import PendingForm
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.kit import Clock, TaskSet, valid_text
 from bot.config import Settings
@@ -110,6 +115,41 @@ class PostExplain(_Speaker):
     text: str = Field(max_length=2_000)
 
 
+class PostForm(_Speaker):
+    """A form an MCP server asks for, sent: each field as typed, picked or ticked."""
+
+    thread_id: str = Field(max_length=64, pattern=_ID)
+    form_id: str = Field(min_length=1, max_length=64, pattern=_ID)
+    values: dict[str, str | bool | list[str] | int | float | None] = Field(max_length=100)
+
+
+def form_json(form: PendingForm) -> dict[str, Any]:
+    """What the page needs to show the form."""
+    asked = form.asked
+    fields = asked.form.fields if asked.form is not None else ()
+    return {
+        "id": form.id,
+        "server": asked.server,
+        "message": asked.message,
+        "fields": [
+            {
+                "name": f.name,
+                "kind": f.kind,
+                "title": f.title,
+                "description": f.description,
+                "required": f.required,
+                "default": f.default,
+                "options": [{"value": o.value, "title": o.title} for o in f.options],
+                "min": f.min,
+                "max": f.max,
+                "format": f.format,
+                "hint": f.hint(),
+            }
+            for f in fields
+        ],
+    }
+
+
 class PlaygroundAdapter:
     name = "playground"
 
@@ -149,6 +189,7 @@ class PlaygroundAdapter:
         app.router.add_post("/api/messages", self.door.api(self._post_message))
         app.router.add_post("/api/actions", self.door.api(self._post_action))
         app.router.add_post("/api/explain", self.door.api(self._post_explain))
+        app.router.add_post("/api/forms", self.door.api(self._post_form))
         app.router.add_get(
             "/api/files/{thread_id}/{file_id}",
             self.door.api(lambda r: serve(self.state, self.files, r)),
@@ -302,6 +343,11 @@ class PlaygroundAdapter:
             raise _error(web.HTTPNotFound, "no such thread") from None
         surface = self._surface(body.thread_id)
         user_id = request[USER]
+        if (form_id := form_to_open(body.action_id)) is not None:
+            opened = self.core.open_form(form_id, body.author(user_id))
+            if isinstance(opened, str):
+                return web.json_response({"note": opened})
+            return web.json_response({"note": None, "form": form_json(opened)})
         task = self._spawn(
             self._act(body.action_id, body.author(user_id), surface, body.message_id)
         )
@@ -319,6 +365,21 @@ class PlaygroundAdapter:
         body = await self._body(request, PostExplain)
         note = await self.core.explain(body.form_id, body.author(request[USER]), body.text)
         return web.json_response({"note": note})
+
+    async def _post_form(self, request: web.Request) -> web.Response:
+        """A form an MCP server asks for, sent from the page."""
+        body = await self._body(request, PostForm)
+        try:
+            self.state.thread(body.thread_id)
+        except UnknownThread:
+            raise _error(web.HTTPNotFound, "no such thread") from None
+        surface = self._surface(body.thread_id)
+        reply = await self.core.answer_form(
+            body.form_id, body.author(request[USER]), body.values, surface
+        )
+        return web.json_response(
+            {"note": reply.note, "errors": dict(reply.errors), "done": reply.done}
+        )
 
     async def _answer(self, inbound: Inbound, thread_id: str, work: Awaitable[None] | None) -> None:
         try:

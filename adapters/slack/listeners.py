@@ -18,6 +18,7 @@ person alone, in the thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from adapters.slack.blocks import message_payload
 from adapters.slack.commands import SlashCommand, read_payload, respond, target
 from adapters.slack.early import EarlyReplies
 from adapters.slack.feedback import Submission, modal, open_modal, read_submission
+from adapters.slack.forms import FormSent, errors_answer, form_modal, read_form
 from adapters.slack.history import earlier
 from adapters.slack.parse import (
     Click,
@@ -49,8 +51,9 @@ from adapters.slack.people import DisplayNames, UserGroups
 from adapters.slack.render import render
 from adapters.slack.streams import StreamSupport
 from adapters.slack.surface import SlackSurface, StatusSupport
-from bot.api.actions import explain_after
+from bot.api.actions import explain_after, form_to_open
 from bot.api.commands import run_command
+from bot.api.forms import FormReply
 from bot.api.inbound import Author, Earlier, Gap, Inbound, ThreadKey
 from bot.api.kit import Clock, SystemClock, TaskSet, ThreadLocks
 from bot.api.port import CoreApi
@@ -59,6 +62,8 @@ from bot.api.surface import SurfaceLimits
 from bot.errors import SurfaceError
 
 log = logging.getLogger(__name__)
+FORM_ANSWER_S = 2.5
+"""How long a sent form is checked before Slack is answered (it waits 3 s)."""
 
 T = TypeVar("T")
 LOOKUP_BUDGET_S = 1.0
@@ -233,6 +238,7 @@ class SlackListeners:
 
     async def _click(self, click: Click) -> None:
         await self._ask_why(click)  # first: its trigger lasts 3 s
+        await self._open_form(click)
         key = thread_key(self.identity.team_id, click.channel, click.root_ts)
         name, roles = await asyncio.gather(
             self.names.name(click.user), self.groups.roles_of(click.user)
@@ -290,14 +296,65 @@ class SlackListeners:
         except SurfaceError:
             log.warning("could not ask %s what went wrong", click.user, exc_info=True)
 
+    async def _open_form(self, click: Click) -> None:
+        """A form's "Fill in…": its modal, for the person it is for (others get a note from
+        the click itself)."""
+        form_id = form_to_open(click.action_id)
+        if form_id is None or click.trigger_id is None:
+            return
+        opened = self.core.open_form(form_id, Author(f"slack:{click.user}", click.user))
+        if isinstance(opened, str):
+            return
+        view = form_modal(opened, click.channel, click.root_ts)
+        try:
+            await open_modal(self.api, click.trigger_id, view)
+        except SurfaceError:
+            log.warning("could not open the form %s for %s", form_id, click.user, exc_info=True)
+
     async def on_view(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        """The "what went wrong?" modal sent: closed at once, its answer to the person alone."""
+        """A modal sent. An MCP server's form: checked before the answer to Slack (errors
+        show beside the fields); the "what went wrong?" modal: closed at once, its answer to
+        the person alone."""
+        if (form := read_form(body)) is not None:
+            await self._form_sent(ack, form)
+            return
         await ack()
         sent = read_submission(body)
         if sent is None:
             log.info("ignoring a view submission that is not the feedback form")
             return
         self.tasks.spawn(self._explained(sent))
+
+    async def _form_sent(self, ack: AsyncAck, sent: FormSent) -> None:
+        key = thread_key(self.identity.team_id, sent.channel, sent.root_ts)
+        actor = Author(f"slack:{sent.user}", await self.names.name(sent.user))
+        answering = self.tasks.spawn(
+            self.core.answer_form(sent.form_id, actor, sent.values, self.surface(key)),
+            awaited=True,
+        )
+        if answering is None:  # shutting down
+            await ack()
+            return
+        done, _ = await asyncio.wait({answering}, timeout=FORM_ANSWER_S)
+        reply: FormReply | None = None
+        if done and not answering.exception():
+            reply = answering.result()
+        if reply is not None and reply.errors:
+            await ack(**errors_answer(dict(reply.errors)))
+            return
+        await ack()
+        if reply is None and not done:  # slow: the note comes when it is sent
+            with contextlib.suppress(Exception):
+                reply = await answering
+        if reply is None:
+            log.warning("the form %s of %s failed", sent.form_id, sent.user)
+        note = reply.note if reply is not None else COMMAND_FAILED
+        try:
+            await self.api.ephemeral(
+                sent.channel, sent.user, sent.root_ts, message_payload(render(note))
+            )
+        except SurfaceError:
+            log.warning("could not tell %s about their form", sent.user, exc_info=True)
 
     async def _explained(self, sent: Submission) -> None:
         name, roles = await asyncio.gather(

@@ -16,12 +16,18 @@ reset       thread key              reset that thread (the confirmation of a res
 up          run id                  👍 on that run's final answer
 down        run id                  👎 on it (a one-line "what went wrong?" follows)
 why         run id                  the "what went wrong?" form sent about that run
+form-fill   form id                 open the form an MCP server asks for (a modal)
+form-done   form id                 the link an MCP server gave was opened: accept it
+form-no     form id                 decline the form or the link
+form-cancel form id                 cancel it (no answer either way)
+form-send   form id                 the form's own id (a modal's), when it is sent
 ==========  ======================  ===============================================
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from bot.approvals.models import Choice
 
@@ -60,7 +66,19 @@ class Explain:
     run_id: str
 
 
-Action = Decide | StopRun | ResetThread | Rate | Explain
+FormStep = Literal["fill", "done", "no", "cancel", "send"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerForm:
+    """A step on a form an MCP server asks a person to fill in (:mod:`bot.mcp.forms`)."""
+
+    step: FormStep
+    form_id: str
+
+
+Action = Decide | StopRun | ResetThread | Rate | Explain | AnswerForm
+_FORM_STEPS: tuple[FormStep, ...] = ("fill", "done", "no", "cancel", "send")
 
 
 def encode(action: Action) -> str:
@@ -75,6 +93,8 @@ def encode(action: Action) -> str:
             text = f"{'up' if good else 'down'}:{run_id}"
         case Explain(run_id):
             text = f"why:{run_id}"
+        case AnswerForm(step, form_id):
+            text = f"form-{step}:{form_id}"
     if len(text) > MAX_LENGTH:
         raise ValueError(f"action id longer than {MAX_LENGTH} characters: {text[:40]}…")
     return text
@@ -93,6 +113,10 @@ def parse(text: str) -> Action | None:
         return Rate(argument, kind == "up")
     if kind == "why":
         return Explain(argument)
+    if kind.startswith("form-"):
+        step = kind.removeprefix("form-")
+        found = next((s for s in _FORM_STEPS if s == step), None)
+        return AnswerForm(found, argument) if found is not None else None
     try:
         return Decide(Choice(kind), argument)
     except ValueError:
@@ -112,3 +136,13 @@ def explain_after(action_id: str) -> str | None:
 def is_feedback(action_id: str) -> bool:
     """Whether the button is a 👍 / 👎 (the platforms show them their own way)."""
     return isinstance(parse(action_id), Rate)
+
+
+def form_to_open(action_id: str) -> str | None:
+    """For a "Fill in" click: the id of the form to open (adapters open it at once, within the
+    platform's deadline, as for :func:`explain_after`); None for any other button."""
+    match parse(action_id):
+        case AnswerForm("fill", form_id):
+            return form_id
+        case _:
+            return None

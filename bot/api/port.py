@@ -3,10 +3,11 @@ against (:class:`bot.core.Core` implements it; tests may hand an adapter anythin
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import Literal, Protocol
+from collections.abc import Awaitable, Mapping
+from typing import Any, Literal, Protocol
 
 from bot.api.home import Ability, Home
+from bot.api.forms import FormReply, PendingForm
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.shortcuts import Note, Shortcut
 from bot.api.surface import Surface
@@ -54,6 +55,18 @@ class CoreApi(Protocol):
     async def explain(self, form_id: str, actor: Author, text: str) -> str:
         """A "what went wrong?" form sent after a 👎 (its id from
         :func:`bot.api.actions.explain_after`); what to tell the person."""
+        ...
+
+    def open_form(self, form_id: str, actor: Author) -> PendingForm | str:
+        """The form an MCP server asks for, to show ``actor`` (a "Fill in" click, its id from
+        :func:`bot.api.actions.form_to_open`), or why it does not open for them."""
+        ...
+
+    async def answer_form(
+        self, form_id: str, actor: Author, values: Mapping[str, Any], surface: Surface | None
+    ) -> FormReply:
+        """The form sent: each field as typed (text), picked (a text or a list of texts) or
+        ticked (a boolean); it goes to the server once every field fits its schema."""
         ...
 
     async def has_session(self, key: ThreadKey) -> bool: ...

@@ -10,10 +10,12 @@ final answer as the call's result and tells the people.
 from __future__ import annotations
 
 from bot.engine.events import (
+    ApprovalNeeded,
     CallAllowed,
     EngineEvent,
     EventSink,
     Failed,
+    FormNeeded,
     ModelCallStarted,
     ToolFinished,
     ToolProgress,
@@ -42,6 +44,9 @@ class SubAgentEvents:
                 await self.say(f"working: step {self.step}, {name}")
             case CallAllowed() if self._parent is not None:
                 await self._parent(event)  # shown in full in the thread before it runs
+                await self.say(self._said)
+            case FormNeeded() | ApprovalNeeded(inline=True) if self._parent is not None:
+                await self._parent(event)  # what an MCP server of its call asks: in the thread
                 await self.say(self._said)
             case ToolFinished(side_effects=True) if self._parent is not None:
                 await self._parent(event)  # its card, or a line of the reply, shows what it did

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from bot.approvals.models import ApprovalRequest
 from bot.llm.messages import Usage
+from bot.mcp.pending import PendingForm
 from bot.sessions.model import Todo
 
 
@@ -92,6 +93,15 @@ class ApprovalNeeded:
 
 
 @dataclass(frozen=True, slots=True)
+class FormNeeded:
+    """A running call's MCP server asks the run's person to fill in a form or open a link:
+    show its card (the sink sets ``form.card_id`` and returns once it is shown); the reply
+    continues below it."""
+
+    form: PendingForm
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     usage: Usage
     """Tokens used by this run."""
@@ -114,6 +124,7 @@ EngineEvent = (
     | TodosChanged
     | Notice
     | ApprovalNeeded
+    | FormNeeded
     | Finished
     | Failed
 )

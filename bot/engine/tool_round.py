@@ -239,7 +239,8 @@ class ToolRounds:
     ) -> ToolResult:
         result = await self._record(call, content, is_error=is_error)  # recorded, then announced
         said = summarise(content, is_error=is_error)
-        shown = preview(content) if tool.side_effects else ""
+        people = self.ctx.previews.pop(call.id, content)
+        shown = preview(people) if tool.side_effects else ""
         await self.sink(ToolFinished(call.id, call.name, is_error, said, shown, tool.side_effects))
         return result
 

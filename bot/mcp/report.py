@@ -10,13 +10,15 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bot.config import McpOAuthSettings, McpServerSettings, Settings
 from bot.errors import ConfigError, McpError
 from bot.infra.clock import Clock
+from bot.mcp.asking import Answer, FormAsked, Refused, SampleAsked, Sampled
 from bot.mcp.auth import Browser
 from bot.mcp.endpoint import Endpoint, RemoteTool, endpoint, sign_in
 from bot.mcp.schema import offered_names
@@ -255,14 +257,52 @@ async def _call(server: McpServer, tool: str, arguments: dict[str, Any], say: Pr
         raise BadInput(f"the server has no tool {tool!r} (its tools: {listed})")
     say(f"calling {tool} {json.dumps(arguments, ensure_ascii=False)}")
     try:
-        text, failed = await server.call(tool, arguments)
+        out = await server.run(tool, arguments, asker=TrialAsker(say))
     except McpError as exc:
         say(f"  the call failed: {str(exc).removeprefix(server.name + ': ')}")
         return 1
-    say("  the tool says it failed (isError):" if failed else "  result:")
-    for line in (text or "(empty)").splitlines() or [""]:
+    say("  the tool says it failed (isError):" if out.failed else "  result:")
+    for line in (out.text or "(empty)").splitlines() or [""]:
         say(f"    {line}")
-    return 1 if failed else 0
+    for text in out.shown:
+        say("  for the user alone (shown in the thread, not sent to the model):")
+        for line in text.splitlines() or [""]:
+            say(f"    {line}")
+    for picture in out.pictures:
+        say(f"  an image: {picture.mime}, {len(picture.data):,} bytes")
+    return 1 if out.failed else 0
+
+
+class TrialAsker:
+    """What ``threadline mcp try`` answers a server that asks during the call, with nobody to
+    fill a form in: the form's defaults when they make a valid answer (said), else a decline;
+    a link is shown and declined; sampling is refused; the working directory is the root."""
+
+    def __init__(self, say: Print) -> None:
+        self._say = say
+
+    async def elicit(self, asked: FormAsked) -> Answer:
+        self._say(f"  the server asks: {asked.message}")
+        if asked.form is None:
+            self._say(f"    a link to open: {asked.url} (declined: nobody is here to open it)")
+            return Answer("decline")
+        content, errors = asked.form.check({})
+        if errors:
+            wrong = "; ".join(f"{k}: {v}" for k, v in errors.items())
+            self._say(f"    declined: its defaults do not make an answer ({wrong})")
+            return Answer("decline")
+        self._say(f"    answered with its defaults: {json.dumps(content, ensure_ascii=False)}")
+        return Answer("accept", content)
+
+    async def sample(self, asked: SampleAsked) -> Sampled:
+        self._say("  the server asks for a model's answer: refused here (no model is used)")
+        raise Refused("threadline mcp try runs no model")
+
+    def roots(self) -> Sequence[Path]:
+        return (Path.cwd(),)
+
+    async def note(self, text: str) -> None:
+        self._say(f"  {text}")
 
 
 # --- login and logout --------------------------------------------------------------------------

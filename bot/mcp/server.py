@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from typing import Any
 
 from bot.config import McpServerSettings
 from bot.errors import McpError, McpUnavailable
 from bot.infra.clock import Clock
+from bot.mcp.asking import Asker, Output
 from bot.mcp.endpoint import Endpoint, RemoteTool
 from bot.mcp.process import server_log
 from bot.mcp.sdk.connection import Connection, Progress
@@ -41,9 +43,16 @@ def cap(text: str, limit: int) -> str:
 
 class McpServer:
     def __init__(
-        self, name: str, settings: McpServerSettings, endpoint: Endpoint, clock: Clock
+        self,
+        name: str,
+        settings: McpServerSettings,
+        endpoint: Endpoint,
+        clock: Clock,
+        idle: Asker | None = None,
     ) -> None:
         self.name = name
+        self._idle = idle
+        """Answers what the server asks outside a thread's call (None: it is declined)."""
         self.settings = settings
         self.endpoint = endpoint
         self._clock = clock
@@ -79,19 +88,37 @@ class McpServer:
         return True
 
     async def call(
-        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        asker: Asker | None = None,
+        whose: str = "",
     ) -> tuple[str, bool]:
+        """:meth:`run`, as the (capped) text the model reads and whether the call failed."""
+        out = await self.run(tool, arguments, progress, asker, whose)
+        return out.text, out.failed
+
+    async def run(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        asker: Asker | None = None,
+        whose: str = "",
+    ) -> Output:
         """Call ``tool`` (its name on the server); the text is capped. Raises :class:`McpError`.
-        ``progress`` hears what the server says of how far the call got."""
+        ``progress`` hears what the server says of how far the call got; ``asker`` answers what
+        it asks meanwhile (a form for the person of the thread ``whose``)."""
         connection = await self._connected()
         try:
-            text, failed = await connection.call(tool, arguments, progress)
+            out = await connection.run(tool, arguments, progress, asker, whose)
         except McpUnavailable as exc:
             await self._lost(connection, exc)
             detail = f"{self.name}: {connection.ended}" if connection.ended else str(exc)
             raise McpUnavailable(f"{detail}; it is started again on the next call") from None
         self._failures = 0
-        return cap(text, self.settings.max_output_chars), failed
+        return replace(out, text=cap(out.text, self.settings.max_output_chars))
 
     def poke(self) -> None:
         """Start the server in the background if it is down and due for another try."""
@@ -138,7 +165,7 @@ class McpServer:
     async def _open(self) -> Connection:
         try:
             connection = await Connection.open(
-                self.name, self.endpoint, self.settings.timeout_s, self._tools_changed
+                self.name, self.endpoint, self.settings.timeout_s, self._tools_changed, self._idle
             )
         except McpError as exc:
             self._failed(str(exc))

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from bot.config import McpServerSettings, Settings
 from bot.infra.clock import Clock
 from bot.mcp.endpoint import Endpoint, endpoint, sign_in
+from bot.mcp.forms import Asking
 from bot.mcp.server import McpServer
 from bot.mcp.sign_ins import bot_callback, signed, state_line, vault_of
 from bot.mcp.toolkit import Allowed, McpToolkit
@@ -19,10 +20,16 @@ from bot.tools.registry import ToolRegistry
 
 class McpServers:
     def __init__(
-        self, settings: Settings, clock: Clock, environ: Mapping[str, str] | None = None
+        self,
+        settings: Settings,
+        clock: Clock,
+        environ: Mapping[str, str] | None = None,
+        asking: Asking | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
         self.settings = settings
+        self.asking = asking
+        """Who answers what the servers ask during a thread's call (None: declined)."""
         self.servers = {
             name: McpServer(name, server, _reached(name, server, settings, env), clock)
             for name, server in settings.mcp_servers.items()
@@ -35,7 +42,7 @@ class McpServers:
 
     def install(self, registry: ToolRegistry) -> None:
         for server in self.servers.values():
-            registry.attach(McpToolkit(server, allowed_in(self.settings, server.name)))
+            registry.attach(McpToolkit(server, allowed_in(self.settings, server.name), self.asking))
 
     async def aclose(self) -> None:
         await asyncio.gather(*(s.aclose() for s in self.servers.values()))
@@ -73,10 +80,25 @@ async def probe(settings: Settings, clock: Clock) -> list[tuple[bool | None, str
         lines.append(line)
         if config.enabled:
             lines.append((None, f"MCP server {name}: sign-in: {sign_in(config)}"))
+            lines.append((None, f"MCP server {name}: {asks(config)}"))
         if config.enabled and config.oauth is not None:
             said = await state_line(name, config, vault_of(settings))
             lines.append((None, f"MCP server {name}: signed in: {said}"))
     return lines
+
+
+def asks(config: McpServerSettings) -> str:
+    """What the server may ask of a thread during a call, in words (for the doctor)."""
+    sampling = (
+        f"up to {config.sampling_max_tokens:,} tokens, each request approved on a card"
+        if config.sampling_max_tokens
+        else "off"
+    )
+    roots = "the thread's workspace" if config.command is not None else "none (a remote server)"
+    return (
+        f"forms wait {config.form_timeout_s:g} s for the run's person; sampling: {sampling};"
+        f" roots: {roots}"
+    )
 
 
 async def _probe(

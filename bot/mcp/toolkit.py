@@ -22,6 +22,7 @@ from typing import Any
 
 from bot.errors import McpError
 from bot.mcp.endpoint import RemoteTool
+from bot.mcp.forms import Asking
 from bot.mcp.progress import ProgressLine
 from bot.mcp.schema import description, fix_schema, offered_names
 from bot.mcp.server import McpServer
@@ -45,9 +46,10 @@ def asks_first(remote: RemoteTool) -> bool:
 
 
 class McpToolkit:
-    def __init__(self, server: McpServer, allowed: Allowed) -> None:
+    def __init__(self, server: McpServer, allowed: Allowed, asking: Asking | None = None) -> None:
         self._server = server
         self._allowed = allowed
+        self._asking = asking
         self._built = -1
         self._tools: dict[str, Tool] = {}
         self._gates = Gates(server.name, {})
@@ -137,15 +139,20 @@ class McpToolkit:
         self, offered: str, original: str, remote: RemoteTool, schema: dict[str, Any]
     ) -> Tool:
         server = self._server
+        asking = self._asking
 
         async def call(ctx: ToolContext, **arguments: Any) -> str:
+            asker = asking.asker(ctx, server.settings.form_timeout_s) if asking else None
+            progress = ProgressLine(ctx, offered)
             try:
-                text, failed = await server.call(original, arguments, ProgressLine(ctx, offered))
+                out = await server.run(original, arguments, progress, asker, ctx.thread_key)
             except McpError as exc:
                 raise ToolError(str(exc)) from None
-            if failed:
-                raise ToolError(text or f"{offered} failed")
-            return text
+            if out.failed:
+                raise ToolError(out.text or f"{offered} failed")
+            if asking is None:
+                return out.text
+            return await asking.deliver(ctx, offered, out)
 
         text = description(remote.description, f"{original} (from the MCP server {server.name})")
         if not asks_first(remote):

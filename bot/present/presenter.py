@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 
 from bot.api.surface import Button, StreamTask, Surface, TaskStatus, native_streams
 from bot.api.transfer import file_transfer
@@ -27,6 +28,7 @@ from bot.engine.events import (
     EngineEvent,
     Failed,
     Finished,
+    FormNeeded,
     ModelCallStarted,
     Notice,
     TextDelta,
@@ -38,8 +40,10 @@ from bot.engine.events import (
 )
 from bot.errors import SurfaceError
 from bot.infra.clock import Clock
+from bot.mcp.pending import FormStatus, PendingForm
 from bot.present.approval_card import post_allowed, post_card, ran_line
 from bot.present.budget import BudgetRegistry
+from bot.present.form_card import card_text, post_form_card
 from bot.present.native import NativeReply
 from bot.present.overflow import Overflow
 from bot.present.reply import OnLive, ReplyStream
@@ -171,7 +175,9 @@ class Presenter:
 
     async def __call__(self, event: EngineEvent) -> None:
         self._arm_working()
-        if isinstance(event, ApprovalNeeded | CallAllowed):  # shown whatever the reply's state
+        if isinstance(
+            event, ApprovalNeeded | CallAllowed | FormNeeded
+        ):  # whatever the reply's state
             await self._shown_apart(event)
             return
         if self._reply.finished and not isinstance(event, Finished | Failed):
@@ -266,12 +272,31 @@ class Presenter:
             if inline:
                 await self._below(landed=True)
 
-    async def _shown_apart(self, event: ApprovalNeeded | CallAllowed) -> None:
+    async def _shown_apart(self, event: ApprovalNeeded | CallAllowed | FormNeeded) -> None:
         match event:
             case ApprovalNeeded(request, inline):
                 await self._card(request, inline=inline)
             case CallAllowed():
                 await self._allowed(event)
+            case FormNeeded(form):
+                async with self._cards:  # below the reply so far; the reply goes on below it
+                    await self._end("")
+                    form.card_id = await post_form_card(self._surface, self._clock, form)
+                    await self._form_live(form)
+                    await self._below(landed=True)
+
+    async def _form_live(self, form: PendingForm) -> None:
+        """A restart that cuts the wait off finds the card and closes it (its buttons go)."""
+        on_live, card = self._on_live, form.card_id
+        if on_live is None or card is None:
+            return
+        closed = self._surface.render(card_text(replace(form, status=FormStatus.STOPPED)))
+        await on_live(card, LiveMessage(card, closed))
+
+        async def forget() -> None:
+            await on_live(card, None)
+
+        form.on_closed = forget
 
     async def _allowed(self, event: CallAllowed) -> None:
         """A call a rule lets run is shown in full, below the reply so far, before it runs;

@@ -48,6 +48,9 @@ class ToolContext:
     events: EventSink | None = None
     """What the thread shows of the run calling the tool (set by the engine): a tool that works
     for long (``delegate_task``) reports its progress and asks for approvals through it."""
+    previews: dict[str, str] = field(default_factory=dict)
+    """What a call's output shows people, by call id, where it is not what the model reads
+    (an MCP tool's content for the assistant alone): the engine previews this instead."""
     spent: Callable[[Usage, float], None] | None = None
     """Counts tokens (and their cost) a tool used for the run in its limits and the thread's
     totals (set by the engine; a sub-agent's model calls)."""

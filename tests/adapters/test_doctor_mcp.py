@@ -103,3 +103,21 @@ def test_doctor_says_each_oauth_servers_sign_in_state(tmp_path: Path) -> None:
         "[--  ] MCP server team: signed in: per person: 0 signed in (each person signs in the"
         " first time a run of theirs calls it)"
     ) in lines
+
+
+def test_doctor_says_what_each_server_may_ask_during_a_call(tmp_path: Path) -> None:
+    ok = stdio_command()
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.tickets]\ncommand = {json.dumps(ok[0])}\nargs = {json.dumps(ok[1:])}\n"
+        "form_timeout_s = 120\nsampling_max_tokens = 0\n"
+        '[mcp_servers.docs]\nurl = "http://127.0.0.1:9/mcp"\ntimeout_s = 5\n'
+    )
+    lines = threadline("doctor", cwd=tmp_path).stdout.splitlines()
+    assert (
+        "[--  ] MCP server tickets: forms wait 120 s for the run's person; sampling: off;"
+        " roots: the thread's workspace"
+    ) in lines
+    assert (
+        "[--  ] MCP server docs: forms wait 900 s for the run's person; sampling: up to 1,000"
+        " tokens, each request approved on a card; roots: none (a remote server)"
+    ) in lines

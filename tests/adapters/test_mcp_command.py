@@ -205,3 +205,34 @@ async def test_a_server_that_wants_a_sign_in_is_said_so(tmp_path: Path) -> None:
     )
     assert wrong[0] == 1 and "wrong" not in wrong[1] + wrong[2]
     assert right[1].splitlines()[-1] == "    T-2: printer on fire (open)" and right[0] == 0
+
+
+def test_list_says_a_tool_that_must_run_as_a_task_is_not_offered(tmp_path: Path) -> None:
+    hints = stdio_command("--catalog", "hints")
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.hints]\ncommand = {json.dumps(hints[0])}\nargs = {json.dumps(hints[1:])}\n"
+    )
+    out = threadline("mcp", "list", cwd=tmp_path)
+    [line] = [line for line in out.stdout.splitlines() if "hints__long_job" in line]
+    assert "not offered: it can only be called as a task" in line
+    assert out.returncode == 0
+
+
+def test_try_answers_what_the_server_asks_during_the_call(tmp_path: Path) -> None:
+    from tests.fakes.mcp_asking_server import stdio_command as asking
+
+    command = asking()
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.asking]\ncommand = {json.dumps(command[0])}\n"
+        f"args = {json.dumps(command[1:])}\ntimeout_s = 20\n"
+    )
+    booked = threadline("mcp", "try", "asking", "book", cwd=tmp_path)
+    assert "  the server asks: Who is travelling?" in booked.stdout
+    assert "declined: its defaults do not make an answer (name: this field is required;" in (
+        booked.stdout
+    )
+    assert '"action": "decline"' in booked.stdout and booked.returncode == 0
+    where = threadline("mcp", "try", "asking", "where", cwd=tmp_path)
+    assert f'roots: ["{tmp_path.resolve().as_uri()}"]' in where.stdout
+    asked = threadline("mcp", "try", "asking", "summarise", '{"text": "hello"}', cwd=tmp_path)
+    assert "sampling refused: threadline mcp try runs no model" in asked.stdout

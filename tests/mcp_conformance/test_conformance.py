@@ -41,10 +41,10 @@ PASSING = {
     "auth/offline-access-not-supported": 13,
     "auth/client-credentials-jwt": 7,
     "auth/client-credentials-basic": 7,
+    "elicitation-sep1034-client-defaults": 5,
 }
 """Each scenario that passes, and how many of its checks pass (none fails or warns)."""
 UNSUPPORTED = {
-    "elicitation-sep1034-client-defaults": "elicitation is not supported yet",
     "auth/2025-03-26-oauth-metadata-backcompat": (
         "the suite's server publishes metadata at the root whose issuer names another path"
         " (/oauth); RFC 8414 section 3.3 says to reject it (a mix-up attack), and the SDK does"

@@ -435,6 +435,91 @@ async function explain(formId, threadId) {
   if (data.note) showNote(data.note, threadId);
 }
 
+// A form an MCP server asks for: one input a field, its errors shown beside it until it fits.
+function formInput(field) {
+  let input;
+  if (field.kind === "boolean") {
+    input = document.createElement("input");
+    input.type = "checkbox";
+    input.checked = field.default === true;
+  } else if (field.kind === "choice" || field.kind === "choices") {
+    input = document.createElement("select");
+    input.multiple = field.kind === "choices";
+    if (field.kind === "choice" && !field.required) input.append(new Option("", ""));
+    for (const option of field.options) {
+      const chosen = Array.isArray(field.default)
+        ? field.default.includes(option.value) : field.default === option.value;
+      input.append(new Option(option.title, option.value, chosen, chosen));
+    }
+  } else {
+    input = document.createElement("input");
+    input.type = field.kind === "string" ? "text" : "number";
+    if (field.kind === "integer") input.step = "1";
+    if (field.kind === "number") input.step = "any";
+    if (field.default !== null && field.default !== undefined) input.value = String(field.default);
+  }
+  input.name = field.name;
+  return input;
+}
+
+function formValue(input, field) {
+  if (field.kind === "boolean") return input.checked;
+  if (field.kind === "choices") return [...input.selectedOptions].map((o) => o.value);
+  return input.value;
+}
+
+function openForm(form, threadId) {
+  const dialog = document.createElement("dialog");
+  dialog.className = "mcp-form";
+  const body = document.createElement("form");
+  body.method = "dialog";
+  const head = document.createElement("p");
+  head.textContent = `${form.server} asks: ${form.message}`;
+  body.append(head);
+  const inputs = new Map();
+  const errors = new Map();
+  for (const field of form.fields) {
+    const label = document.createElement("label");
+    const title = document.createElement("span");
+    title.textContent = field.title + (field.required ? " *" : "");
+    const input = formInput(field);
+    const about = document.createElement("small");
+    about.textContent = [field.description, field.hint].filter(Boolean).join(" · ");
+    const error = document.createElement("small");
+    error.className = "form-error";
+    label.append(title, input, about, error);
+    body.append(label);
+    inputs.set(field.name, input);
+    errors.set(field.name, error);
+  }
+  const send = document.createElement("button");
+  send.textContent = "Send";
+  send.value = "send";
+  const close = document.createElement("button");
+  close.textContent = "Close";
+  close.value = "close";
+  close.type = "button";
+  close.addEventListener("click", () => dialog.close());
+  body.append(send, close);
+  body.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const values = {};
+    for (const field of form.fields) values[field.name] = formValue(inputs.get(field.name), field);
+    const { data } = await postJson("/api/forms", {
+      thread_id: threadId, form_id: form.id, values, user_name: me.name,
+    });
+    for (const [name, node] of errors) node.textContent = (data.errors || {})[name] || "";
+    if (data.done || !data.errors || !Object.keys(data.errors).length) {
+      dialog.close();
+      if (data.note) showNote(data.note, threadId);
+    }
+  });
+  dialog.append(body);
+  dialog.addEventListener("close", () => dialog.remove());
+  document.body.append(dialog);
+  dialog.showModal();
+}
+
 async function click(node, actionId, messageId) {
   node.disabled = true;
   try {
@@ -445,6 +530,7 @@ async function click(node, actionId, messageId) {
     if (data.note) showNote(data.note, view.threadId);
     else if (status >= 400) toast(data.error || `The playground answered ${status}.`);
     if (data.ask) await explain(data.ask, view.threadId);
+    if (data.form) openForm(data.form, view.threadId);
   } catch {
     toast("Could not reach the playground server.");
   } finally {

@@ -10,6 +10,8 @@ raises is turned into :class:`~bot.errors.McpError` and its subclasses.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable
@@ -23,8 +25,10 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from bot.errors import McpError, McpTimeout, McpUnavailable
+from bot.mcp.asking import Asker, NobodyAsks, Output, Picture
 from bot.mcp.endpoint import Endpoint, RemoteTool, StdioEndpoint, remote_tools
 from bot.mcp.process import server_log
+from bot.mcp.sdk.asks import Calls, Running, callbacks
 from bot.mcp.sdk.transports import (
     ListingRelay,
     Refusals,
@@ -46,7 +50,13 @@ MAX_PAGES = 100
 
 
 class Connection:
-    def __init__(self, name: str, timeout_s: float, on_tools_changed: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        name: str,
+        timeout_s: float,
+        on_tools_changed: Callable[[], None],
+        calls: Calls | None = None,
+    ) -> None:
         self.name = name
         self.timeout_s = timeout_s
         """For the handshake and for each request."""
@@ -62,15 +72,25 @@ class Connection:
         self._relay = ListingRelay()
         self._refusals = Refusals()
         self._listing = asyncio.Lock()
+        self._calls = calls or Calls(name, NobodyAsks(), timeout_s, local=False)
+        """The calls running, and who answers what the server asks during each."""
         self.server_label = ""
         """The server's name and version and the protocol version agreed, once connected."""
 
     @classmethod
     async def open(
-        cls, name: str, endpoint: Endpoint, timeout_s: float, on_tools_changed: Callable[[], None]
+        cls,
+        name: str,
+        endpoint: Endpoint,
+        timeout_s: float,
+        on_tools_changed: Callable[[], None],
+        idle: Asker | None = None,
     ) -> Connection:
-        """Start the server (or reach it) and run the handshake within ``timeout_s`` seconds."""
-        connection = cls(name, timeout_s, on_tools_changed)
+        """Start the server (or reach it) and run the handshake within ``timeout_s`` seconds.
+        ``idle`` answers what the server asks while none of the calls runs (declines)."""
+        local = isinstance(endpoint, StdioEndpoint)
+        calls = Calls(name, idle or NobodyAsks(), timeout_s, local=local)
+        connection = cls(name, timeout_s, on_tools_changed, calls)
         connection._task = asyncio.get_running_loop().create_task(
             connection._own(endpoint), name=f"mcp:{name}"
         )
@@ -113,38 +133,55 @@ class Connection:
                     break
         return found
 
-    async def call(
-        self, tool: str, arguments: dict[str, Any], progress: Progress | None = None
-    ) -> tuple[str, bool]:
-        """The tool's output as text, and whether the server says it failed (``isError``).
+    async def run(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        asker: Asker | None = None,
+        whose: str = "",
+    ) -> Output:
+        """The tool's output (what the model reads, what only people see, its images), and
+        whether the server says it failed (``isError``).
         With ``progress``, the request carries a progress token and each progress notification
         the server sends for it is passed on. Cancelling the call (Stop) sends
-        ``notifications/cancelled`` to the server."""
+        ``notifications/cancelled`` to the server. ``asker`` answers what the server asks
+        during the call (for the thread ``whose``); its time limit waits while a person is."""
         session = self._live()
-        pending = session.call_tool(
-            tool,
-            arguments,
-            read_timeout_seconds=self.timeout_s,
-            progress_callback=progress,
-        )
-        result = await self._request(pending, tool)
+        with self._calls.running(tool, asker, whose) as running:
+            pending = session.call_tool(tool, arguments, progress_callback=progress)
+            result = await self._request(pending, tool, running)
         if not isinstance(result, types.CallToolResult):
             raise McpError(
                 f"{self.name}: {tool} answered with a {type(result).__name__}, not a tool result"
             )
-        return render(result), bool(result.is_error)
+        return output(result)
+
+    async def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None = None,
+        asker: Asker | None = None,
+        whose: str = "",
+    ) -> tuple[str, bool]:
+        """:meth:`run`, as the text the model reads and whether the call failed."""
+        out = await self.run(tool, arguments, progress, asker, whose)
+        return out.text, out.failed
 
     def _live(self) -> ClientSession:
         if self._session is None or self._stop.is_set():
             raise McpUnavailable(f"{self.name}: not connected ({self.ended or 'starting'})")
         return self._session
 
-    async def _request(self, pending: Any, what: str) -> Any:
+    async def _request(self, pending: Any, what: str, running: Running | None = None) -> Any:
         timeout = self.timeout_s
         self._refusals.status = None
         self._refusals.failure = None
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout) as timer:
+                if running is not None:
+                    running.timer = timer
                 return await pending
         except TimeoutError:
             raise McpTimeout(f"{self.name}: no answer to {what} within {timeout:g} s") from None
@@ -188,7 +225,11 @@ class Connection:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(endpoint))
                 session = ClientSession(
-                    read, write, message_handler=self._on_message, client_info=CLIENT
+                    read,
+                    write,
+                    message_handler=self._on_message,
+                    client_info=CLIENT,
+                    **callbacks(self._calls),
                 )
                 await stack.enter_async_context(session)
                 try:
@@ -240,24 +281,67 @@ class Connection:
             self._log.warning("[%s] unreadable message: %s", self.name, message)
 
 
-def render(result: types.CallToolResult) -> str:
-    """A tool result as the text the model reads."""
+def _audience(block: Any) -> tuple[bool, bool]:
+    """Whether the block is for the model, and for people (``annotations.audience``)."""
+    annotations = getattr(block, "annotations", None)
+    audience = getattr(annotations, "audience", None) if annotations is not None else None
+    if not audience:
+        return True, True
+    return "assistant" in audience, "user" in audience
+
+
+def output(result: types.CallToolResult) -> Output:
+    """A tool result split by audience: text for the model, text for people alone, images."""
     parts: list[str] = []
+    public: list[str] = []
+    shown: list[str] = []
+    pictures: list[Picture] = []
     for block in result.content:
-        match block:
-            case types.TextContent(text=text):
-                parts.append(text)
-            case types.ImageContent(mime_type=mime) | types.AudioContent(mime_type=mime):
-                parts.append(f"[{mime} content, not shown]")
-            case types.EmbeddedResource(resource=types.TextResourceContents(text=text)):
-                parts.append(text)
-            case types.EmbeddedResource(resource=resource):
-                parts.append(f"[resource {resource.uri}, not shown]")
-            case types.ResourceLink(uri=uri, name=name):
-                parts.append(f"[link: {name} {uri}]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
-    return "\n".join(parts)
+        model, people = _audience(block)
+        if isinstance(block, types.ImageContent):
+            try:
+                data = base64.b64decode(block.data, validate=True)
+            except (binascii.Error, ValueError):
+                parts.append(f"[{block.mime_type} image that is not valid base64, dropped]")
+                continue
+            pictures.append(Picture(block.mime_type, data, model, people))
+        elif not model:
+            if people and isinstance(block, types.TextContent):
+                shown.append(block.text)
+        else:
+            parts.append(_text_of(block))
+            if people:
+                public.append(parts[-1])
+    text = "\n".join(p for p in parts if p)
+    if not parts and not shown and not pictures and result.structured_content is not None:
+        text = json.dumps(result.structured_content, ensure_ascii=False)
+    hidden = len(public) < len(parts)
+    for_people = "\n".join(p for p in public if p) if hidden else text
+    return Output(text, bool(result.is_error), tuple(shown), tuple(pictures), for_people, hidden)
+
+
+def render(result: types.CallToolResult) -> str:
+    """A tool result as the text the model reads (every block, whatever its audience)."""
+    parts = [_text_of(block) for block in result.content]
+    if not any(parts) and result.structured_content is not None:
+        parts = [json.dumps(result.structured_content, ensure_ascii=False)]
+    return "\n".join(p for p in parts if p)
+
+
+def _text_of(block: Any) -> str:
+    parts: list[str] = []
+    match block:
+        case types.TextContent(text=text):
+            parts.append(text)
+        case types.ImageContent(mime_type=mime) | types.AudioContent(mime_type=mime):
+            parts.append(f"[{mime} content, not shown]")
+        case types.EmbeddedResource(resource=types.TextResourceContents(text=text)):
+            parts.append(text)
+        case types.EmbeddedResource(resource=resource):
+            parts.append(f"[resource {resource.uri}, not shown]")
+        case types.ResourceLink(uri=uri, name=name):
+            parts.append(f"[link: {name} {uri}]")
+    return "".join(parts)
 
 
 def _label(agreed: types.InitializeResult) -> str:

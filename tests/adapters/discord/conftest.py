@@ -144,7 +144,7 @@ class Discord:
         if settings:
             self.settings = self.settings.model_copy(update=settings)
         self.core = Core.create(self.settings, clock=self.clock, model=model or self.model)
-        self.mcp = McpServers(self.settings, self.clock)  # as the runtime does
+        self.mcp = McpServers(self.settings, self.clock, asking=self.core.asking)  # as the runtime
         self.mcp.install(self.core.tools)
         await self.core.start()
         await self.mcp.start()

@@ -130,12 +130,24 @@ class FakeDiscord:
         data = {"custom_id": custom_id, "component_type": 2}
         return self._interaction(COMPONENT, message.channel_id, user, data, message.id)
 
-    def submit_modal(self, opened_by: Interaction, user: User, text: str) -> Interaction:
+    def submit_modal(
+        self, opened_by: Interaction, user: User, text: str | dict[str, str]
+    ) -> Interaction:
         """``user`` types ``text`` in every field of the modal ``opened_by`` answered with
-        (a ``MODAL`` callback) and sends it: a ``MODAL_SUBMIT`` interaction."""
+        (a ``MODAL`` callback), or each field's own text (``text`` by custom id), and sends
+        it: a ``MODAL_SUBMIT`` interaction."""
         modal = next(c["data"] for c in opened_by.callbacks if c.get("type") == MODAL)
+
+        def typed(custom_id: str) -> str:
+            return text if isinstance(text, str) else text.get(custom_id, "")
+
         fields = [
-            {"type": 1, "components": [{"type": 4, "custom_id": f["custom_id"], "value": text}]}
+            {
+                "type": 1,
+                "components": [
+                    {"type": 4, "custom_id": f["custom_id"], "value": typed(f["custom_id"])}
+                ],
+            }
             for row in modal["components"]
             for f in _inputs(row)
         ]
