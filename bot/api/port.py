@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Mapping
 from typing import Any, Literal, Protocol
 
-from bot.api.home import Ability, Home
 from bot.api.forms import FormReply, PendingForm
+from bot.api.home import Ability, Home
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.shortcuts import Note, Shortcut
 from bot.api.surface import Surface
