@@ -201,6 +201,23 @@ class EditBudget:
             self._promoted.pop(owner, None)
             self._kick()
 
+    async def now_or_never(self, owner: object, priority: Priority = Priority.INTERIM) -> bool:
+        """True when ``owner`` may make one edit at once (it is granted); False, and nothing
+        held or waited for, when another waits or the pace (this worker's, or the one shared
+        with the other workers) has no room right now."""
+        sched = self.scheduler
+        if len(sched) or sched.ready_at(priority) > self._clock.monotonic():
+            return False
+        if self._pace is not None and not await self._pace.now_or_never(priority is Priority.FINAL):
+            return False
+        now = self._clock.monotonic()
+        sched.grant(owner, now)
+        if self._pace is not None:
+            self._pace.take(now)
+        if self._metered is not None:
+            self._metered.granted(priority.name.lower(), 0.0)
+        return True
+
     def promote(self, owner: object) -> None:
         """Make ``owner``'s waiting place (if any) a final one."""
         if self.scheduler.holds(owner):
@@ -271,6 +288,12 @@ class BudgetRegistry:
             self._budgets[key] = budget
         return budget
 
+    def posts(self, limits: SurfaceLimits) -> EditBudget | None:
+        """The budget of new messages behind ``limits.post_key`` (a Slack channel), if paced."""
+        if limits.post_key is None or limits.posts_per_minute is None:
+            return None
+        return self.for_key(limits.post_key, limits.posts_per_minute, limits.post_burst)
+
     def for_key(self, key: str, per_minute: float | None, burst: int = 1) -> EditBudget:
         """The budget of another rate-limited method (native streams' starts, appends, stops)."""
         budget = self._budgets.get(key)
@@ -284,9 +307,9 @@ class BudgetRegistry:
             )
         return budget
 
-    def _delete_pace(self, key: str, per_minute: float) -> EditBudget:
+    def _delete_pace(self, key: str, per_minute: float, burst: int) -> EditBudget:
         """The deletions of drafts behind a key, paced with the other workers'."""
-        return self.for_key(key, per_minute)
+        return self.for_key(key, per_minute, burst)
 
     def _pace(self, key: str, rate: float | None, burst: int, reserve: int) -> SharedPace | None:
         if self.shared is None or rate is None:

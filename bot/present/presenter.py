@@ -114,6 +114,7 @@ class Presenter:
             self._budgets.get(surface.limits),
             self._on_live,
             lambda draft: sweeper.discard(surface, draft),
+            self._budgets.posts(surface.limits),
         )
 
     def _new_reply(self) -> ReplyStream | NativeReply:
