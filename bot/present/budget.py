@@ -5,7 +5,8 @@ edits per channel. Every reply stream and todo panel behind one ``SurfaceLimits.
 takes its edits from one :class:`EditBudget`:
 
 - edits are spaced ``60 / edits_per_minute`` seconds apart (a burst of ``burst`` allowed);
-- final edits and approval cards (:attr:`Priority.FINAL`) go before interim edits;
+- final edits and approval cards (:attr:`Priority.FINAL`) go before interim edits, and those
+  before spare calls (a "Working…" message that only helps while nothing else waits);
 - within a priority, first come first served, and a waiting stream holds one place only, so
   streams that edit again go to the back of the queue (round robin);
 - interim edits keep ``reserve`` edits of the budget in hand: a final edit (or an approval
@@ -46,6 +47,8 @@ class Priority(IntEnum):
     """The last edit of a reply, an approval card."""
     INTERIM = 1
     """A streaming edit that a later one will supersede."""
+    SPARE = 2
+    """A post that only helps while nothing else waits (a "Working…" control message)."""
 
 
 RECOVER = 0.97

@@ -106,7 +106,9 @@ class Presenter:
         self._footer_thinking = False
         """The reply's footer says the model is thinking (its next text takes it away)."""
 
-    def _edits(self) -> ReplyStream:
+    def _edits(self, *, spare: bool = False) -> ReplyStream:
+        """A reply edited in place; ``spare``: a control message, posted only when no reply
+        waits to post in its channel."""
         surface, sweeper = self._surface, self._budgets.sweeper
         return ReplyStream(
             surface,
@@ -115,6 +117,7 @@ class Presenter:
             self._on_live,
             lambda draft: sweeper.discard(surface, draft),
             self._budgets.posts(surface.limits),
+            spare=spare,
         )
 
     def _new_reply(self) -> ReplyStream | NativeReply:
@@ -158,7 +161,7 @@ class Presenter:
             if not self._reply.finished and isinstance(self._reply, ReplyStream):
                 self._reply.set_placeholder(WORKING)
             return
-        self._control = self._edits()
+        self._control = self._edits(spare=True)
         self._control.set_buttons((self._stop_button,))
         self._control.set_placeholder(WORKING)
 

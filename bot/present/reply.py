@@ -102,12 +102,17 @@ class ReplyStream:
         on_live: OnLive | None = None,
         discard: Discard | None = None,
         posts: EditBudget | None = None,
+        *,
+        spare: bool = False,
     ) -> None:
         self._surface = surface
         self._clock = clock
         self._budget = budget
         self._posts = posts
         """The budget of new messages where posts are paced (a Slack channel's)."""
+        self._post_priority = Priority.SPARE if spare else Priority.INTERIM
+        """``spare``: its posts go only when no other reply waits to post (a control message
+        that a short run ends before it shows costs nothing)."""
         self._on_live = on_live
         self._discard = discard
         self._drafts: list[_Message] = []
@@ -337,7 +342,7 @@ class ReplyStream:
         if self._posts is None:
             return op
         final = self._final is not None
-        priority = Priority.FINAL if final else Priority.INTERIM
+        priority = Priority.FINAL if final else self._post_priority
         if not await self._posts.acquire(self, priority, None if final else self._finishing):
             return None
         newest = self._plan()  # the text may have grown while waiting: post the newest

@@ -59,14 +59,15 @@ def first_text(slack: FakeSlack, root: Message) -> float:
     )
 
 
-def lingered(slack: FakeSlack, root: Message, answer: Message) -> list[float]:
-    """Slack seconds each other message of the thread stayed after the answer's final text."""
+def lingered(slack: FakeSlack, root: Message, answer: Message) -> dict[str, float]:
+    """Slack seconds each other message of the thread (by what it showed last) stayed after
+    the answer's final text."""
     final_at = answer.version_times[-1]
-    return [
-        max(0.0, (m.deleted_at or final_at) - final_at) * SCALE
+    return {
+        f"{m.ts} {m.shown[:24]!r}": max(0.0, (m.deleted_at or final_at) - final_at) * SCALE
         for m in posted(slack, root)
         if m is not answer
-    ]
+    }
 
 
 async def answer_busy_workspace(tmp_path: Path, workers: int, database: str | None) -> None:
@@ -112,9 +113,30 @@ async def answer_busy_workspace(tmp_path: Path, workers: int, database: str | No
     assert all(a is not None and f"drafts {n}" in a.shown for n, a in enumerate(answers))
     late = {}
     for n, (root, answer) in enumerate(zip(roots, answers, strict=True)):
-        stays = lingered(slack, root, answer) if answer is not None else []
-        if any(s > WITHIN_S for s in stays):
+        stays = lingered(slack, root, answer) if answer is not None else {}
+        if any(s > WITHIN_S for s in stays.values()):
             late[n] = stays
+    if late:  # DIAG
+        t0 = min(said)
+        for c in slack.api.calls:
+            if c.method.startswith("chat."):
+                print(
+                    round((c.at - t0) * SCALE, 2),
+                    c.method,
+                    c.outcome,
+                    c.args.get("channel"),
+                    c.args.get("ts"),
+                    str(c.args.get("thread_ts")),
+                )
+        for n in late:
+            print(
+                "late",
+                n,
+                roots[n].channel,
+                roots[n].ts,
+                round((answers[n].version_times[-1] - t0) * SCALE, 2),
+                answers[n].ts,
+            )
     assert not late, f"messages beside the answer for longer than {WITHIN_S} s: {late}"
     assert not slack.limits.violations, slack.limits.violations
     waits = [first_text(slack, root) - at for root, at in zip(roots, said, strict=True)]
