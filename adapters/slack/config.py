@@ -33,9 +33,10 @@ class SlackSettings(SettingsBase):
     slack_min_edit_interval: float = Field(default=1.0, ge=0)
     """Seconds between two edits of one Slack message."""
     slack_posts_per_minute: float = Field(default=45.0, gt=0)
-    """``chat.postMessage`` calls a minute in one channel after a burst of two (Slack allows
-    about one a second, with short bursts), shared by every reply there: first words, finals
-    posted anew, control messages."""
+    """``chat.postMessage`` calls a minute in one channel (Slack allows about one a second, with
+    short bursts), shared by every reply there: first words, finals posted anew, control
+    messages. One worker posts at most four in any four of these intervals (four at once after
+    a quiet spell); several workers share the pace through the database."""
 
     slack_streaming: Literal["auto", "native", "edit"] = "auto"
     """How replies stream: ``native`` with ``chat.startStream`` (falling back to edits on any

@@ -40,10 +40,10 @@ MAX_CHARS = 10_000
 REMEMBERED_CHANNELS = 10_000
 FINAL_RESERVE = 1
 """One ``chat.update`` of the budget is kept for a final text."""
-POST_BURST = 2
-"""Posts at once in a channel: Slack allows about one a second there "with short bursts"; two
-at once then one every 1.33 s (the default 45 a minute) make at most five in any five seconds,
-with a third of a second to spare for the network's jitter."""
+POST_WINDOW = 4
+"""Slack allows about one post a second in a channel "with short bursts" (five in any five
+seconds, as the fake counts them): at most four in any four intervals of the post budget
+(5.3 s at the default 45 a minute) leaves room for the network's jitter."""
 DELETE_BURST = 20
 """Drafts deleted at once, right beside their finals; ``chat.delete`` (Tier 3) allows 50 in any
 minute, so the steady pace after a burst is ``DELETE_SHARE`` of the edit budget's."""
@@ -74,7 +74,7 @@ def slack_limits(
         deletes_per_minute=edits_per_minute * DELETE_SHARE,
         delete_burst=DELETE_BURST,
         posts_per_minute=posts_per_minute,
-        post_burst=POST_BURST,
+        post_window=POST_WINDOW,
     )
 
 

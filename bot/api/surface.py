@@ -48,8 +48,9 @@ class SurfaceLimits:
     """Deletions allowed at once before ``deletes_per_minute`` paces them."""
     posts_per_minute: float | None = None
     """New messages allowed per minute across ``post_key``; None: posts are not paced."""
-    post_burst: int = 1
-    """Posts allowed at once before ``posts_per_minute`` paces them."""
+    post_window: int = 1
+    """At most this many posts in any ``post_window`` × 60 / ``posts_per_minute`` seconds (a
+    sliding window, as Slack counts a channel's posts): that many at once after a quiet spell."""
     post_key: str | None = None
     """What the post budget is shared by (a Slack channel); None: posts are not paced."""
     workers_share_budget: bool = True

@@ -2,9 +2,10 @@
 and the Stop button.
 
 A run with a Stop button shows it from its first second (:data:`WORKING_AFTER`) to its end: on
-the reply being written, which says "Working…" until there is text; beside a native stream,
-which cannot carry a button, on a control message of its own ("Working…" and Stop), posted
-once the stream starts or the second has passed and deleted when the run ends.
+the reply being written, which says "Working…" until there is text (a reply that was to stream
+natively but is edited instead carries it too); beside a native stream, which cannot carry a
+button, on a control message of its own ("Working…" and Stop), posted once the second has
+passed (when no other reply waits to post in the channel) and deleted when the run ends.
 
 Handling an event never waits for the platform, except :class:`Finished` and :class:`Failed`,
 which return once the final text, the todo panel and the status line have landed. Call :meth:`Presenter.close` in a ``finally``:
@@ -138,9 +139,8 @@ class Presenter:
         return edits
 
     async def _stream_live(self, message_id: str, live: LiveMessage | None) -> None:
-        """A native stream started (or ended): the control message shows from its start."""
-        if live is not None and live.stream:
-            self._show_working()
+        """A native stream started (or ended); its control message shows from the run's first
+        second (a quicker answer costs no post for it)."""
         if self._on_live is not None:
             await self._on_live(message_id, live)
 
@@ -160,6 +160,9 @@ class Presenter:
         if self._native is None:
             if not self._reply.finished and isinstance(self._reply, ReplyStream):
                 self._reply.set_placeholder(WORKING)
+            return
+        if not self._native.streaming:  # edited after all: Stop rides on the reply itself
+            self._native.set_buttons((self._stop_button,))
             return
         self._control = self._edits(spare=True)
         self._control.set_buttons((self._stop_button,))
