@@ -116,27 +116,6 @@ async def answer_busy_workspace(tmp_path: Path, workers: int, database: str | No
         stays = lingered(slack, root, answer) if answer is not None else {}
         if any(s > WITHIN_S for s in stays.values()):
             late[n] = stays
-    if late:  # DIAG
-        t0 = min(said)
-        for c in slack.api.calls:
-            if c.method.startswith("chat."):
-                print(
-                    round((c.at - t0) * SCALE, 2),
-                    c.method,
-                    c.outcome,
-                    c.args.get("channel"),
-                    c.args.get("ts"),
-                    str(c.args.get("thread_ts")),
-                )
-        for n in late:
-            print(
-                "late",
-                n,
-                roots[n].channel,
-                roots[n].ts,
-                round((answers[n].version_times[-1] - t0) * SCALE, 2),
-                answers[n].ts,
-            )
     assert not late, f"messages beside the answer for longer than {WITHIN_S} s: {late}"
     assert not slack.limits.violations, slack.limits.violations
     waits = [first_text(slack, root) - at for root, at in zip(roots, said, strict=True)]
