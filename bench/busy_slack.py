@@ -7,7 +7,9 @@ Prints the time from each mention to the first words of its answer in the thread
 the threads where another message (a draft, a "Working…" message) stayed beside the answer's
 final text for more than 2 s (and the longest stay; never deleted counts as forever), the 429s
 and the calls made while a ``Retry-After`` ran. ``--workers 2`` runs two processes on a fresh
-PostgreSQL database; ``--rounds`` repeats it and prints the medians.
+PostgreSQL database; ``--rounds`` repeats it and prints the medians. ``--scale`` runs the fake's
+windows (and the budgets the workers are told) that much faster, the demo model not: more
+answers overlap, and figures are in Slack seconds.
 
     python -m bench.busy_slack [--threads 20] [--channels 5] [--workers 1] [--rounds 3]
 """
@@ -88,7 +90,8 @@ def beside(slack: FakeSlack, root: Message, answer: Message) -> float:
 
 
 async def one_round(args: argparse.Namespace, home: Path, url: str | None) -> Round:
-    slack = FakeSlack()
+    scale = args.scale
+    slack = FakeSlack(time_scale=scale)
     slack.socket.spread = args.workers > 1
     channels = [f"CBUSY{n}" for n in range(args.channels)]
     for n, channel in enumerate(channels):
@@ -102,6 +105,14 @@ async def one_round(args: argparse.Namespace, home: Path, url: str | None) -> Ro
         "THREADLINE_DEMO_CHUNK_DELAY_S": str(args.chunk_delay),
         **({"THREADLINE_DATABASE_URL": url} if url else {}),
     }
+    if scale != 1.0:  # the workers told the scaled budgets, as an operator would set them
+        settings |= {
+            "THREADLINE_SLACK_EDITS_PER_MINUTE": str(48 * scale),
+            "THREADLINE_SLACK_MIN_EDIT_INTERVAL": str(1 / scale),
+            "THREADLINE_SLACK_POSTS_PER_MINUTE": str(45 * scale),
+            "THREADLINE_SLACK_STREAM_STARTS_PER_MINUTE": str(15 * scale),
+            "THREADLINE_SLACK_STREAM_APPENDS_PER_MINUTE": str(80 * scale),
+        }
     try:
         async with AsyncExitStack() as stack:
             for n in range(args.workers):
@@ -131,8 +142,8 @@ async def one_round(args: argparse.Namespace, home: Path, url: str | None) -> Ro
             )
     finally:
         await slack.stop()
-    firsts = [first_words(slack, r) - at for r, at in zip(roots, said, strict=True)]
-    stays = [beside(slack, r, a) for r in roots if (a := answer_of(slack, r)) is not None]
+    firsts = [(first_words(slack, r) - at) * scale for r, at in zip(roots, said, strict=True)]
+    stays = [beside(slack, r, a) * scale for r in roots if (a := answer_of(slack, r)) is not None]
     return Round(
         percentile(firsts, 0.5),
         percentile(firsts, 0.95),
@@ -192,6 +203,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--chunk-delay", type=float, default=0.05)
+    parser.add_argument(
+        "--scale", type=float, default=1.0, help="time runs this much faster (figures in Slack s)"
+    )
     args = parser.parse_args()
     asyncio.run(main_async(args))
 
