@@ -17,7 +17,8 @@ the mention to the first visible text (p50/p95, in real seconds: it is our proce
 ``chat.postMessage``, which the scale does not speed up), the lag from the model's last token to
 the exact final text in the thread (p50/p95, in Slack seconds; a final posted anew counts from
 when it appears), how long a superseded draft stayed beside it, and the threads left with two
-full copies of their answer (target 0).
+full copies of their answer (target 0), and the threads where another message (a draft, a
+"Working…" message) stayed beside the answer's final text for more than 2 s (target 0).
 
 ``--streaming native`` lets threads stream with ``chat.startStream`` where the stream budget
 allows (``auto`` does that only when a stream can start at once, ``edit`` never).
