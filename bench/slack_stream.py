@@ -17,7 +17,8 @@ the mention to the first visible text (p50/p95, in real seconds: it is our proce
 ``chat.postMessage``, which the scale does not speed up), the lag from the model's last token to
 the exact final text in the thread (p50/p95, in Slack seconds; a final posted anew counts from
 when it appears), how long a superseded draft stayed beside it, and the threads left with two
-full copies of their answer (target 0).
+full copies of their answer (target 0), and the threads where another message (a draft, a
+"Working…" message) stayed beside the answer's final text for more than 2 s (target 0).
 
 ``--streaming native`` lets threads stream with ``chat.startStream`` where the stream budget
 allows (``auto`` does that only when a stream can start at once, ``edit`` never).
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import math
 import statistics
 import sys
 import tempfile
@@ -51,6 +53,8 @@ from bot.llm.messages import Usage, UserMessage
 from bot.llm.model import FinishPiece, ModelPiece, ModelRequest, TextPiece, UsagePiece
 from tests.fakes.slack import MENTION, FakeSlack, Message
 
+BESIDE_S = 2.0
+"""Slack seconds a draft (or a "Working…" message) may stay beside its thread's answer."""
 WORDS = [
     "slack",
     "edits",
@@ -195,6 +199,9 @@ def report(
     slack: SlackSettings,
 ) -> None:
     first_visible, lag, edits = [], [], []
+    beside: list[float] = []
+    """Per thread: Slack seconds its last other message (a draft, "Working…") stayed beside
+    the answer's final text."""
     doubles = 0
     for tag, (root, mentioned) in roots.items():
         replies = bot_replies(fake, root)
@@ -202,7 +209,7 @@ def report(
             t
             for m in replies
             for v, t in zip(m.versions, m.version_times, strict=True)
-            if v.strip()
+            if v.strip() and "Working…" not in v
         ]
         first_visible.append(min(shown) - mentioned)
         landed = final_shown_at(fake, model, root, tag)
@@ -211,6 +218,15 @@ def report(
         edits.append(sum(m.edits for m in replies))
         final = final_text(model, tag)
         doubles += sum(1 for m in replies if not m.deleted and m.shown == final) > 1
+        kept = [m for m in replies if not m.deleted and m.shown == final]
+        if kept:
+            final_at = kept[0].version_times[kept[0].versions.index(final)]
+            stays = [
+                max(0.0, (m.deleted_at if m.deleted_at is not None else math.inf) - final_at)
+                for m in replies
+                if m is not kept[0]
+            ]
+            beside.append(max(stays, default=0.0) * scale)
     limits = fake.limits
     print(
         f"{threads} threads in {channels} channels of one workspace; answers of {tokens} tokens "
@@ -245,6 +261,13 @@ def report(
         f"last token → exact final text: p50 {percentile(lag, 0.5):.1f} s, p95 {percentile(lag, 0.95):.1f} s"
     )
     print(f"threads left with two full copies of their answer: {doubles}")
+    late = sum(s > BESIDE_S for s in beside)
+    left = sum(s == math.inf for s in beside)
+    print(
+        f"threads with another message beside the answer for more than {BESIDE_S:g} s: {late} "
+        f"of {len(beside)} (never deleted: {left}); longest "
+        f"{max((s for s in beside if s != math.inf), default=0.0):.1f} s"
+    )
 
 
 def main() -> None:

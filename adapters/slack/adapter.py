@@ -108,7 +108,12 @@ class SlackAdapter:
         except SlackApiError as exc:
             raise ConfigError("SLACK_BOT_TOKEN", auth_problem(error_code(exc))) from None
         self.identity = identity
-        limits = slack_limits(identity.team_id, config.edits_per_minute, config.min_edit_interval)
+        limits = slack_limits(
+            identity.team_id,
+            config.edits_per_minute,
+            config.min_edit_interval,
+            config.posts_per_minute,
+        )
         names = DisplayNames(api.user, self._clock)
         channels = ChannelNames(api.channel_name, self._clock)
 

@@ -32,6 +32,11 @@ class SlackSettings(SettingsBase):
     shared by all streams; a little under 50 leaves room for the edit kept for a final text."""
     slack_min_edit_interval: float = Field(default=1.0, ge=0)
     """Seconds between two edits of one Slack message."""
+    slack_posts_per_minute: float = Field(default=45.0, gt=0)
+    """``chat.postMessage`` calls a minute in one channel (Slack allows about one a second, with
+    short bursts), shared by every reply there: first words, finals posted anew, control
+    messages. One worker posts at most four in any four of these intervals (four at once after
+    a quiet spell); several workers share the pace through the database."""
 
     slack_streaming: Literal["auto", "native", "edit"] = "auto"
     """How replies stream: ``native`` with ``chat.startStream`` (falling back to edits on any
@@ -70,6 +75,7 @@ class SlackConfig:
     """The Web API base, ending with a slash."""
     edits_per_minute: float
     min_edit_interval: float
+    posts_per_minute: float = 45.0
     streaming: Literal["auto", "native", "edit"] = "auto"
     stream_starts_per_minute: float = 15.0
     stream_appends_per_minute: float = 80.0
@@ -119,6 +125,7 @@ class SlackConfig:
             api_url=base if base.endswith("/") else base + "/",
             edits_per_minute=settings.slack_edits_per_minute,
             min_edit_interval=settings.slack_min_edit_interval,
+            posts_per_minute=settings.slack_posts_per_minute,
             streaming=settings.slack_streaming,
             stream_starts_per_minute=settings.slack_stream_starts_per_minute,
             stream_appends_per_minute=settings.slack_stream_appends_per_minute,

@@ -20,6 +20,7 @@ from adapters.slack.scopes import (
     GROUP_SCOPE,
     OPTIONAL_SCOPES,
 )
+from adapters.slack.surface import POST_WINDOW
 from bot.api.kit import unreachable_reason
 from bot.api.shortcuts import SHORTCUTS, callback_id
 from bot.config import Settings, approvers_told
@@ -66,6 +67,7 @@ async def check_slack(settings: Settings, slack_settings: SlackSettings) -> list
         lines.append(_shortcuts())
         lines.append(_streaming(config))
         lines.append(_edit_budget(settings, config))
+        lines.append(_post_budget(config))
         if config.app_token is not None:
             lines.append(await _socket_mode(client, config.app_token.get_secret_value(), config))
         else:
@@ -221,6 +223,25 @@ def _edit_budget(settings: Settings, config: SlackConfig) -> Line:
     )
     if config.edits_per_minute > TIER_3:
         return (None, f"{words}; Slack allows about {TIER_3:g}: expect 429s and slower replies")
+    return (True, words)
+
+
+POSTS_PER_CHANNEL = 60.0
+"""``chat.postMessage`` calls a minute Slack allows in one channel (about one a second)."""
+
+
+def _post_budget(config: SlackConfig) -> Line:
+    """How fast replies may post in one channel."""
+    words = (
+        f"posts: {config.posts_per_minute:g} chat.postMessage a minute in each channel "
+        f"(THREADLINE_SLACK_POSTS_PER_MINUTE), at most {POST_WINDOW} in any "
+        f"{POST_WINDOW * 60 / config.posts_per_minute:.1f} s"
+    )
+    if config.posts_per_minute > POSTS_PER_CHANNEL:
+        return (
+            None,
+            f"{words}; Slack allows about one a second: expect 429s and slower first words",
+        )
     return (True, words)
 
 

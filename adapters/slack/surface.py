@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 
 from adapters.slack.api import Identity, SlackApi
 from adapters.slack.blocks import message_payload
@@ -40,13 +41,29 @@ MAX_CHARS = 10_000
 REMEMBERED_CHANNELS = 10_000
 FINAL_RESERVE = 1
 """One ``chat.update`` of the budget is kept for a final text."""
+POST_WINDOW = 4
+"""Slack allows about one post a second in a channel "with short bursts" (five in any five
+seconds, as the fake counts them): at most four in any four intervals of the post budget
+(5.3 s at the default 45 a minute) leaves room for the network's jitter."""
+DELETE_BURST = 20
+"""Drafts deleted at once, right beside their finals; ``chat.delete`` (Tier 3) allows 50 in any
+minute, so the steady pace after a burst is ``DELETE_SHARE`` of the edit budget's."""
+DELETE_SHARE = 0.6
+"""20 at once and 0.6 × 48 ≈ 29 a minute after that stay within Tier 3's 50."""
 
 
-def slack_limits(team_id: str, edits_per_minute: float, min_edit_interval: float) -> SurfaceLimits:
+def slack_limits(
+    team_id: str,
+    edits_per_minute: float,
+    min_edit_interval: float,
+    posts_per_minute: float | None = None,
+) -> SurfaceLimits:
     """A final text that the workspace's ``chat.update`` budget would hold back for longer than
-    one edit's turn (or the interval between edits of a message) is posted anew (``chat.postMessage`` is limited per channel, not per
-    workspace) and the draft deleted; ``chat.delete`` is Tier 3 like ``chat.update``, so drafts
-    are deleted at the edit budget's pace (a budget of their own)."""
+    one edit's turn (or the interval between edits of a message) is posted anew
+    (``chat.postMessage`` is limited per channel, not per workspace) and the draft deleted at
+    once (``chat.delete`` is Tier 3 like ``chat.update``, with a budget of its own that allows
+    a burst). Posts are paced per channel (``posts_per_minute``; the surface names the
+    channel): a reply waiting for its first post shows its newest text when its turn comes."""
     return SurfaceLimits(
         max_chars=MAX_CHARS,
         min_edit_interval=min_edit_interval,
@@ -55,7 +72,10 @@ def slack_limits(team_id: str, edits_per_minute: float, min_edit_interval: float
         can_pin=True,
         final_reserve=FINAL_RESERVE,
         fresh_final_after=max(min_edit_interval, 60.0 / edits_per_minute),
-        deletes_per_minute=edits_per_minute,
+        deletes_per_minute=edits_per_minute * DELETE_SHARE,
+        delete_burst=DELETE_BURST,
+        posts_per_minute=posts_per_minute,
+        post_window=POST_WINDOW,
     )
 
 
@@ -89,9 +109,10 @@ class SlackSurface:
     ) -> None:
         self._api = api
         self._key = key
-        self._limits = limits
         self._status = status
         _, self.channel, self.thread_ts = split_key(key)
+        self._limits = replace(limits, post_key=f"{limits.budget_key}:{self.channel}:post")
+        """``chat.postMessage`` is limited per channel: this channel's posts share a budget."""
         self.files = SlackFileTransfer(api, self.channel, self.thread_ts)
         """Shared files downloaded, workspace files uploaded (``bot.api.transfer``)."""
         self.channel_history = (

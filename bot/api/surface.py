@@ -44,6 +44,15 @@ class SurfaceLimits:
     draw on the edit budget); None: always edit."""
     deletes_per_minute: float | None = None
     """Deletions allowed per minute across ``budget_key`` (the drafts a fresh final leaves)."""
+    delete_burst: int = 1
+    """Deletions allowed at once before ``deletes_per_minute`` paces them."""
+    posts_per_minute: float | None = None
+    """New messages allowed per minute across ``post_key``; None: posts are not paced."""
+    post_window: int = 1
+    """At most this many posts in any ``post_window`` × 60 / ``posts_per_minute`` seconds (a
+    sliding window, as Slack counts a channel's posts): that many at once after a quiet spell."""
+    post_key: str | None = None
+    """What the post budget is shared by (a Slack channel); None: posts are not paced."""
     workers_share_budget: bool = True
     """Whether several workers may edit behind ``budget_key`` at once (a workspace's threads
     are answered by any worker), so that on a shared store they pace together; False where only

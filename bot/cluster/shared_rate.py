@@ -174,7 +174,26 @@ class SharedPace:
                 return self._ask_at
             return await self._ask(final, waiting)
 
-    async def _ask(self, final: bool, waiting: int) -> float:
+    async def now_or_never(self, final: bool) -> bool:
+        """Whether a slot is free right now (then held, for :meth:`take`); asks the store for
+        one due at once only, so nothing is held for later when none is."""
+        async with self._asking:
+            now = self._clock.monotonic()
+            while self._slots and self._expiry[0] < now:
+                self._slots.popleft()
+                self._expiry.popleft()
+            if now < self._paused_until:
+                return False
+            if self._slots:
+                return self._slots[0] <= now
+            if now < self._offline_until:
+                return self._local_ready(final) <= now
+            ready = await self._ask(final, 1, horizon=0.0)
+            if self.offline:
+                return ready <= self._clock.monotonic()
+            return bool(self._slots) and self._slots[0] <= self._clock.monotonic()
+
+    async def _ask(self, final: bool, waiting: int, *, horizon: float = HORIZON) -> float:
         asked = self._clock.monotonic()
         try:
             got = await self._rates.store.take_slots(
@@ -183,8 +202,8 @@ class SharedPace:
                 interval_s=self.interval,
                 room=float(self._room(final)),
                 wanted=max(1, min(MAX_BATCH, waiting)),
-                horizon_s=HORIZON * self.interval,
-                must=final,
+                horizon_s=horizon * self.interval,
+                must=final and horizon > 0,
             )
         except StoreError as exc:
             metrics.shared_budget_call("failed")

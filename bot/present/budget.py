@@ -5,7 +5,8 @@ edits per channel. Every reply stream and todo panel behind one ``SurfaceLimits.
 takes its edits from one :class:`EditBudget`:
 
 - edits are spaced ``60 / edits_per_minute`` seconds apart (a burst of ``burst`` allowed);
-- final edits and approval cards (:attr:`Priority.FINAL`) go before interim edits;
+- final edits and approval cards (:attr:`Priority.FINAL`) go before interim edits, and those
+  before spare calls (a "Working…" message that only helps while nothing else waits);
 - within a priority, first come first served, and a waiting stream holds one place only, so
   streams that edit again go to the back of the queue (round robin);
 - interim edits keep ``reserve`` edits of the budget in hand: a final edit (or an approval
@@ -30,6 +31,7 @@ import asyncio
 import contextlib
 import itertools
 import math
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import IntEnum
@@ -46,8 +48,14 @@ class Priority(IntEnum):
     """The last edit of a reply, an approval card."""
     INTERIM = 1
     """A streaming edit that a later one will supersede."""
+    SPARE = 2
+    """A post that only helps while nothing else waits (a "Working…" control message)."""
 
 
+SHARED_POST_BURST = 2
+"""Posts at once of a key paced by the store (several workers), whose pace is a steady one
+after a burst: two, then one an interval, never make more than a window of four in four
+intervals and a little more (as ``SurfaceLimits.post_window`` allows one worker)."""
 RECOVER = 0.97
 """How much each granted edit shrinks a stretched interval back toward the documented one."""
 MAX_STRETCH = 4.0
@@ -56,12 +64,25 @@ MAX_STRETCH = 4.0
 class EditScheduler:
     """Pure bookkeeping: places in the queue and the time the next edit may go."""
 
-    def __init__(self, edits_per_minute: float | None, *, burst: int = 1, reserve: int = 0) -> None:
+    def __init__(
+        self,
+        edits_per_minute: float | None,
+        *,
+        burst: int = 1,
+        reserve: int = 0,
+        window: int = 0,
+    ) -> None:
+        """``window``: instead of a burst, at most this many calls in any ``window`` intervals
+        (a sliding window, as Slack counts a channel's posts): a burst of ``window`` whenever
+        the last ``window`` intervals were quiet."""
         if edits_per_minute is not None and edits_per_minute <= 0:
             raise ValueError("edits_per_minute must be positive (or None for no cap)")
         self.base_interval = 0.0 if edits_per_minute is None else 60.0 / edits_per_minute
         self.interval = self.base_interval
-        self._burst = max(0, burst - 1)
+        self._window = max(0, window)
+        self._granted: deque[float] = deque(maxlen=self._window or 1)
+        """The times of the last ``window`` calls."""
+        self._burst = max(0, (window or burst) - 1)
         self._reserve = max(0, reserve)
         self._next = -math.inf
         """Theoretical time of the next edit if edits were evenly spaced (GCRA)."""
@@ -96,7 +117,10 @@ class EditScheduler:
     def ready_at(self, priority: Priority = Priority.INTERIM) -> float:
         """When the budget allows the next edit of ``priority``."""
         room = self._burst + (self._reserve if priority is Priority.FINAL else 0)
-        return max(self._next - room * self.interval, self._paused_until)
+        ready = max(self._next - room * self.interval, self._paused_until)
+        if self._window and len(self._granted) == self._window:
+            ready = max(ready, self._granted[0] + self._window * self.interval)
+        return ready
 
     def finals(self) -> int:
         """Final edits waiting."""
@@ -123,6 +147,7 @@ class EditScheduler:
         """``owner`` edits now: it leaves the queue and the budget moves on."""
         self._places.pop(owner, None)
         self._next = max(self._next, now) + self.interval
+        self._granted.append(now)
         self.interval = max(self.base_interval, self.interval * RECOVER)
 
     def __len__(self) -> int:
@@ -141,13 +166,15 @@ class EditBudget:
         reserve: int = 0,
         platform: str | None = "",
         pace: SharedPace | None = None,
+        window: int = 0,
     ) -> None:
         """``platform`` labels the edit metrics; None: not an edit budget (no metrics).
-        ``pace``: the rate shared with other workers (it replaces this budget's own pace)."""
+        ``pace``: the rate shared with other workers (it replaces this budget's own pace).
+        ``window``: a sliding window of this many calls instead of a burst (:class:`EditScheduler`)."""
         self._clock = clock
         self._pace = pace
         local_rate = None if pace is not None else edits_per_minute
-        self.scheduler = EditScheduler(local_rate, burst=burst, reserve=reserve)
+        self.scheduler = EditScheduler(local_rate, burst=burst, reserve=reserve, window=window)
         self._turn_waiters: dict[object, asyncio.Future[None]] = {}
         self._metered = None if platform is None else EditMeter(platform, edits_per_minute)
         self._promoted: dict[object, asyncio.Event] = {}
@@ -200,6 +227,23 @@ class EditBudget:
             sched.cancel(owner)
             self._promoted.pop(owner, None)
             self._kick()
+
+    async def now_or_never(self, owner: object, priority: Priority = Priority.INTERIM) -> bool:
+        """True when ``owner`` may make one edit at once (it is granted); False, and nothing
+        held or waited for, when another waits or the pace (this worker's, or the one shared
+        with the other workers) has no room right now."""
+        sched = self.scheduler
+        if len(sched) or sched.ready_at(priority) > self._clock.monotonic():
+            return False
+        if self._pace is not None and not await self._pace.now_or_never(priority is Priority.FINAL):
+            return False
+        now = self._clock.monotonic()
+        sched.grant(owner, now)
+        if self._pace is not None:
+            self._pace.take(now)
+        if self._metered is not None:
+            self._metered.granted(priority.name.lower(), 0.0)
+        return True
 
     def promote(self, owner: object) -> None:
         """Make ``owner``'s waiting place (if any) a final one."""
@@ -271,6 +315,24 @@ class BudgetRegistry:
             self._budgets[key] = budget
         return budget
 
+    def posts(self, limits: SurfaceLimits) -> EditBudget | None:
+        """The budget of new messages behind ``limits.post_key`` (a Slack channel), if paced:
+        at most ``post_window`` in any ``post_window`` intervals; with several workers, the
+        store's pace after a burst of ``SHARED_POST_BURST``."""
+        if limits.post_key is None or limits.posts_per_minute is None:
+            return None
+        key, rate = limits.post_key, limits.posts_per_minute
+        budget = self._budgets.get(key)
+        if budget is None:
+            budget = self._budgets[key] = EditBudget(
+                self._clock,
+                rate,
+                platform=None,
+                pace=self._pace(key, rate, SHARED_POST_BURST, 0),
+                window=limits.post_window,
+            )
+        return budget
+
     def for_key(self, key: str, per_minute: float | None, burst: int = 1) -> EditBudget:
         """The budget of another rate-limited method (native streams' starts, appends, stops)."""
         budget = self._budgets.get(key)
@@ -284,9 +346,9 @@ class BudgetRegistry:
             )
         return budget
 
-    def _delete_pace(self, key: str, per_minute: float) -> EditBudget:
+    def _delete_pace(self, key: str, per_minute: float, burst: int) -> EditBudget:
         """The deletions of drafts behind a key, paced with the other workers'."""
-        return self.for_key(key, per_minute)
+        return self.for_key(key, per_minute, burst)
 
     def _pace(self, key: str, rate: float | None, burst: int, reserve: int) -> SharedPace | None:
         if self.shared is None or rate is None:

@@ -12,7 +12,8 @@ expired stream, a too long append, text whose rendering changed behind what was 
 the reply to a :class:`~bot.present.reply.ReplyStream`, which adopts the streamed messages and
 edits them to the exact final text. In ``auto`` use (``StreamLimits.prefer`` false) a reply
 whose stream could not start at once goes to edits from the start, so the first words never
-wait for the start budget.
+wait for the start budget (nor, with several workers, for a slot of the start pace the
+store would give later).
 """
 
 from __future__ import annotations
@@ -225,9 +226,10 @@ class NativeReply:
         return Priority.FINAL if self._final is not None else Priority.INTERIM
 
     async def _start(self, pending: str, tasks: list[StreamTask], plan: str | None) -> None:
-        if not self._limits.prefer and not self._done and self._starts.wait_estimate() > 0:
-            raise _FallBack("no stream can start at once")
-        await self._starts.acquire(self, self._priority())
+        if self._limits.prefer or self._done:
+            await self._starts.acquire(self, self._priority())
+        elif not await self._starts.now_or_never(self, self._priority()):
+            raise _FallBack("no stream can start at once")  # it never waits for a start
         piece = pending[: self._limits.max_chars]
         try:
             stream = await self._streams.start(piece, tasks, self._plan)

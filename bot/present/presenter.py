@@ -2,9 +2,10 @@
 and the Stop button.
 
 A run with a Stop button shows it from its first second (:data:`WORKING_AFTER`) to its end: on
-the reply being written, which says "Working…" until there is text; beside a native stream,
-which cannot carry a button, on a control message of its own ("Working…" and Stop), posted
-once the stream starts or the second has passed and deleted when the run ends.
+the reply being written, which says "Working…" until there is text (a reply that was to stream
+natively but is edited instead carries it too); beside a native stream, which cannot carry a
+button, on a control message of its own ("Working…" and Stop), posted once the second has
+passed (when no other reply waits to post in the channel) and deleted when the run ends.
 
 Handling an event never waits for the platform, except :class:`Finished` and :class:`Failed`,
 which return once the final text, the todo panel and the status line have landed. Call :meth:`Presenter.close` in a ``finally``:
@@ -118,7 +119,9 @@ class Presenter:
         all of them)."""
         return (*self._shown, *self._reply.message_ids)
 
-    def _edits(self) -> ReplyStream:
+    def _edits(self, *, spare: bool = False) -> ReplyStream:
+        """A reply edited in place; ``spare``: a control message, posted only when no reply
+        waits to post in its channel."""
         surface, sweeper = self._surface, self._budgets.sweeper
         return ReplyStream(
             surface,
@@ -126,6 +129,8 @@ class Presenter:
             self._budgets.get(surface.limits),
             self._on_live,
             lambda draft: sweeper.discard(surface, draft),
+            self._budgets.posts(surface.limits),
+            spare=spare,
         )
 
     def _new_reply(self) -> ReplyStream | NativeReply:
@@ -146,9 +151,8 @@ class Presenter:
         return edits
 
     async def _stream_live(self, message_id: str, live: LiveMessage | None) -> None:
-        """A native stream started (or ended): the control message shows from its start."""
-        if live is not None and live.stream:
-            self._show_working()
+        """A native stream started (or ended); its control message shows from the run's first
+        second (a quicker answer costs no post for it)."""
         if self._on_live is not None:
             await self._on_live(message_id, live)
 
@@ -169,7 +173,10 @@ class Presenter:
             if not self._reply.finished and isinstance(self._reply, ReplyStream):
                 self._reply.set_placeholder(WORKING)
             return
-        self._control = self._edits()
+        if not self._native.streaming:  # edited after all: Stop rides on the reply itself
+            self._native.set_buttons((self._stop_button,))
+            return
+        self._control = self._edits(spare=True)
         self._control.set_buttons((self._stop_button,))
         self._control.set_placeholder(WORKING)
 

@@ -101,10 +101,18 @@ class ReplyStream:
         budget: EditBudget,
         on_live: OnLive | None = None,
         discard: Discard | None = None,
+        posts: EditBudget | None = None,
+        *,
+        spare: bool = False,
     ) -> None:
         self._surface = surface
         self._clock = clock
         self._budget = budget
+        self._posts = posts
+        """The budget of new messages where posts are paced (a Slack channel's)."""
+        self._post_priority = Priority.SPARE if spare else Priority.INTERIM
+        """``spare``: its posts go only when no other reply waits to post (a control message
+        that a short run ends before it shows costs nothing)."""
         self._on_live = on_live
         self._discard = discard
         self._drafts: list[_Message] = []
@@ -189,6 +197,8 @@ class ReplyStream:
             self._footer = None
             self._finishing.set()
             self._budget.promote(self)
+            if self._posts is not None:
+                self._posts.promote(self)
             if self._task is not None or self._final.strip():
                 self._kick()
         if self._task is not None:
@@ -331,20 +341,47 @@ class ReplyStream:
             return None
         return newest
 
-    async def _apply(self, op: _Op) -> None:
+    async def _wait_to_post(self, op: _Op) -> _Op | None:
+        """Wait for the post's turn in its channel; the newest text to post then, or None to
+        plan again (the reply finished meanwhile: its first post may be its final text)."""
+        if self._posts is None:
+            return op
+        final = self._final is not None
+        priority = Priority.FINAL if final else self._post_priority
+        if not await self._posts.acquire(self, priority, None if final else self._finishing):
+            return None
+        newest = self._plan()  # the text may have grown while waiting: post the newest
+        if newest is None or newest.kind != "post" or newest.index != op.index:
+            return None
+        return newest
+
+    async def _turn(self, op: _Op) -> _Op | None:
+        """Wait for the call's turn in its budget: the call to make then, or None to plan again."""
         if op.kind == "edit":
-            newest = await self._wait_to_edit(op)
-            if newest is None:
-                return
-            op = newest
+            return await self._wait_to_edit(op)
+        if op.kind == "post":
+            return await self._wait_to_post(op)
+        return op
+
+    async def _rate_limited(self, op: _Op, retry_after: float) -> None:
+        """A 429: the budget the call drew on waits it out (a delete waits here)."""
+        log.info("%s rate limited; retrying in %.1fs", op.kind, retry_after)
+        if op.kind == "edit":
+            self._budget.note_rate_limited(retry_after)
+        elif op.kind == "post" and self._posts is not None:
+            self._posts.note_rate_limited(retry_after)
+        else:
+            await self._clock.sleep(retry_after)
+
+    async def _apply(self, op: _Op) -> None:
+        turn = await self._turn(op)
+        if turn is None:
+            return
+        op = turn
         try:
             await self._call(op)
         except SurfaceRateLimited as exc:
-            log.info("%s rate limited; retrying in %.1fs", op.kind, exc.retry_after)
-            if op.kind == "edit":
-                self._budget.note_rate_limited(exc.retry_after)
-            else:
-                await self._clock.sleep(exc.retry_after)
+            await self._rate_limited(op, exc.retry_after)
         except EditRefused:
             log.info("edit of message %d refused; posting it anew", op.index)
             await self._drop_from(op.index)

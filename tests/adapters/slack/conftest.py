@@ -37,8 +37,12 @@ PLATFORM_ENV = (
     "DISCORD_TOKEN",
     "THREADLINE_CONFIG",
 )
-FAST = {"slack_min_edit_interval": 0.05, "slack_edits_per_minute": 6000.0}
-"""Edit pacing for tests that are not about the budget."""
+FAST = {
+    "slack_min_edit_interval": 0.05,
+    "slack_edits_per_minute": 6000.0,
+    "slack_posts_per_minute": 6000.0,
+}
+"""Edit and post pacing for tests that are not about the budgets."""
 EDITED = {"slack_streaming": "edit"}
 """Replies by edits unless a test asks for native streaming (``slack_streaming="auto"``)."""
 

@@ -104,7 +104,7 @@ async def test_a_refused_token_stops_the_start_in_plain_words(
 
 async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
     lines = await doctor(tmp_path, **fake.settings())
-    assert [ok for ok, _ in lines if ok is not None] == [True, True, True, True, True, True]
+    assert [ok for ok, _ in lines if ok is not None] == [True] * 6
     text = "\n".join(t for _, t in lines)
     assert "@threadline in workspace Fake Workspace (T0FAKE)" in text
     assert "Socket Mode can connect" in text
@@ -149,6 +149,21 @@ async def test_doctor_says_how_fast_replies_are_edited_and_who_shares_it(
 ) -> None:
     lines = await doctor(tmp_path, **fake.settings(), **values)
     line = next((mark, text) for mark, text in lines if "THREADLINE_SLACK_EDITS_PER_MINUTE" in text)
+    assert line[0] is ok and words in line[1], line
+
+
+@pytest.mark.parametrize(
+    ("values", "ok", "words"),
+    [
+        ({}, True, "posts: 45 chat.postMessage a minute in each channel"),
+        ({"slack_posts_per_minute": 90.0}, None, "Slack allows about one a second"),
+    ],
+)
+async def test_doctor_says_how_fast_replies_post_in_a_channel(
+    tmp_path: Path, fake: FakeSlack, values: dict[str, Any], ok: bool | None, words: str
+) -> None:
+    lines = await doctor(tmp_path, **fake.settings(), **values)
+    line = next((mark, text) for mark, text in lines if "THREADLINE_SLACK_POSTS_PER_MINUTE" in text)
     assert line[0] is ok and words in line[1], line
 
 

@@ -184,3 +184,18 @@ def test_the_wait_estimate_counts_the_finals_queued_ahead() -> None:
     sched.request("b", Priority.FINAL)
     sched.request("c", Priority.INTERIM)
     assert sched.wait_estimate(0.0) == pytest.approx(3.0), "two finals first, then ours"
+
+
+def test_a_window_allows_that_many_at_once_and_then_as_many_as_leave_it() -> None:
+    sched = EditScheduler(60, window=4)  # 1 s apart: at most four in any 4 s
+    times = []
+    now = 0.0
+    for _ in range(9):
+        sched.request("a", Priority.INTERIM)
+        due = sched.due("a", now)
+        assert due is not None
+        now = due
+        sched.grant("a", now)
+        times.append(now)
+    assert times == [0.0, 0.0, 0.0, 0.0, 4.0, 4.0, 4.0, 4.0, 8.0]
+    assert all(b - a >= 4.0 for a, b in zip(times, times[4:], strict=False))

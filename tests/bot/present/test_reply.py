@@ -393,3 +393,48 @@ async def test_drafts_are_deleted_within_the_delete_budget_and_after_429s() -> N
     assert [c.outcome for c in deletes] == ["SurfaceRateLimited", "ok", "ok", "ok"]
     assert deletes[1].at - deletes[0].at >= 5.0, "the Retry-After was honoured"
     assert all(b.at - a.at >= 2.0 - 1e-9 for a, b in zip(deletes[1:], deletes[2:], strict=False))
+
+
+async def test_a_reply_that_ends_while_waiting_for_its_first_post_posts_only_its_final() -> None:
+    clock = ManualClock()
+    limits = replace(DEFAULT_LIMITS, posts_per_minute=60.0, post_window=1, post_key="test:posts")
+    posts = EditBudget(clock, 60.0, platform=None, window=1)  # one post a second in the channel
+    other = Thread(clock, limits)
+    thread = Thread(clock, limits)
+    for t in (other, thread):
+        t.stream = ReplyStream(t.surface, clock, EditBudget(clock, None), t.record, None, posts)
+    other.stream.append("The other thread's first words")
+    await settle()
+    thread.stream.append("First words")  # its post waits for the channel's next second
+    await settle()
+    thread.stream.append(", and the rest.")
+    await thread.finish()
+    assert thread.surface.texts() == ["First words, and the rest."]
+    assert [c.op for c in thread.surface.calls] == ["post"], "no draft: the first post is the final"
+    await other.stream.aclose()
+
+
+async def test_a_draft_rate_limited_again_and_again_is_deleted_in_the_end() -> None:
+    clock = ManualClock()
+    limits = replace(DEFAULT_LIMITS, deletes_per_minute=60.0, delete_burst=3)
+    surface = RecordingSurface(clock, limits)
+    ids = [await surface.post(f"draft {i}") for i in range(3)]
+    surface.rate_limit_next(8, 0.5, ops=("delete",))
+    sweeper = DraftSweeper(clock)
+    for message_id in ids:
+        sweeper.discard(surface, message_id)
+    await drive(clock, sweeper.idle(), step=0.25)
+    assert surface.live() == [], "a rate limit never leaves a draft behind"
+
+
+async def test_drafts_of_a_busy_moment_are_deleted_at_once_within_the_burst() -> None:
+    clock = ManualClock()
+    limits = replace(DEFAULT_LIMITS, deletes_per_minute=30.0, delete_burst=3)  # then 2 s apart
+    surface = RecordingSurface(clock, limits)
+    ids = [await surface.post(f"draft {i}") for i in range(4)]
+    sweeper = DraftSweeper(clock)
+    for message_id in ids:
+        sweeper.discard(surface, message_id)
+    await drive(clock, sweeper.idle(), step=0.25)
+    deletes = [c.at for c in surface.calls if c.op == "delete"]
+    assert deletes[:3] == [0.0, 0.0, 0.0] and deletes[3] >= 2.0 - 1e-9

@@ -22,7 +22,12 @@ from bot.api.surface import SurfaceLimits
 from bot.cluster.shared_rate import MIN_WORKERS, SharedRates
 from bot.infra.clock import Clock, ManualClock, SystemClock
 from bot.present.budget import BudgetRegistry, EditBudget, Priority
+from bot.present.native import NativeReply
+from bot.present.reply import ReplyStream
 from bot.storage.postgres.store import PostgresStore
+from tests.bot.present.test_native import LIMITS as STREAM_LIMITS
+from tests.bot.present.test_native import Streams
+from tests.fakes.surface import RecordingSurface
 from tests.postgres import fresh_schema, postgres_database
 
 __all__ = ["postgres_database"]
@@ -245,3 +250,35 @@ async def test_a_malformed_pause_notice_is_ignored_and_the_next_one_heard(
         await until(lambda: pace.paused)
     finally:
         await conn.close()
+
+
+async def test_streams_that_cannot_start_at_once_never_wait_for_the_other_workers_pace(
+    workers: Workers,
+) -> None:
+    """Two workers with four replies each, in a workspace where four streams may start at once
+    and one every 4 s after: the four that get a start stream, the others are edited from the
+    start — no reply waits for a later slot of the shared start pace."""
+    clock = SystemClock()
+    limits = replace(STREAM_LIMITS, budget_key="slack:TQUIET", starts_per_minute=15.0)
+    replies: list[tuple[RecordingSurface, Streams, NativeReply]] = []
+    for name in ("w1", "w2"):
+        budgets = await workers.worker(name, clock)
+        for n in range(4):
+            surface = RecordingSurface(clock, thread_key=f"test:{name}:{n}")
+            streams = Streams(surface, limits)
+            edits = ReplyStream(surface, clock, budgets.get(surface.limits))
+            replies.append((surface, streams, NativeReply(surface, streams, clock, budgets, edits)))
+    began = time.monotonic()
+    for _, _, reply in replies:
+        reply.append("first words")
+    await until(lambda: all(surface.texts() for surface, _, _ in replies), within=30.0)
+    shown_after = time.monotonic() - began
+    async with asyncio.timeout(30.0):
+        await asyncio.gather(*(reply.finish() for _, _, reply in replies))
+    try:
+        assert shown_after < 2.0, f"the first words waited {shown_after:.1f} s for a start"
+        assert sum(op == "start" for _, s, _ in replies for op, _ in s.calls) == 4
+        assert all(surface.texts() == ["first words"] for surface, _, _ in replies)
+    finally:
+        for _, _, reply in replies:
+            await reply.aclose()

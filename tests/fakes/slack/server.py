@@ -216,6 +216,7 @@ class FakeSlack:
 
     async def delete(self, message: Message) -> None:
         message.deleted = True
+        message.deleted_at = time.monotonic()
         self._changed()
         await self.deliver_event(
             payloads.deleted_event(message, self.workspace.channels[message.channel])

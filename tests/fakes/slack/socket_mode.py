@@ -36,6 +36,9 @@ class SocketMode:
         """Spread the envelopes over the open connections (several workers of one app) by
         channel: each new channel goes to the next connection in turn, and every envelope of a
         channel to the same one (a mention's ``message`` and ``app_mention`` events alike)."""
+        self.by_thread = False
+        """With ``spread``: spread by thread instead (each thread of a channel to the next
+        connection in turn), as Slack hands events to any connection of the app."""
         self._channels: dict[str, int] = {}
 
     def new_url(self) -> str:
@@ -118,6 +121,8 @@ class SocketMode:
             or payload.get("channel_id")
             or ""
         )
+        if self.by_thread:
+            channel += f":{event.get('thread_ts') or event.get('ts') or ''}"
         return self._channels.setdefault(channel, len(self._channels))
 
     async def ask_to_reconnect(self) -> None:

@@ -75,6 +75,8 @@ class Message:
     version_times: list[float] = field(default_factory=list)
     """When each version appeared (``time.monotonic()``)."""
     deleted: bool = False
+    deleted_at: float | None = None
+    """When it was deleted (``time.monotonic()``)."""
     reactions: dict[str, set[str]] = field(default_factory=dict)
     streaming: bool = False
     """Started by ``chat.startStream`` and neither stopped nor expired yet."""

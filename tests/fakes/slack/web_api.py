@@ -480,6 +480,7 @@ class WebApi:
         if message.bot_id != BOT_ID:
             raise SlackError("cant_delete_message")
         message.deleted = True
+        message.deleted_at = time.monotonic()
         if message.ts in channel.pins:
             channel.pins.remove(message.ts)
         self.workspace.changed()
