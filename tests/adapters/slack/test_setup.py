@@ -104,7 +104,7 @@ async def test_a_refused_token_stops_the_start_in_plain_words(
 
 async def test_doctor_with_good_tokens(tmp_path: Path, fake: FakeSlack) -> None:
     lines = await doctor(tmp_path, **fake.settings())
-    assert [ok for ok, _ in lines if ok is not None] == [True] * 6
+    assert [ok for ok, _ in lines if ok is not None] == [True] * 7
     text = "\n".join(t for _, t in lines)
     assert "@threadline in workspace Fake Workspace (T0FAKE)" in text
     assert "Socket Mode can connect" in text
