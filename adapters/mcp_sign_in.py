@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 from aiohttp import web
 
 from bot.mcp.auth import CALLBACK_PATH, Authorized, SignInFailed
+from bot.mcp.sign_in_desk import SignInDesk
 
 PAGE = "<!doctype html><meta charset=utf-8><title>Threadline</title><p>{}</p>"
 
@@ -123,6 +124,18 @@ class LoopbackBrowser:
             return _page(400, "The sign-in came back without a code: nothing changed.")
         waiting.set_result(Authorized(code, state, query.get("iss")))
         return _page(200, "Signed in. You can close this tab.")
+
+
+def sign_in_callback(
+    desk: SignInDesk,
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The bot's HTTP route for sign-ins made in threads (``GET /mcp/oauth/callback``)."""
+
+    async def callback(request: web.Request) -> web.StreamResponse:
+        landed = desk.arrived(request.query)
+        return _page(landed.status, landed.text)
+
+    return callback
 
 
 def _page(status: int, text: str) -> web.Response:

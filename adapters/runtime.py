@@ -10,6 +10,7 @@ from typing import Protocol
 from aiohttp import web
 
 from adapters.http_port import bind_problem
+from adapters.mcp_sign_in import sign_in_callback
 from adapters.platforms import Platforms
 from adapters.playground import PlaygroundAdapter
 from bot.config import Settings
@@ -17,6 +18,7 @@ from bot.core import Core
 from bot.infra import metrics
 from bot.infra.clock import Clock
 from bot.llm.model import Model
+from bot.mcp.auth import CALLBACK_PATH
 from bot.mcp.servers import McpServers
 from bot.scheduler.timer import Timer
 
@@ -79,6 +81,7 @@ class Runtime:
             app.router.add_get("/healthz", self._healthz)
             app.router.add_get("/readyz", self._readyz)
             app.router.add_get("/metrics", self._metrics)
+            app.router.add_get(CALLBACK_PATH, sign_in_callback(self.mcp.sign_ins))
             for adapter in adapters:
                 adapter.install(app)
                 self.adapters.append(adapter)

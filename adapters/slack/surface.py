@@ -32,7 +32,7 @@ from adapters.slack.render import render
 from adapters.slack.streams import SlackStreams, StreamSupport
 from bot.api.inbound import ThreadKey
 from bot.api.surface import Button, SurfaceLimits
-from bot.errors import MessageTooLong
+from bot.errors import MessageTooLong, SurfaceError
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +155,18 @@ class SlackSurface:
 
     async def drop_buttons(self, message_id: str) -> None:
         await self._api.drop_buttons(self.channel, self.thread_ts, message_id)
+
+    async def tell(self, person_id: str, text: str) -> bool:
+        """An ephemeral note in the thread, seen by ``person_id`` alone."""
+        payload = message_payload(self.render(text), ())
+        try:
+            await self._api.ephemeral(
+                self.channel, person_id.removeprefix("slack:"), self.thread_ts, payload
+            )
+        except SurfaceError as exc:
+            log.warning("could not show a private note in %s: %s", self.channel, exc)
+            return False
+        return True
 
     async def delete(self, message_id: str) -> None:
         await self._api.delete(self.channel, message_id)

@@ -97,6 +97,16 @@ class Surface(Protocol):
         ...
 
 
+@runtime_checkable
+class PrivateNotes(Protocol):
+    """A surface that can show one person of the thread a note no one else sees (Slack's
+    ephemeral messages)."""
+
+    async def tell(self, person_id: str, text: str) -> bool:
+        """Show ``text`` (Markdown) to ``person_id`` alone; False where it could not."""
+        ...
+
+
 TaskStatus = Literal["pending", "in_progress", "complete", "error"]
 
 

@@ -17,6 +17,7 @@ from bot.engine.events import (
     Failed,
     FormNeeded,
     ModelCallStarted,
+    SignInNeeded,
     ToolFinished,
     ToolProgress,
     ToolStarted,
@@ -45,7 +46,9 @@ class SubAgentEvents:
             case CallAllowed() if self._parent is not None:
                 await self._parent(event)  # shown in full in the thread before it runs
                 await self.say(self._said)
-            case FormNeeded() | ApprovalNeeded(inline=True) if self._parent is not None:
+            case FormNeeded() | SignInNeeded() | ApprovalNeeded(inline=True) if (
+                self._parent is not None
+            ):
                 await self._parent(event)  # what an MCP server of its call asks: in the thread
                 await self.say(self._said)
             case ToolFinished(side_effects=True) if self._parent is not None:

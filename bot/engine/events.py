@@ -102,6 +102,17 @@ class FormNeeded:
 
 
 @dataclass(frozen=True, slots=True)
+class SignInNeeded:
+    """A running call needs its person's sign-in to a per-person MCP server: show ``link`` to
+    that person alone (the call waits for the sign-in to come back)."""
+
+    server: str
+    person_id: str
+    person_name: str
+    link: str
+
+
+@dataclass(frozen=True, slots=True)
 class Finished:
     usage: Usage
     """Tokens used by this run."""
@@ -125,6 +136,7 @@ EngineEvent = (
     | Notice
     | ApprovalNeeded
     | FormNeeded
+    | SignInNeeded
     | Finished
     | Failed
 )

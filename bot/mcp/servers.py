@@ -12,7 +12,9 @@ from bot.config import McpServerSettings, Settings
 from bot.infra.clock import Clock
 from bot.mcp.endpoint import Endpoint, endpoint, sign_in
 from bot.mcp.forms import Asking
+from bot.mcp.personal import PersonalServer
 from bot.mcp.server import McpServer
+from bot.mcp.sign_in_desk import SignInDesk
 from bot.mcp.sign_ins import bot_callback, signed, state_line, vault_of
 from bot.mcp.toolkit import Allowed, McpToolkit
 from bot.tools.registry import ToolRegistry
@@ -30,11 +32,26 @@ class McpServers:
         self.settings = settings
         self.asking = asking
         """Who answers what the servers ask during a thread's call (None: declined)."""
-        self.servers = {
-            name: McpServer(name, server, _reached(name, server, settings, env), clock)
-            for name, server in settings.mcp_servers.items()
-            if server.enabled
-        }
+        self.sign_ins = SignInDesk(clock, bot_callback(settings))
+        """The per-person sign-ins waited for; the bot's HTTP server takes their callbacks."""
+        self.servers: dict[str, McpServer | PersonalServer] = {}
+        for name, server in settings.mcp_servers.items():
+            if not server.enabled:
+                continue
+            if server.oauth is not None and server.oauth.sign_in == "per_person":
+                self.servers[name] = PersonalServer(
+                    name,
+                    server,
+                    endpoint(name, server, env),
+                    clock,
+                    vault_of(settings),
+                    self.sign_ins,
+                    env,
+                )
+            else:
+                self.servers[name] = McpServer(
+                    name, server, _reached(name, server, settings, env), clock
+                )
 
     async def start(self) -> None:
         """Start every server (failures are logged; those servers are tried again later)."""

@@ -21,8 +21,10 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
 from bot.errors import McpError
+from bot.mcp.asking import Output
 from bot.mcp.endpoint import RemoteTool
 from bot.mcp.forms import Asking
+from bot.mcp.personal import PersonalServer
 from bot.mcp.progress import ProgressLine
 from bot.mcp.schema import description, fix_schema, offered_names
 from bot.mcp.server import McpServer
@@ -45,8 +47,17 @@ def asks_first(remote: RemoteTool) -> bool:
     return not remote.read_only or remote.open_world
 
 
+SIGN_IN = "sign_in"
+"""The one tool of a per-person server nobody has signed in to yet: ``<server>__sign_in``."""
+
+
 class McpToolkit:
-    def __init__(self, server: McpServer, allowed: Allowed, asking: Asking | None = None) -> None:
+    def __init__(
+        self,
+        server: McpServer | PersonalServer,
+        allowed: Allowed,
+        asking: Asking | None = None,
+    ) -> None:
         self._server = server
         self._allowed = allowed
         self._asking = asking
@@ -98,6 +109,8 @@ class McpToolkit:
         server = self._server
         by_name = {t.name: t for t in listed}
         built: dict[str, Tool] = {}
+        if isinstance(server, PersonalServer) and not listed:
+            return {f"{server.name}__{SIGN_IN}": self._sign_in_tool()}
         names = offered_names(server.name, by_name)
         for offered, original in names.items():
             remote = by_name[original]
@@ -135,17 +148,49 @@ class McpToolkit:
             )
         return Gates(server.name, {offered[o]: g for o, g in declared.items() if o in offered})
 
+    def _sign_in_tool(self) -> Tool:
+        server = self._server
+        assert isinstance(server, PersonalServer)
+
+        async def sign_in(ctx: ToolContext) -> str:
+            try:
+                out = await server.run_for(ctx, None, {})
+            except McpError as exc:
+                raise ToolError(str(exc)) from None
+            return out.text
+
+        return Tool(
+            f"{server.name}__{SIGN_IN}",
+            f"Sign the person of this run in to the MCP server {server.name} (each person signs"
+            " in to it themselves): its tools are offered once someone has signed in. Call it"
+            f" when the person asks for something {server.name} does.",
+            AnyArguments,
+            sign_in,
+            schema={"type": "object", "properties": {}},
+        )
+
     def _tool(
         self, offered: str, original: str, remote: RemoteTool, schema: dict[str, Any]
     ) -> Tool:
         server = self._server
         asking = self._asking
 
+        async def _run(
+            ctx: ToolContext,
+            original: str,
+            arguments: dict[str, Any],
+            progress: ProgressLine,
+            asker: Any,
+        ) -> Output:
+            if isinstance(server, PersonalServer):
+                return await server.run_for(ctx, original, arguments, progress, asker)
+            return await server.run(original, arguments, progress, asker, ctx.thread_key)
+
         async def call(ctx: ToolContext, **arguments: Any) -> str:
             asker = asking.asker(ctx, server.settings.form_timeout_s) if asking else None
             progress = ProgressLine(ctx, offered)
             try:
-                out = await server.run(original, arguments, progress, asker, ctx.thread_key)
+                out = await _run(ctx, original, arguments, progress, asker)
             except McpError as exc:
                 raise ToolError(str(exc)) from None
             if out.failed:

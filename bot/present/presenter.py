@@ -20,7 +20,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
-from bot.api.surface import Button, StreamTask, Surface, TaskStatus, native_streams
+from bot.api.surface import (
+    Button,
+    PrivateNotes,
+    StreamTask,
+    Surface,
+    TaskStatus,
+    native_streams,
+)
 from bot.api.transfer import file_transfer
 from bot.approvals.models import ApprovalRequest
 from bot.engine.events import (
@@ -32,6 +39,7 @@ from bot.engine.events import (
     FormNeeded,
     ModelCallStarted,
     Notice,
+    SignInNeeded,
     TextDelta,
     Thinking,
     TodosChanged,
@@ -183,7 +191,7 @@ class Presenter:
     async def __call__(self, event: EngineEvent) -> None:
         self._arm_working()
         if isinstance(
-            event, ApprovalNeeded | CallAllowed | FormNeeded
+            event, ApprovalNeeded | CallAllowed | FormNeeded | SignInNeeded
         ):  # whatever the reply's state
             await self._shown_apart(event)
             return
@@ -279,7 +287,9 @@ class Presenter:
             if inline:
                 await self._below(landed=True)
 
-    async def _shown_apart(self, event: ApprovalNeeded | CallAllowed | FormNeeded) -> None:
+    async def _shown_apart(
+        self, event: ApprovalNeeded | CallAllowed | FormNeeded | SignInNeeded
+    ) -> None:
         match event:
             case ApprovalNeeded(request, inline):
                 await self._card(request, inline=inline)
@@ -291,6 +301,24 @@ class Presenter:
                     form.card_id = await post_form_card(self._surface, self._clock, form)
                     await self._form_live(form)
                     await self._below(landed=True)
+            case SignInNeeded():
+                await self._sign_in(event)
+
+    async def _sign_in(self, event: SignInNeeded) -> None:
+        """The sign-in link goes to its person alone where the platform can (an ephemeral
+        note); elsewhere it is posted naming them (the link signs in only them either way)."""
+        text = (
+            f"{event.person_name}, {event.server} needs you to sign in before this run can go on:"
+            f" [sign in to {event.server}]({event.link}) (this link is for you alone; the run"
+            " waits, and goes on once you are signed in)"
+        )
+        surface = self._surface
+        if isinstance(surface, PrivateNotes) and await surface.tell(event.person_id, text):
+            return
+        async with self._cards:
+            await self._end("")
+            await surface.post(surface.render(text))
+            await self._below(landed=True)
 
     async def _form_live(self, form: PendingForm) -> None:
         """A restart that cuts the wait off finds the card and closes it (its buttons go)."""
