@@ -1,0 +1,102 @@
+"""The real program with a per-person MCP server: ``threadline run`` offers the server's
+``docs__sign_in`` (nobody has signed in yet), the run's person is shown the sign-in link in
+the playground, the run waits; the test is the person's browser: it opens the link, the fake
+authorization server sends it back to the bot's own ``/mcp/oauth/callback``, and the run goes
+on with the person's own connection. A callback with a state no sign-in waits for changes
+nothing. The token never shows in the thread or the log."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.e2e.test_process_restart import (
+    browser,
+    free_port,
+    open_page,
+    threadline,
+    until_event,
+)
+from tests.fakes.mcp_http import FakeMcpHttp
+from tests.fakes.oauth_server import FakeOAuthServer
+from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
+
+TOKEN = "per-person-token-that-must-not-show"
+LINK = re.compile(r"\((http://127\.0\.0\.1:\d+/authorize\?[^)\s]+)\)")
+
+
+def sign_in_note(event: dict[str, Any]) -> bool:
+    message = event.get("message") or {}
+    return event.get("type") == "message" and "/authorize?" in message.get("text", "")
+
+
+async def test_a_person_signs_in_from_the_thread_and_the_run_goes_on(tmp_path: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_name": "Alice"}
+    async with (
+        FakeOAuthServer(token=TOKEN) as oauth,
+        FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
+        FakeOpenAI() as fake,
+        browser() as http,
+    ):
+        (tmp_path / "threadline.toml").write_text(
+            f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\n\n'
+            '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
+        )
+        fake.push(
+            Reply(calls=[FakeCall("docs__sign_in", {})]),
+            Reply(calls=[FakeCall("docs__echo", {"text": "after sign-in"})]),
+            Reply("Echoed for Alice."),
+        )
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        async with threadline(tmp_path, port, **model) as proc:
+            await open_page(http, base)
+            ws = await http.ws_connect(f"{base}/api/ws?client=t")
+            async with http.post(
+                f"{base}/api/messages",
+                json={"text": "Echo something from docs", "event_id": "event-sign-1", **user},
+            ) as resp:
+                assert resp.status == 202
+            note = (await until_event(ws, sign_in_note))["message"]["text"]
+            assert "Alice" in note and "for you alone" in note
+            found = LINK.search(note)
+            assert found is not None, note
+            link = found.group(1).replace("&amp;", "&")
+
+            # a callback that no sign-in waits for: a clear page, nothing changes
+            async with http.get(f"{base}/mcp/oauth/callback?code=x&state=forged") as wrong:
+                assert wrong.status == 400
+                assert "not one being waited for" in await wrong.text()
+            assert not mcp.behaviour.calls
+
+            # the person's browser: the authorization server sends it back to the bot
+            async with http.get(link, allow_redirects=False) as signing:
+                assert signing.status in (302, 303)
+                back = signing.headers["Location"]
+            assert back.startswith(f"{base}/mcp/oauth/callback?")
+            clicked = time.monotonic()
+            async with http.get(back) as landed:
+                assert landed.status == 200
+                assert "Signed in" in await landed.text()
+            await mcp.until(lambda: ("echo", {"text": "after sign-in"}) in mcp.behaviour.calls, 30)
+            resumed_s = time.monotonic() - clicked
+            print(f"sign-in callback to the resumed tool call: {resumed_s * 1000:.0f} ms")
+            await until_event(ws, lambda e: "Echoed for Alice." in json.dumps(e))
+
+            # the same link again: already used, nothing changes
+            async with http.get(back) as again:
+                assert again.status == 400
+            await ws.close()
+            async with http.get(f"{base}/metrics") as metrics:
+                assert TOKEN not in await metrics.text()
+            proc.terminate()
+            log, _ = await proc.communicate()
+        assert TOKEN.encode() not in log
+        sealed = list((tmp_path / "data" / "mcp-sign-ins").rglob("*.sealed"))
+        assert len(sealed) == 1, "Alice's sign-in is kept, sealed"
+        assert TOKEN.encode() not in sealed[0].read_bytes()
+        assert oauth.token_requests, "the code was exchanged at the token endpoint"
