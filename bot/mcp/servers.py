@@ -101,7 +101,21 @@ async def probe(settings: Settings, clock: Clock) -> list[tuple[bool | None, str
         if config.enabled and config.oauth is not None:
             said = await state_line(name, config, vault_of(settings))
             lines.append((None, f"MCP server {name}: signed in: {said}"))
+        if config.enabled and config.oauth is not None and config.oauth.sign_in == "per_person":
+            lines.append(callback_line(name, settings))
     return lines
+
+
+def callback_line(name: str, settings: Settings) -> tuple[bool | None, str]:
+    """Where people's sign-ins come back; a warning when only this machine can reach it."""
+    url = bot_callback(settings)
+    if settings.public_url is None and settings.http_host in ("127.0.0.1", "localhost", "::1"):
+        return (
+            None,
+            f"MCP server {name}: sign-ins come back to {url}, which only this machine reaches:"
+            " set THREADLINE_PUBLIC_URL to where people's browsers reach the bot",
+        )
+    return None, f"MCP server {name}: sign-ins come back to {url}"
 
 
 def asks(config: McpServerSettings) -> str:

@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bot.infra.sealed import sealer
+from bot.mcp.tokens import Vault
 from tests.e2e.test_process_restart import (
     browser,
     free_port,
@@ -61,7 +63,8 @@ async def test_a_person_signs_in_from_the_thread_and_the_run_goes_on(tmp_path: P
                 json={"text": "Echo something from docs", "event_id": "event-sign-1", **user},
             ) as resp:
                 assert resp.status == 202
-            note = (await until_event(ws, sign_in_note))["message"]["text"]
+            shown = await until_event(ws, sign_in_note)
+            note = shown["message"]["text"]
             assert "Alice" in note and "for you alone" in note
             found = LINK.search(note)
             assert found is not None, note
@@ -99,4 +102,8 @@ async def test_a_person_signs_in_from_the_thread_and_the_run_goes_on(tmp_path: P
         sealed = list((tmp_path / "data" / "mcp-sign-ins").rglob("*.sealed"))
         assert len(sealed) == 1, "Alice's sign-in is kept, sealed"
         assert TOKEN.encode() not in sealed[0].read_bytes()
+        # whoever's browser opened the link, the sign-in is the person's it was made for
+        data = tmp_path / "data"
+        people = await Vault(data, sealer(data, None)).people("docs")
+        assert len(people) == 1 and people[0][0].startswith("playground:")
         assert oauth.token_requests, "the code was exchanged at the token endpoint"
