@@ -4,9 +4,9 @@ Slack allows about 50 ``chat.update`` a minute for a whole workspace, however ma
 them. A store shared by workers (PostgreSQL) keeps one pace per budget key on its own clock
 (GCRA: the theoretical time of the next edit; for a key counted in a sliding window, such as a
 Slack channel's posts, also the times of its last slots); a worker takes the next *slots* of
-that pace, a few at a time, and makes its edits at those times. A 429 that one worker sees pauses the key for
-all of them: the pause is kept with the pace (no slot is given inside it) and told to every
-listening worker at once. :mod:`bot.cluster.shared_rate` is the worker's side.
+that pace, a few at a time, and makes its edits at those times. A 429 that one worker sees
+pauses the key for all of them: the pause is kept with the pace (no slot is given inside it)
+and told to every listening worker at once. :mod:`bot.cluster.shared_rate` is the worker's side.
 """
 
 from __future__ import annotations
