@@ -10,8 +10,8 @@ once). No rate limit is injected. ``--alone`` runs the same case on one worker (
 figure two workers should match.
 
 Prints, per round: the time from each message to its exact answer in the thread (first
-messages and follow-ups: median and max), the follow-ups that waited more than 20 s, and the
-429s. ``--rounds`` repeats it, a fresh database each time; the last line gives the medians over
+messages and follow-ups: median and max), the follow-ups that waited more than 20 s, the time
+from the first mention to the last follow-up's answer, and the 429s. ``--rounds`` repeats it, a fresh database each time; the last line gives the medians over
 the rounds.
 
     python -m bench.quiet_workers [--threads 8] [--tokens 20] [--rate 20] [--rounds 3]
@@ -52,6 +52,8 @@ class Round:
     firsts: list[float]
     follow_ups: list[float]
     rejected: int
+    total: float
+    """Seconds from the first mention to the last follow-up's answer."""
 
 
 async def answer_times(
@@ -99,6 +101,7 @@ async def one_round(
                 stack.push_async_callback(runtime.stop)
             await fake.wait_for(lambda: len(fake.socket.connections) == workers, 30)
             firsts: dict[str, tuple[Message, float]] = {}
+            began = time.monotonic()
             for i in range(threads):
                 tag = f"thread-{i:02d}"
                 at = time.monotonic()
@@ -110,7 +113,10 @@ async def one_round(
                 await fake.say("UADA", CHANNEL, f"{tag} again", thread_ts=root.ts)
                 follow_ups[f"{tag} again"] = (root, at)
             follow_times = await answer_times(fake, model, follow_ups)
-    return Round(first_times, follow_times, sum(fake.limits.rejected.values()))
+            ended = max(
+                at + t for (_, at), t in zip(follow_ups.values(), follow_times, strict=True)
+            )
+    return Round(first_times, follow_times, sum(fake.limits.rejected.values()), ended - began)
 
 
 async def fresh_database(admin: str) -> tuple[str, str]:
@@ -135,7 +141,8 @@ async def main_async(args: argparse.Namespace) -> None:
         print(
             f"round {n + 1}: first answers median {statistics.median(got.firsts):.2f} s, "
             f"max {max(got.firsts):.2f} s; follow-ups median {statistics.median(got.follow_ups):.2f}"
-            f" s, max {max(got.follow_ups):.2f} s, {slow} over {SLOW_S:g} s; 429s {got.rejected}",
+            f" s, max {max(got.follow_ups):.2f} s, {slow} over {SLOW_S:g} s; all answered after "
+            f"{got.total:.2f} s; 429s {got.rejected}",
             flush=True,
         )
     print(
@@ -145,6 +152,7 @@ async def main_async(args: argparse.Namespace) -> None:
         f"first-answer max {statistics.median(max(r.firsts) for r in rounds):.2f} s, "
         f"follow-up max {statistics.median(max(r.follow_ups) for r in rounds):.2f} s, "
         f"follow-up median {statistics.median(statistics.median(r.follow_ups) for r in rounds):.2f} s"
+        f", all answered after {statistics.median(r.total for r in rounds):.2f} s"
     )
 
 

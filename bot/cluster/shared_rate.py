@@ -7,7 +7,9 @@ to ``MAX_BATCH`` edits) and the edit goes at its slot's time. Slots are given at
 ``HORIZON`` intervals ahead, so a worker never holds a long line of them: a final edit (which
 may use the key's reserve) is not stuck behind slots other workers hold, and slots a worker does
 not use are few (one unused for ``GRACE`` intervals is dropped). An interim edit whose slot
-would be further away asks again when it comes near; a final one takes its place in line.
+would be further away asks again when it comes near; a final one takes its place in line. A key
+counted in a sliding window (a Slack channel's posts) has its window kept in the store too, so
+the workers together get the burst one worker alone has, and never more.
 
 A 429 pauses the key for every worker: the pause is kept with the pace in the store, and the
 others hear it at once (``LISTEN``); held slots are dropped, so after a pause the pace begins
@@ -63,11 +65,13 @@ class SharedRates:
         self._listen_after = -math.inf
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def pace(self, key: str, per_minute: float, *, burst: int, reserve: int) -> SharedPace:
+    def pace(
+        self, key: str, per_minute: float, *, burst: int, reserve: int, window: int = 0
+    ) -> SharedPace:
         pace = self._paces.get(key)
         if pace is None:
             pace = self._paces[key] = SharedPace(
-                self, key, per_minute, burst=burst, reserve=reserve
+                self, key, per_minute, burst=burst, reserve=reserve, window=window
             )
         return pace
 
@@ -119,8 +123,18 @@ class SharedPace:
     pace it falls back on without the store. Times are on the worker's monotonic clock."""
 
     def __init__(
-        self, rates: SharedRates, key: str, per_minute: float, *, burst: int, reserve: int
+        self,
+        rates: SharedRates,
+        key: str,
+        per_minute: float,
+        *,
+        burst: int,
+        reserve: int,
+        window: int = 0,
     ) -> None:
+        """``window`` > 0: the store gives at most this many slots in any ``window`` intervals,
+        to all the workers together (a sliding window: that many at once after a quiet spell,
+        as one worker alone allows); ``burst`` is then only the local pace's, without the store."""
         if per_minute <= 0:
             raise ValueError("per_minute must be positive")
         self._rates = rates
@@ -129,6 +143,7 @@ class SharedPace:
         self.interval = 60.0 / per_minute
         self._burst = max(0, burst - 1)
         self._reserve = max(0, reserve)
+        self._window = max(0, window)
         self._slots: deque[float] = deque()
         self._expiry: deque[float] = deque()
         """When each slot held is dropped unused: ``GRACE`` intervals after its time as seen
@@ -155,6 +170,12 @@ class SharedPace:
 
     def _room(self, final: bool) -> int:
         return self._burst + (self._reserve if final else 0)
+
+    def _shared_room(self, final: bool) -> int:
+        """The room asked of the store: a window's burst, where the store keeps a window."""
+        if self._window:
+            return self._window - 1 + (self._reserve if final else 0)
+        return self._room(final)
 
     async def due(self, final: bool, waiting: int) -> float:
         """When the head of the queue (a ``final`` edit or not, with ``waiting`` edits queued in
@@ -200,10 +221,11 @@ class SharedPace:
                 self.key,
                 self._rates.worker,
                 interval_s=self.interval,
-                room=float(self._room(final)),
+                room=float(self._shared_room(final)),
                 wanted=max(1, min(MAX_BATCH, waiting)),
                 horizon_s=horizon * self.interval,
                 must=final and horizon > 0,
+                window=self._window,
             )
         except StoreError as exc:
             metrics.shared_budget_call("failed")
@@ -273,6 +295,6 @@ class SharedPace:
         elif now < self._offline_until:
             start = self._local_ready(True)
         else:
-            start = self._next_at - self._room(True) * self.interval
+            start = self._next_at - self._shared_room(True) * self.interval
         start = max(start, self._paused_until, now)
         return start - now + finals_ahead * self.interval * self.workers

@@ -53,9 +53,9 @@ class Priority(IntEnum):
 
 
 SHARED_POST_BURST = 2
-"""Posts at once of a key paced by the store (several workers), whose pace is a steady one
-after a burst: two, then one an interval, never make more than a window of four in four
-intervals and a little more (as ``SurfaceLimits.post_window`` allows one worker)."""
+"""Posts at once of a worker that lost the store (it paces a channel's posts alone, at a
+fraction of the rate). With the store, the workers together keep the channel's sliding window
+(``SurfaceLimits.post_window``) as one worker alone does."""
 RECOVER = 0.97
 """How much each granted edit shrinks a stretched interval back toward the documented one."""
 MAX_STRETCH = 4.0
@@ -317,8 +317,8 @@ class BudgetRegistry:
 
     def posts(self, limits: SurfaceLimits) -> EditBudget | None:
         """The budget of new messages behind ``limits.post_key`` (a Slack channel), if paced:
-        at most ``post_window`` in any ``post_window`` intervals; with several workers, the
-        store's pace after a burst of ``SHARED_POST_BURST``."""
+        at most ``post_window`` in any ``post_window`` intervals, counted by the store for all
+        the workers together where they share one."""
         if limits.post_key is None or limits.posts_per_minute is None:
             return None
         key, rate = limits.post_key, limits.posts_per_minute
@@ -328,7 +328,7 @@ class BudgetRegistry:
                 self._clock,
                 rate,
                 platform=None,
-                pace=self._pace(key, rate, SHARED_POST_BURST, 0),
+                pace=self._pace(key, rate, SHARED_POST_BURST, 0, limits.post_window),
                 window=limits.post_window,
             )
         return budget
@@ -350,10 +350,12 @@ class BudgetRegistry:
         """The deletions of drafts behind a key, paced with the other workers'."""
         return self.for_key(key, per_minute, burst)
 
-    def _pace(self, key: str, rate: float | None, burst: int, reserve: int) -> SharedPace | None:
+    def _pace(
+        self, key: str, rate: float | None, burst: int, reserve: int, window: int = 0
+    ) -> SharedPace | None:
         if self.shared is None or rate is None:
             return None
-        return self.shared.pace(key, rate, burst=burst, reserve=reserve)
+        return self.shared.pace(key, rate, burst=burst, reserve=reserve, window=window)
 
     async def aclose(self) -> None:
         await self.sweeper.aclose()

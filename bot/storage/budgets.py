@@ -2,10 +2,11 @@
 
 Slack allows about 50 ``chat.update`` a minute for a whole workspace, however many workers send
 them. A store shared by workers (PostgreSQL) keeps one pace per budget key on its own clock
-(GCRA: the theoretical time of the next edit); a worker takes the next *slots* of that pace, a
-few at a time, and makes its edits at those times. A 429 that one worker sees pauses the key for
-all of them: the pause is kept with the pace (no slot is given inside it) and told to every
-listening worker at once. :mod:`bot.cluster.shared_rate` is the worker's side.
+(GCRA: the theoretical time of the next edit; for a key counted in a sliding window, such as a
+Slack channel's posts, also the times of its last slots); a worker takes the next *slots* of
+that pace, a few at a time, and makes its edits at those times. A 429 that one worker sees
+pauses the key for all of them: the pause is kept with the pace (no slot is given inside it)
+and told to every listening worker at once. :mod:`bot.cluster.shared_rate` is the worker's side.
 """
 
 from __future__ import annotations
@@ -48,10 +49,13 @@ class BudgetStore(Protocol):
         wanted: int,
         horizon_s: float,
         must: bool,
+        window: int = 0,
     ) -> Slots:
         """Up to ``wanted`` slots of ``key``'s pace (one edit every ``interval_s``), the first
         up to ``room`` intervals ahead of the pace; slots further than ``horizon_s`` away are
-        not given, except the first when ``must``. Raises :class:`bot.errors.StoreError` when
+        not given, except the first when ``must``. ``window`` > 0: at most that many slots of
+        ``key`` in any ``window`` intervals, whichever workers took them (a sliding window, as
+        Slack counts a channel's posts). Raises :class:`bot.errors.StoreError` when
         the store does not answer."""
         ...
 

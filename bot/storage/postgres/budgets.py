@@ -1,6 +1,6 @@
 """The PostgreSQL store's shared edit budgets (see :mod:`bot.storage.budgets`).
 
-Taking slots and pausing are one call each of a function of migrations 0007 and 0009 (one
+Taking slots and pausing are one call each of a function of migrations 0007, 0009 and 0017 (one
 round trip; the budget's row is locked for the few microseconds of the computation, on the
 database's clock, ``clock_timestamp()``). A pause is also told on the ``threadline_budget``
 channel (``NOTIFY``, payload ``"<seconds> <key>"``), heard on a connection of its own.
@@ -42,11 +42,12 @@ class BudgetTables:
         wanted: int,
         horizon_s: float,
         must: bool,
+        window: int = 0,
     ) -> Slots:
         try:
             async with asyncio.timeout(TIMEOUT_S):
                 row = await self.pool.fetchrow(
-                    "SELECT * FROM threadline_budget_slots($1, $2, $3, $4, $5, $6, $7)",
+                    "SELECT * FROM threadline_budget_slots($1, $2, $3, $4, $5, $6, $7, $8)",
                     key,
                     worker,
                     interval_s,
@@ -54,6 +55,7 @@ class BudgetTables:
                     wanted,
                     horizon_s,
                     must,
+                    window,
                 )
         except _FAILURES as exc:
             raise StoreError(f"cannot take edit slots of {key}: {exc}") from None

@@ -282,3 +282,45 @@ async def test_streams_that_cannot_start_at_once_never_wait_for_the_other_worker
     finally:
         for _, _, reply in replies:
             await reply.aclose()
+
+
+POSTS = SurfaceLimits(
+    max_chars=4000,
+    min_edit_interval=0.0,
+    edits_per_minute=600.0,
+    budget_key="slack:TSHARED",
+    posts_per_minute=120.0,
+    post_window=4,
+    post_key="slack:TSHARED:CPOSTS",
+)
+"""Two posts a second in one channel, at most four in any two seconds (as Slack counts them)."""
+POST_INTERVAL = 0.5
+
+
+async def test_two_workers_posting_in_one_channel_keep_its_window_together(
+    workers: Workers,
+) -> None:
+    """The burst one worker alone has (four posts at once after a quiet spell) the two workers
+    have together, and then the steady window: never more than four in any four intervals."""
+    clock = SystemClock()
+    first, second = await workers.worker("w1", clock), await workers.worker("w2", clock)
+    grants: dict[str, list[float]] = {"w1": [], "w2": []}
+    began = time.monotonic()
+    posts_of = (first.posts(POSTS), second.posts(POSTS))
+    assert posts_of[0] is not None and posts_of[1] is not None
+    await asyncio.gather(
+        edit_often(posts_of[0], 3, 2, grants["w1"]),
+        edit_often(posts_of[1], 3, 2, grants["w2"]),
+    )
+    both = sorted(grants["w1"] + grants["w2"])
+    assert len(both) == 12 and min(len(grants["w1"]), len(grants["w2"])) >= 4
+    for registry in (first, second):  # paced by the database all along, not each on its own
+        assert registry.shared is not None
+        pace = registry.shared._paces[POSTS.post_key or ""]
+        assert pace.workers == 2 and not pace.offline
+    # four at once, as one worker alone posts after a quiet spell (not two, then one a second)
+    assert both[3] - began < POST_INTERVAL, [round(t - began, 2) for t in both]
+    # never more than four in any four intervals (less a little for the timers' lateness)
+    assert most_in_a_window(both, 3.5 * POST_INTERVAL) <= 4, [round(t - began, 2) for t in both]
+    # and no slower than the window: twelve posts are three windows, the last at eight intervals
+    assert 7.5 * POST_INTERVAL <= both[-1] - began < 10 * POST_INTERVAL
