@@ -19,7 +19,10 @@
 
 The database is made for the run on the server at ``--postgres`` and dropped at the end.
 
-    python bench/workers.py [--takeovers 5] [--clicks 20] [--threads 2000] [--rounds 7] [--model loopback|inline]
+Each worker sets Python's collector as ``threadline run`` does once started
+(:func:`bot.infra.collector.settle`), or leaves Python's default with ``--gc default``.
+
+    python bench/workers.py [--takeovers 5] [--clicks 20] [--threads 2000] [--rounds 7] [--model loopback|inline] [--gc tuned|default]
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from bench.quick_model import QuickModel
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
 from bot.core import Core
+from bot.infra import collector
 from bot.infra.clock import SystemClock
 from bot.llm.model import ModelPiece, ModelRequest
 from bot.llm.openai_model import build_openai_model
@@ -183,7 +187,13 @@ async def answer(core: Core, inbounds: list[Inbound]) -> None:
 
 
 def _serve(
-    url: str, model_url: str | None, name: str, keys: list[str], start_at: float, out: Any
+    url: str,
+    model_url: str | None,
+    name: str,
+    keys: list[str],
+    start_at: float,
+    out: Any,
+    gc: str = "tuned",
 ) -> None:
     async def main() -> None:
         core = await worker(url, name, model_url or Model(), Threads())
@@ -195,6 +205,8 @@ def _serve(
             for n in range(400)
         ]
         await answer(core, warm)
+        if gc == "tuned":
+            collector.settle()
         await asyncio.sleep(max(0.0, start_at - time.time()))
         cpu0, wall0 = time.process_time(), time.perf_counter()
         await answer(core, inbounds)
@@ -227,7 +239,9 @@ Figures = tuple[float, float, float | None, float | None]
 it runs elsewhere) and of the model server (None: the model is in the workers' processes)."""
 
 
-def throughput(url: str, model: QuickModel | None, workers: int, threads: int, run: int) -> Figures:
+def throughput(
+    url: str, model: QuickModel | None, workers: int, threads: int, run: int, gc: str = "tuned"
+) -> Figures:
     """:data:`Figures` with ``workers`` processes, asking ``model`` (None: a model in-process)."""
     keys = [f"bench:load:{run}:{n}" for n in range(threads)]
     out: multiprocessing.Queue[Any] = multiprocessing.Queue()
@@ -235,7 +249,15 @@ def throughput(url: str, model: QuickModel | None, workers: int, threads: int, r
     procs = [
         multiprocessing.Process(
             target=_serve,
-            args=(url, model and model.base_url, f"w{run}-{i}", keys[i::workers], start_at, out),
+            args=(
+                url,
+                model and model.base_url,
+                f"w{run}-{i}",
+                keys[i::workers],
+                start_at,
+                out,
+                gc,
+            ),
         )
         for i in range(workers)
     ]
@@ -266,13 +288,15 @@ async def _admin(admin: str, sql: str) -> None:
         await conn.close()
 
 
-def print_throughput(url: str, model: QuickModel | None, threads: int, count: int) -> None:
+def print_throughput(
+    url: str, model: QuickModel | None, threads: int, count: int, gc: str = "tuned"
+) -> None:
     # interleaved rounds (1, 2, 4, 1, 2, 4, ...), medians: a shared machine's noise moves single
     # rounds by a third
     rounds: dict[int, list[Figures]] = {1: [], 2: [], 4: []}
     for r in range(count):
         for n in rounds:
-            rounds[n].append(throughput(url, model, n, threads, r * 10 + n))
+            rounds[n].append(throughput(url, model, n, threads, r * 10 + n, gc))
 
     def cpu(n: int, part: int) -> float | None:
         found = [x[part] for x in rounds[n] if x[part] is not None]
@@ -323,25 +347,32 @@ def main() -> None:
         default="loopback",
         help="throughput: the real client asking a model server on loopback, or a model in the worker's process",
     )
+    parser.add_argument("--gc", choices=["tuned", "default"], default="tuned")
     args = parser.parse_args()
     name = f"threadline_bench_{secrets.token_hex(4)}"
     asyncio.run(_admin(args.postgres, f'CREATE DATABASE "{name}"'))
     url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
     try:
         times = [asyncio.run(takeover(url, n)) for n in range(args.takeovers)]
-        q = statistics.quantiles(times, n=20, method="inclusive") if len(times) > 1 else times * 19
-        print(
-            f"takeover (kill -> run resumes on the other worker), {len(times)} kills: "
-            f"p50 {statistics.median(times):.2f} s, p95 {q[18]:.2f} s, max {max(times):.2f} s"
-        )
-        took = asyncio.run(clicks(url, args.clicks))
-        print(
-            f"click on the other worker -> run resumes, {len(took)} clicks: "
-            f"p50 {statistics.median(took) * 1000:.1f} ms, max {max(took) * 1000:.1f} ms"
-        )
+        if times:
+            q = (
+                statistics.quantiles(times, n=20, method="inclusive")
+                if len(times) > 1
+                else times * 19
+            )
+            print(
+                f"takeover (kill -> run resumes on the other worker), {len(times)} kills: "
+                f"p50 {statistics.median(times):.2f} s, p95 {q[18]:.2f} s, max {max(times):.2f} s"
+            )
+        took = asyncio.run(clicks(url, args.clicks)) if args.clicks else []
+        if took:
+            print(
+                f"click on the other worker -> run resumes, {len(took)} clicks: "
+                f"p50 {statistics.median(took) * 1000:.1f} ms, max {max(took) * 1000:.1f} ms"
+            )
         model = QuickModel.start() if args.model == "loopback" else None
         try:
-            print_throughput(url, model, args.threads, args.rounds)
+            print_throughput(url, model, args.threads, args.rounds, args.gc)
         finally:
             if model is not None:
                 model.stop()
