@@ -227,7 +227,7 @@ def test_try_calls_a_tool_as_a_task_and_says_its_status(tmp_path: Path) -> None:
     lines = out.stdout.splitlines()
     assert "    research  [read-only; runs without asking; called as a task]" in "\n".join(lines)
     assert lines[lines.index('calling research {"topic": "tides"}') + 1 :] == [
-        "  task working: started",
+        "  task working: research started",
         "  task working: reading source 1 of 3",
         "  task working: reading source 2 of 3",
         "  task working: reading source 3 of 3",

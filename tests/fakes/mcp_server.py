@@ -290,7 +290,8 @@ class Behaviour:
 
     def _create(self, ident: Any, name: str, args: dict[str, Any]) -> Reply:
         self.calls.append((name, args))
-        task = FakeTask(f"task-{len(self.tasks) + 1}", name, str(args.get("topic", "")))
+        task_id = f"task-{len(self.tasks) + 1}"
+        task = FakeTask(task_id, name, str(args.get("topic", "")), message=f"{name} started")
         self.tasks[task.ident] = task
         reply = _result(ident, {"task": task.wire()})
         if name == "announced":

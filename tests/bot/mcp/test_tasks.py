@@ -68,7 +68,7 @@ async def test_a_task_only_tool_is_offered_polled_and_its_result_fetched(
     )
     assert result == "research on tides: 3 sources agree"
     assert events.lines() == [
-        "started",
+        "research started",
         "reading source 1 of 3",
         "reading source 2 of 3",
         "reading source 3 of 3",
