@@ -207,10 +207,10 @@ class Connection:
 
         async def get(task_id: str) -> types.Task:
             request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))
-            found = await self._request(
+            found: types.GetTaskResult = await self._request(
                 session.send_request(request, types.GetTaskResult), f"{tool}: tasks/get"
             )
-            return types.Task.model_validate(found.model_dump())
+            return found
 
         async def fetch(task_id: str) -> types.CallToolResult:
             params = types.GetTaskPayloadRequestParams(task_id=task_id)
