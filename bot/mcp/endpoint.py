@@ -50,8 +50,9 @@ class RemoteTool:
     destructive: bool = False
     """Annotated ``destructiveHint: true``."""
     task_required: bool = False
-    """``execution.taskSupport`` is ``required``: it can only be called as a task, which this
-    client does not support yet (it is not offered)."""
+    """``execution.taskSupport`` is ``required``: it can only be called as a task (it is)."""
+    unavailable: str = ""
+    """Why this client cannot call it ("" when it can): it is not offered."""
 
 
 def endpoint(name: str, server: McpServerSettings, environ: Mapping[str, str]) -> Endpoint:
@@ -90,9 +91,16 @@ def secrets_of(server: McpServerSettings, environ: Mapping[str, str]) -> list[st
     return [environ[n] for n in sorted(names) if n in environ]
 
 
-def remote_tools(entries: Any) -> tuple[list[RemoteTool], list[str]]:
+NO_TASKS = (
+    "it can only be called as a task (execution.taskSupport: required), and the server does not"
+    " declare task-augmented tools/call (capabilities.tasks.requests.tools.call)"
+)
+
+
+def remote_tools(entries: Any, *, tasks: bool = True) -> tuple[list[RemoteTool], list[str]]:
     """The tools of a ``tools/list`` page as the server sent it, each read on its own (one
-    badly described tool does not cost the others), and what was wrong."""
+    badly described tool does not cost the others), and what was wrong. Without ``tasks``
+    (the server does not declare task-augmented calls), a task-only tool cannot be called."""
     if not isinstance(entries, list):
         return [], ["the answer has no list of tools"]
     found: list[RemoteTool] = []
@@ -108,6 +116,7 @@ def remote_tools(entries: Any) -> tuple[list[RemoteTool], list[str]]:
         text = next((t for t in texts if isinstance(t, str) and t.strip()), "")
         execution = entry.get("execution")
         execution = execution if isinstance(execution, dict) else {}
+        task_only = execution.get("taskSupport") == "required"
         found.append(
             RemoteTool(
                 name,
@@ -116,7 +125,8 @@ def remote_tools(entries: Any) -> tuple[list[RemoteTool], list[str]]:
                 read_only=annotations.get("readOnlyHint") is True,
                 open_world=annotations.get("openWorldHint") is True,
                 destructive=annotations.get("destructiveHint") is True,
-                task_required=execution.get("taskSupport") == "required",
+                task_required=task_only,
+                unavailable=NO_TASKS if task_only and not tasks else "",
             )
         )
     return found, problems

@@ -22,6 +22,7 @@ from bot.infra.clock import Clock
 from bot.mcp.asking import Asker, Output
 from bot.mcp.endpoint import Endpoint, RemoteTool
 from bot.mcp.sdk.connection import Progress
+from bot.mcp.sdk.tasks import TaskStatus
 from bot.mcp.server import McpServer
 from bot.mcp.sign_in_desk import ChatBrowser, SignInDesk
 from bot.mcp.sign_ins import signed
@@ -97,6 +98,7 @@ class PersonalServer:
         arguments: dict[str, Any],
         progress: Progress | None = None,
         asker: Asker | None = None,
+        status: TaskStatus | None = None,
     ) -> Output:
         """Call ``tool`` with the connection of the run's person (signing them in first when
         they are not); ``tool`` None only signs in."""
@@ -114,7 +116,7 @@ class PersonalServer:
                     raise McpError(entry.server.last_error or f"{self.name}: not signed in")
                 self._took(entry.server)
                 return Output(f"signed in to {self.name}: its tools are offered from the next step")
-            out = await entry.server.run(tool, arguments, progress, asker, ctx.thread_key)
+            out = await entry.server.run(tool, arguments, progress, asker, ctx.thread_key, status)
             self._took(entry.server)
             return out
         finally:

@@ -3,6 +3,7 @@
 server's progress notifications for it become :class:`~bot.engine.events.ToolProgress` events,
 which the presenter shows as for any running call (coalesced edits within the surface's
 budget). At most one a second reaches the thread, and a line that did not change is not sent.
+A tool called as a task has its task's status message (or status) shown the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ def progress_line(progress: float, total: float | None, message: str | None) -> 
     return f"{amount}: {said}" if said else amount
 
 
+def task_line(status: str, message: str | None) -> str:
+    """A task's status as its call's line: its message, or the status in words."""
+    said = " ".join((message or "").split()) or f"task {status.replace('_', ' ')}"
+    return said if len(said) <= MAX_CHARS else said[: MAX_CHARS - 1] + "…"
+
+
 def _number(value: float) -> str:
     return f"{value:g}"
 
@@ -36,10 +43,16 @@ class ProgressLine:
         self._said = ""
 
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        await self._say(progress_line(progress, total, message))
+
+    async def task(self, status: str, message: str | None) -> None:
+        """The status callback of a tool called as a task."""
+        await self._say(task_line(status, message))
+
+    async def _say(self, text: str) -> None:
         events = self._ctx.events
         if events is None:
             return
-        text = progress_line(progress, total, message)
         now = self._ctx.clock.monotonic()
         if text == self._said or (self._at is not None and now - self._at < EVERY_S):
             return

@@ -22,6 +22,7 @@ from bot.mcp.asking import Answer, FormAsked, Refused, SampleAsked, Sampled
 from bot.mcp.auth import Browser
 from bot.mcp.endpoint import Endpoint, RemoteTool, endpoint, sign_in
 from bot.mcp.schema import offered_names
+from bot.mcp.sdk.tasks import TaskStatus
 from bot.mcp.server import McpServer
 from bot.mcp.sign_ins import bot_callback, log_out, signed, state_line, vault_of
 from bot.mcp.tokens import MemorySlot, Slot
@@ -59,12 +60,13 @@ def hints(tool: RemoteTool) -> str:
 
 def approval(tool: RemoteTool, offered: str, settings: Settings) -> str:
     """How a thread meets the tool: not offered, or when it asks (``[tools.NAME]`` wins)."""
-    if tool.task_required:
-        return "not offered: it can only be called as a task"
+    if tool.unavailable:
+        return f"not offered: {tool.unavailable}"
     section = settings.tools.get(offered)
+    task = "; called as a task" if tool.task_required else ""
     if section is not None and section.approval is not None:
-        return APPROVAL_WORDS[section.approval]
-    return APPROVAL_WORDS["ask" if asks_first(tool) else "never"]
+        return APPROVAL_WORDS[section.approval] + task
+    return APPROVAL_WORDS["ask" if asks_first(tool) else "never"] + task
 
 
 def tool_lines(name: str, server: McpServer, settings: Settings, *, own: bool) -> list[str]:
@@ -257,7 +259,7 @@ async def _call(server: McpServer, tool: str, arguments: dict[str, Any], say: Pr
         raise BadInput(f"the server has no tool {tool!r} (its tools: {listed})")
     say(f"calling {tool} {json.dumps(arguments, ensure_ascii=False)}")
     try:
-        out = await server.run(tool, arguments, asker=TrialAsker(say))
+        out = await server.run(tool, arguments, asker=TrialAsker(say), status=_task_said(say))
     except McpError as exc:
         say(f"  the call failed: {str(exc).removeprefix(server.name + ': ')}")
         return 1
@@ -271,6 +273,13 @@ async def _call(server: McpServer, tool: str, arguments: dict[str, Any], say: Pr
     for picture in out.pictures:
         say(f"  an image: {picture.mime}, {len(picture.data):,} bytes")
     return 1 if out.failed else 0
+
+
+def _task_said(say: Print) -> TaskStatus:
+    async def said(status: str, message: str | None) -> None:
+        say(f"  task {status.replace('_', ' ')}" + (f": {message}" if message else ""))
+
+    return said
 
 
 class TrialAsker:

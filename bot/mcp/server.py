@@ -20,6 +20,7 @@ from bot.mcp.asking import Asker, Output
 from bot.mcp.endpoint import Endpoint, RemoteTool
 from bot.mcp.process import server_log
 from bot.mcp.sdk.connection import Connection, Progress
+from bot.mcp.sdk.tasks import TaskStatus
 
 log = logging.getLogger(__name__)
 
@@ -106,13 +107,15 @@ class McpServer:
         progress: Progress | None = None,
         asker: Asker | None = None,
         whose: str = "",
+        status: TaskStatus | None = None,
     ) -> Output:
         """Call ``tool`` (its name on the server); the text is capped. Raises :class:`McpError`.
         ``progress`` hears what the server says of how far the call got; ``asker`` answers what
-        it asks meanwhile (a form for the person of the thread ``whose``)."""
+        it asks meanwhile (a form for the person of the thread ``whose``); ``status``, the
+        status of the task it runs as, if it does."""
         connection = await self._connected()
         try:
-            out = await connection.run(tool, arguments, progress, asker, whose)
+            out = await connection.run(tool, arguments, progress, asker, whose, status)
         except McpUnavailable as exc:
             await self._lost(connection, exc)
             detail = f"{self.name}: {connection.ended}" if connection.ended else str(exc)

@@ -150,14 +150,15 @@ async def _probe(
         names = ", ".join(
             t.name + (" (asks first)" if t.approval != "never" else "") for t in offered
         )
-        tasks = sorted(t.name for t in server.tools if t.task_required)
-        skipped = len(server.tools) - len(offered) - len(tasks)
+        unavailable = {t.name: t.unavailable for t in server.tools if t.unavailable}
+        skipped = len(server.tools) - len(offered) - len(unavailable)
         note = f" ({skipped} not offered: see the log)" if skipped else ""
+        if unavailable:
+            names_of = ", ".join(sorted(unavailable))
+            note += f" (not offered: {names_of}: {next(iter(unavailable.values()))})"
+        tasks = sorted(t.name for t in server.tools if t.task_required and not t.unavailable)
         if tasks:
-            note += (
-                f" (not offered, as they can only be called as tasks, which Threadline does not"
-                f" support yet: {', '.join(tasks)})"
-            )
+            note += f" (called as tasks: {', '.join(tasks)})"
         listed = {t.name for t in server.tools}
         unknown = sorted(set(config.gating) - listed)
         if unknown:

@@ -6,8 +6,9 @@ A tool annotated ``readOnlyHint: true`` runs without asking, unless it is also a
 thread content out); every other one asks first (approval ``ask``: "Always allow here" is
 offered) and counts as having side effects. ``destructiveHint: true`` is shown on its card.
 ``[tools."<server>__<tool>"]`` overrides either, as for any tool. A tool whose
-``execution.taskSupport`` is ``required`` is not offered: this client does not call tools as
-tasks yet (``threadline doctor`` names it).
+``execution.taskSupport`` is ``required`` is called as a task (:mod:`bot.mcp.sdk.tasks`), its
+status shown as the call's live line; it is not offered when the server does not declare
+task-augmented calls (``threadline doctor`` names it).
 
 ``[mcp_servers.NAME.gating.TOOL]`` declares when a tool is offered in a thread and what its
 successful calls turn on and off (:mod:`bot.tools.gating`); a server with none declared offers
@@ -36,7 +37,6 @@ from bot.tools.toolkit import State
 log = logging.getLogger(__name__)
 
 DESTRUCTIVE = "the server marks this tool destructive"
-TASKS = "it can only be called as a task (execution.taskSupport: required), not supported yet"
 Allowed = Callable[[str], bool]
 """Whether the thread with this key is offered the server's tools."""
 
@@ -114,8 +114,10 @@ class McpToolkit:
         names = offered_names(server.name, by_name)
         for offered, original in names.items():
             remote = by_name[original]
-            if remote.task_required:
-                log.warning("[%s] tool %r is not offered: %s", server.name, original, TASKS)
+            if remote.unavailable:
+                log.warning(
+                    "[%s] tool %r is not offered: %s", server.name, original, remote.unavailable
+                )
                 continue
             fixed = fix_schema(remote.schema)
             if fixed.schema is None:
@@ -183,8 +185,12 @@ class McpToolkit:
             asker: Any,
         ) -> Output:
             if isinstance(server, PersonalServer):
-                return await server.run_for(ctx, original, arguments, progress, asker)
-            return await server.run(original, arguments, progress, asker, ctx.thread_key)
+                return await server.run_for(
+                    ctx, original, arguments, progress, asker, progress.task
+                )
+            return await server.run(
+                original, arguments, progress, asker, ctx.thread_key, progress.task
+            )
 
         async def call(ctx: ToolContext, **arguments: Any) -> str:
             asker = asking.asker(ctx, server.settings.form_timeout_s) if asking else None

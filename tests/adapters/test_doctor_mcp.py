@@ -67,9 +67,24 @@ def test_doctor_says_which_tools_are_not_offered_because_they_must_run_as_tasks(
     )
     out = threadline("doctor", cwd=tmp_path)
     line = next(line for line in out.stdout.splitlines() if "MCP server hints" in line)
-    assert line.startswith("[ok  ] MCP server hints: 3 tools (not offered, as they can only")
-    assert "tasks, which Threadline does not support yet: long_job)" in line
+    assert line.startswith(
+        "[ok  ] MCP server hints: 3 tools (not offered: long_job: it can only be called as a task"
+    )
+    assert "the server does not declare task-augmented tools/call" in line
     assert "hints__fetch (asks first)" in line and "hints__lookup, " in line
+
+
+def test_doctor_names_the_tools_called_as_tasks(tmp_path: Path) -> None:
+    tasks = stdio_command("--catalog", "tasks")
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.jobs]\ncommand = {json.dumps(tasks[0])}\nargs = {json.dumps(tasks[1:])}\n"
+    )
+    out = threadline("doctor", cwd=tmp_path)
+    line = next(line for line in out.stdout.splitlines() if "MCP server jobs:" in line)
+    assert line.startswith(
+        "[ok  ] MCP server jobs: 6 tools (called as tasks: announced, broken_job, confirm_job,"
+        " research, stuck): "
+    )
 
 
 def test_doctor_says_how_each_server_signs_in(tmp_path: Path) -> None:

@@ -218,6 +218,26 @@ def test_list_says_a_tool_that_must_run_as_a_task_is_not_offered(tmp_path: Path)
     assert out.returncode == 0
 
 
+def test_try_calls_a_tool_as_a_task_and_says_its_status(tmp_path: Path) -> None:
+    tasks = stdio_command("--catalog", "tasks")
+    (tmp_path / "threadline.toml").write_text(
+        f"[mcp_servers.jobs]\ncommand = {json.dumps(tasks[0])}\nargs = {json.dumps(tasks[1:])}\n"
+    )
+    out = threadline("mcp", "try", "jobs", "research", '{"topic": "tides"}', cwd=tmp_path)
+    lines = out.stdout.splitlines()
+    assert "    research  [read-only; runs without asking; called as a task]" in "\n".join(lines)
+    assert lines[lines.index('calling research {"topic": "tides"}') + 1 :] == [
+        "  task working: research started",
+        "  task working: reading source 1 of 3",
+        "  task working: reading source 2 of 3",
+        "  task working: reading source 3 of 3",
+        "  task completed: done",
+        "  result:",
+        "    research on tides: 3 sources agree",
+    ]
+    assert out.returncode == 0
+
+
 def test_try_answers_what_the_server_asks_during_the_call(tmp_path: Path) -> None:
     from tests.fakes.mcp_asking_server import stdio_command as asking
 

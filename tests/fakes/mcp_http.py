@@ -31,6 +31,7 @@ class FakeMcpHttp:
         issuer: str | None = None,
     ) -> None:
         self.behaviour = Behaviour(catalog(catalog_name), hang_initialize)
+        self.behaviour.task_capable = catalog_name == "tasks"
         self.token = token
         self.issuer = issuer
         """With it, the server publishes protected-resource metadata naming this authorization

@@ -152,6 +152,47 @@ SLOW = [
 """Tools that take their time: progress notifications, and a call that only ends cancelled."""
 
 
+def _task_tool(name: str, description: str, support: str = "required") -> dict[str, Any]:
+    return {**_tool(name, description, _TOPIC, _READ), "execution": {"taskSupport": support}}
+
+
+_TOPIC = {"type": "object", "properties": {"topic": {"type": "string"}}}
+TASKS = [
+    _task_tool("research", "Reads three sources (one a poll), then answers: a task only."),
+    _task_tool("stuck", "A task that works until it is cancelled."),
+    _task_tool("broken_job", "A task that fails."),
+    _task_tool("announced", "A task whose end the server announces (its poll interval: 10 min)."),
+    _task_tool("confirm_job", "A task that asks for a confirmation (a form) first."),
+    _task_tool("maybe_task", "May run as a task; answers at once when called plainly.", "optional"),
+]
+"""Tools called as tasks (MCP 2025-11-25); the server declares task-augmented calls."""
+
+
+@dataclass
+class FakeTask:
+    ident: str
+    tool: str
+    topic: str
+    status: str = "working"
+    message: str = "started"
+    polls: int = 0
+    waiting: Any = None
+    """The id of a ``tasks/result`` held open until the form is answered."""
+    answer: str = ""
+    poll_ms: int = 100
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "taskId": self.ident,
+            "status": self.status,
+            "statusMessage": self.message,
+            "createdAt": "2026-01-01T00:00:00Z",
+            "lastUpdatedAt": "2026-01-01T00:00:00Z",
+            "ttl": 3_600_000,
+            "pollInterval": self.poll_ms,
+        }
+
+
 def many(count: int) -> list[dict[str, Any]]:
     return [_tool(f"tool_{i}", f"Trivial tool {i}.", _ID, _READ) for i in range(count)]
 
@@ -176,9 +217,18 @@ class Behaviour:
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     notes: list[dict[str, Any]] = field(default_factory=list)
     """Every notification the client sent (``initialized``, ``cancelled``…), in order."""
+    task_capable: bool = False
+    """It declares task-augmented ``tools/call`` (and ``tasks/cancel``)."""
+    tasks: dict[str, FakeTask] = field(default_factory=dict)
+    methods: list[str] = field(default_factory=list)
+    """Every request's method, in order."""
 
     def handle(self, message: dict[str, Any]) -> Reply:
         method = message.get("method")
+        if method is None and "id" in message:
+            return self._answered(message)
+        if "id" in message:
+            self.methods.append(str(method))
         if "id" not in message:
             self.notes.append(message)
             if self.effects is not None and method == "notifications/cancelled":
@@ -196,7 +246,14 @@ class Behaviour:
                     ident,
                     {
                         "protocolVersion": version,
-                        "capabilities": {"tools": {"listChanged": True}},
+                        "capabilities": {
+                            "tools": {"listChanged": True},
+                            **(
+                                {"tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}}
+                                if self.task_capable
+                                else {}
+                            ),
+                        },
                         "serverInfo": {"name": "fake-tickets", "version": "1.0"},
                     },
                 )
@@ -205,10 +262,12 @@ class Behaviour:
             case "tools/list":
                 return _result(ident, {"tools": self.catalog})
             case "tools/call":
-                name, args = str(params.get("name")), params.get("arguments") or {}
-                if name == "reindex":
-                    return _reindex(ident, args, (params.get("_meta") or {}).get("progressToken"))
-                return self._call(ident, name, args)
+                return self._tools_call(ident, params)
+            case "tasks/get" | "tasks/result" | "tasks/cancel":
+                task = self.tasks.get(str(params.get("taskId")))
+                if task is None:
+                    return _error(ident, -32602, "Failed to retrieve task: Task not found")
+                return self._task(ident, method, task)
         return Reply(
             [
                 {
@@ -218,6 +277,77 @@ class Behaviour:
                 }
             ]
         )
+
+    def _tools_call(self, ident: Any, params: dict[str, Any]) -> Reply:
+        name, args = str(params.get("name")), params.get("arguments") or {}
+        if name == "reindex":
+            return _reindex(ident, args, (params.get("_meta") or {}).get("progressToken"))
+        if "task" in params and self.task_capable:
+            return self._create(ident, name, args)
+        if name in {t["name"] for t in TASKS if t["execution"]["taskSupport"] == "required"}:
+            return _error(ident, -32601, f"{name} can only be called as a task")
+        return self._call(ident, name, args)
+
+    def _create(self, ident: Any, name: str, args: dict[str, Any]) -> Reply:
+        self.calls.append((name, args))
+        task_id = f"task-{len(self.tasks) + 1}"
+        task = FakeTask(task_id, name, str(args.get("topic", "")), message=f"{name} started")
+        self.tasks[task.ident] = task
+        reply = _result(ident, {"task": task.wire()})
+        if name == "announced":
+            task.poll_ms = 600_000
+            task.status, task.message, task.answer = "completed", "announced", "announced done"
+            note = {"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": task.wire()}
+            reply.messages.append(note)
+        return reply
+
+    def _task(self, ident: Any, method: str, task: FakeTask) -> Reply:
+        terminal = task.status in {"completed", "failed", "cancelled"}
+        if method == "tasks/cancel":
+            if terminal:
+                return _error(ident, -32602, "the task is over")
+            task.status, task.message = "cancelled", "cancelled on request"
+            if self.effects is not None:
+                with self.effects.open("a") as out:
+                    out.write(f"task cancelled {task.ident}\n")
+            return _result(ident, task.wire())
+        if method == "tasks/result":
+            if task.status == "input_required":
+                task.waiting = ident
+                return Reply([_confirm_form(task)])
+            if task.status == "failed":
+                return _text(ident, task.message, error=True)
+            return _text(ident, task.answer) if terminal else Reply()
+        if not terminal and task.status != "input_required":
+            self._advance(task)
+        return _result(ident, task.wire())
+
+    @staticmethod
+    def _advance(task: FakeTask) -> None:
+        task.polls += 1
+        match task.tool:
+            case "research" if task.polls <= 3:
+                task.message = f"reading source {task.polls} of 3"
+            case "research":
+                task.status, task.message = "completed", "done"
+                task.answer = f"research on {task.topic}: 3 sources agree"
+            case "stuck":
+                task.message = "still digging"
+            case "broken_job":
+                task.status, task.message = "failed", "the index is gone"
+            case "confirm_job":
+                task.status, task.message = "input_required", "waiting for a confirmation"
+
+    def _answered(self, message: dict[str, Any]) -> Reply:
+        """The client's answer to the form a task asked for: the held ``tasks/result`` ends."""
+        task = next((t for t in self.tasks.values() if f"ask-{t.ident}" == message["id"]), None)
+        if task is None or task.waiting is None:
+            return Reply()
+        answer = message.get("result") or {}
+        task.status, task.message = "completed", "confirmed"
+        task.answer = f"confirm_job: {answer.get('action')} {json.dumps(answer.get('content'))}"
+        held, task.waiting = task.waiting, None
+        return _text(held, task.answer)
 
     def _call(self, ident: Any, name: str, args: dict[str, Any]) -> Reply:  # noqa: C901 (one case a tool)
         self.calls.append((name, args))
@@ -288,6 +418,28 @@ def _reindex(ident: Any, args: dict[str, Any], token: Any) -> Reply:
     return Reply([*notes, *_text(ident, answer).messages])
 
 
+def _confirm_form(task: FakeTask) -> dict[str, Any]:
+    schema = {
+        "type": "object",
+        "properties": {"go": {"type": "boolean", "title": "Go ahead?", "default": True}},
+        "required": ["go"],
+    }
+    return {
+        "jsonrpc": "2.0",
+        "id": f"ask-{task.ident}",
+        "method": "elicitation/create",
+        "params": {
+            "message": f"Run {task.tool} on {task.topic}?",
+            "requestedSchema": schema,
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task.ident}},
+        },
+    }
+
+
+def _error(ident: Any, code: int, message: str) -> Reply:
+    return Reply([{"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}}])
+
+
 def _result(ident: Any, result: dict[str, Any]) -> Reply:
     return Reply([{"jsonrpc": "2.0", "id": ident, "result": result}])
 
@@ -299,7 +451,12 @@ def _text(ident: Any, text: str, *, error: bool = False) -> Reply:
 def catalog(name: str) -> list[dict[str, Any]]:
     if name.startswith("many:"):
         return many(int(name.removeprefix("many:")))
-    return [dict(t) for t in {"basic": BASIC, "weird": WEIRD, "hints": HINTS, "slow": SLOW}[name]]
+    return [
+        dict(t)
+        for t in {"basic": BASIC, "weird": WEIRD, "hints": HINTS, "slow": SLOW, "tasks": TASKS}[
+            name
+        ]
+    ]
 
 
 # --- stdio ------------------------------------------------------------------------------
@@ -339,6 +496,7 @@ def serve_stdio(argv: list[str] | None = None) -> int:
         return int(opts.exit_at_start)
     _stderr_line("fake tickets server ready")
     behaviour = Behaviour(catalog(opts.catalog), opts.hang_initialize, opts.effects, _stderr_line)
+    behaviour.task_capable = opts.catalog == "tasks"
     out = sys.stdout
     for line in sys.stdin:
         if not line.strip():

@@ -29,9 +29,10 @@ from bot.mcp.asking import Asker, NobodyAsks, Output, Picture
 from bot.mcp.endpoint import Endpoint, RemoteTool, StdioEndpoint, remote_tools
 from bot.mcp.process import server_log
 from bot.mcp.sdk.asks import Calls, Running, callbacks
+from bot.mcp.sdk.tasks import TTL_MS, TaskStatus, created_task, follow
 from bot.mcp.sdk.transports import (
-    ListingRelay,
     Refusals,
+    Relay,
     Streams,
     http_streams,
     stdio_streams,
@@ -69,13 +70,19 @@ class Connection:
         self.ended: str | None = None
         """Why the connection ended, once it has."""
         self.closed = asyncio.Event()
-        self._relay = ListingRelay()
+        self._relay = Relay()
         self._refusals = Refusals()
         self._listing = asyncio.Lock()
         self._calls = calls or Calls(name, NobodyAsks(), timeout_s, local=False)
         """The calls running, and who answers what the server asks during each."""
         self.server_label = ""
         """The server's name and version and the protocol version agreed, once connected."""
+        self.task_calls = False
+        """The server declares task-augmented ``tools/call`` (``tasks.requests.tools.call``)."""
+        self._task_cancel = False
+        self._as_tasks: set[str] = set()
+        """The tools called as tasks (their ``execution.taskSupport`` is ``required``)."""
+        self._cancelling: set[asyncio.Task[Any]] = set()
 
     @classmethod
     async def open(
@@ -111,6 +118,7 @@ class Connection:
             if not self._ready.done():  # still in the handshake: stop waiting for it
                 self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        await asyncio.gather(*self._cancelling, return_exceptions=True)
 
     async def list_tools(self) -> list[RemoteTool]:
         """Every page of the listing; a tool the server describes badly is skipped (logged)."""
@@ -124,13 +132,14 @@ class Connection:
                     "tools/list",
                 )
                 raw = self._relay.page if isinstance(self._relay.page, dict) else {}
-                tools, problems = remote_tools(raw.get("tools"))
+                tools, problems = remote_tools(raw.get("tools"), tasks=self.task_calls)
                 for problem in problems:
                     self._log.warning("[%s] tools/list: %s", self.name, problem)
                 found.extend(tools)
                 cursor = page.next_cursor
                 if not cursor:
                     break
+        self._as_tasks = {t.name for t in found if t.task_required and not t.unavailable}
         return found
 
     async def run(
@@ -140,17 +149,23 @@ class Connection:
         progress: Progress | None = None,
         asker: Asker | None = None,
         whose: str = "",
+        status: TaskStatus | None = None,
     ) -> Output:
         """The tool's output (what the model reads, what only people see, its images), and
         whether the server says it failed (``isError``).
         With ``progress``, the request carries a progress token and each progress notification
         the server sends for it is passed on. Cancelling the call (Stop) sends
         ``notifications/cancelled`` to the server. ``asker`` answers what the server asks
-        during the call (for the thread ``whose``); its time limit waits while a person is."""
+        during the call (for the thread ``whose``); its time limit waits while a person is.
+        A tool that can only be called as a task is (:mod:`bot.mcp.sdk.tasks`): ``status``
+        hears the task's status while it runs, and cancelling the call cancels the task."""
         session = self._live()
         with self._calls.running(tool, asker, whose) as running:
-            pending = session.call_tool(tool, arguments, progress_callback=progress)
-            result = await self._request(pending, tool, running)
+            if tool in self._as_tasks:
+                result = await self._as_task(session, tool, arguments, progress, running, status)
+            else:
+                pending = session.call_tool(tool, arguments, progress_callback=progress)
+                result = await self._request(pending, tool, running)
         if not isinstance(result, types.CallToolResult):
             raise McpError(
                 f"{self.name}: {tool} answered with a {type(result).__name__}, not a tool result"
@@ -168,6 +183,81 @@ class Connection:
         """:meth:`run`, as the text the model reads and whether the call failed."""
         out = await self.run(tool, arguments, progress, asker, whose)
         return out.text, out.failed
+
+    async def _as_task(
+        self,
+        session: ClientSession,
+        tool: str,
+        arguments: dict[str, Any],
+        progress: Progress | None,
+        running: Running,
+        status: TaskStatus | None,
+    ) -> Any:
+        params = types.CallToolRequestParams(
+            name=tool, arguments=arguments, task=types.TaskMetadata(ttl=TTL_MS)
+        )
+        pending = session.send_request(
+            types.CallToolRequest(params=params), types.CallToolResult, progress_callback=progress
+        )
+        answer = await self._request(pending, tool, running)
+        task = created_task(answer)
+        if task is None:  # the server answered at once
+            return answer
+        self._log.info("[%s] %s runs as task %s", self.name, tool, task.task_id)
+
+        async def get(task_id: str) -> types.Task:
+            request = types.GetTaskRequest(params=types.GetTaskRequestParams(task_id=task_id))
+            found: types.GetTaskResult = await self._request(
+                session.send_request(request, types.GetTaskResult), f"{tool}: tasks/get"
+            )
+            return found
+
+        async def fetch(task_id: str) -> types.CallToolResult:
+            params = types.GetTaskPayloadRequestParams(task_id=task_id)
+            request = types.GetTaskPayloadRequest(params=params)
+            pending = session.send_request(request, types.CallToolResult)
+            result: types.CallToolResult = await self._request(
+                pending, f"{tool}: tasks/result", running
+            )
+            return result
+
+        over = False
+        try:
+            result = await follow(
+                f"{self.name}: {tool}", task, self._relay.tasks, get, fetch, status
+            )
+            over = True
+            return result
+        finally:
+            if not over:
+                self._cancel_task(session, tool, task.task_id)
+
+    def _cancel_task(self, session: ClientSession, tool: str, task_id: str) -> None:
+        """Send ``tasks/cancel`` for a task whose call ended first (in the background: Stop
+        does not wait for the server's answer)."""
+        if not self._task_cancel:
+            self._log.info(
+                "[%s] %s: task %s left running (the server does not declare tasks/cancel)",
+                self.name,
+                tool,
+                task_id,
+            )
+            return
+
+        async def cancel() -> None:
+            request = types.CancelTaskRequest(params=types.CancelTaskRequestParams(task_id=task_id))
+            try:
+                await self._request(
+                    session.send_request(request, types.CancelTaskResult), f"{tool}: tasks/cancel"
+                )
+            except McpError as exc:
+                self._log.warning("[%s] could not cancel task %s: %s", self.name, task_id, exc)
+            else:
+                self._log.info("[%s] %s: task %s cancelled", self.name, tool, task_id)
+
+        job = asyncio.get_running_loop().create_task(cancel())
+        self._cancelling.add(job)
+        job.add_done_callback(self._cancelling.discard)
 
     def _live(self) -> ClientSession:
         if self._session is None or self._stop.is_set():
@@ -241,6 +331,11 @@ class Connection:
                     ) from None
                 self._session = session
                 self.server_label = _label(agreed)
+                tasks = agreed.capabilities.tasks
+                requests = tasks.requests if tasks is not None else None
+                tools = requests.tools if requests is not None else None
+                self.task_calls = tools is not None and tools.call is not None
+                self._task_cancel = tasks is not None and tasks.cancel is not None
                 self._ready.set_result(None)
                 await self._stop.wait()
         except asyncio.CancelledError:

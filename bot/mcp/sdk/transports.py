@@ -5,9 +5,10 @@
   loop). The SDK's own stdio client joins a long line by repeated concatenation, which takes
   tens of seconds of the event loop for a 50 MB result;
 * streamable HTTP: the SDK's client, with the configured headers on every request;
-* and, around either, :class:`ListingRelay`, which takes the answers to ``tools/list`` for
-  itself: the SDK rejects a whole listing when one tool's schema is off, where we fix up or
-  skip that one tool.
+* and, around either, :class:`Relay`, which takes the answers to ``tools/list`` for
+  itself (the SDK rejects a whole listing when one tool's schema is off, where we fix up or
+  skip that one tool), and the tasks the server creates for task-augmented ``tools/call``
+  (which the SDK would reject as malformed tool results; see :mod:`bot.mcp.sdk.tasks`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from bot.mcp.auth import OAuthAccess
 from bot.mcp.endpoint import HttpEndpoint, StdioEndpoint
 from bot.mcp.process import MessageTooLong, ServerProcess, server_log
 from bot.mcp.sdk.oauth import SignInRequired, described, oauth_auth
+from bot.mcp.sdk.tasks import TASK_META, TaskBoard
 
 Streams = tuple[Any, Any]
 """What the session reads (messages or exceptions) and what it writes to."""
@@ -187,16 +189,22 @@ async def http_streams(endpoint: HttpEndpoint, refusals: Refusals) -> AsyncItera
         yield read, write
 
 
-class ListingRelay:
+class Relay:
     """Passes messages both ways; an answer to ``tools/list`` is kept (:attr:`page`) and the
     session gets a stand-in page: the same names and cursor, each tool taking any object and
     declaring no output schema (so the session neither rejects the page nor checks results
-    against a schema we never read). One listing at a time (the caller's lock)."""
+    against a schema we never read). One listing at a time (the caller's lock).
+
+    An answer to a ``tools/call`` that asked for a task, when it is a task, reaches the session
+    as an empty tool result carrying the task under :data:`~bot.mcp.sdk.tasks.TASK_META`; a
+    ``notifications/tasks/status`` goes to :attr:`tasks` (the session does not know it)."""
 
     def __init__(self) -> None:
         self.page: Any = None
         """The ``result`` of the last ``tools/list`` answer, as the server sent it."""
         self._listing: set[Any] = set()
+        self._tasked: set[Any] = set()
+        self.tasks = TaskBoard()
 
     @asynccontextmanager
     async def around(self, streams: Streams) -> AsyncIterator[Streams]:
@@ -223,6 +231,8 @@ class ListingRelay:
                 message = item.message if isinstance(item, SessionMessage) else None
                 if isinstance(message, types.JSONRPCRequest) and message.method == "tools/list":
                     self._listing.add(message.id)
+                elif isinstance(message, types.JSONRPCRequest) and _asks_task(message):
+                    self._tasked.add(message.id)
                 try:
                     await write.send(item)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -236,8 +246,18 @@ class ListingRelay:
                     self._listing.discard(message.id)
                     self.page = message.result
                     message.result = _stand_in(message.result)
+                elif isinstance(message, types.JSONRPCResponse) and message.id in self._tasked:
+                    self._tasked.discard(message.id)
+                    message.result = _task_stand_in(message.result)
                 elif isinstance(message, types.JSONRPCError):
                     self._listing.discard(message.id)
+                    self._tasked.discard(message.id)
+                elif (
+                    isinstance(message, types.JSONRPCNotification)
+                    and message.method == "notifications/tasks/status"
+                ):
+                    self.tasks.announced(message.params)
+                    continue
                 try:
                     await to_session.send(item)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -256,3 +276,19 @@ def _stand_in(result: Any) -> dict[str, Any]:
     if isinstance(cursor, str):
         stand_in["nextCursor"] = cursor
     return stand_in
+
+
+def _asks_task(request: types.JSONRPCRequest) -> bool:
+    params = request.params
+    return request.method == "tools/call" and isinstance(params, dict) and "task" in params
+
+
+def _task_stand_in(result: Any) -> Any:
+    """A created task as an empty tool result carrying it; any other answer as it came."""
+    if (
+        isinstance(result, dict)
+        and isinstance(result.get("task"), dict)
+        and "content" not in result
+    ):
+        return {"content": [], "_meta": {TASK_META: result["task"]}}
+    return result
