@@ -25,11 +25,13 @@ from bot.api.inbound import Author
 from bot.engine.collect import ResponseCollector
 from bot.engine.compact import CompactionFailed, TokenGauge, compacted
 from bot.engine.events import (
+    EngineEvent,
     EventSink,
     Failed,
     Finished,
     ModelCallStarted,
     Notice,
+    SignInNeeded,
     TextDelta,
     Thinking,
 )
@@ -155,7 +157,7 @@ class Engine:
         if self._configure is not None:
             deps = replace(deps, config=self._configure(session))
         run = _Run(deps, session, sink, ctx)
-        ctx.events, ctx.spent = sink, run.spent
+        ctx.events, ctx.spent = run.told, run.spent
         waiting = open_calls(session.messages) if resume else []
         state: State = RunTools(1, tuple(waiting)) if waiting else CallModel(1)
         try:
@@ -440,6 +442,13 @@ class _Run(ToolRounds):
     async def _account(self, usage: Usage | None) -> None:
         if usage is not None:
             self.spent(usage, self.deps.config.cost(usage))
+
+    async def told(self, event: EngineEvent) -> None:
+        """What a tool tells the thread while it runs; a call about to wait for a person's
+        sign-in is stored first (with its batch), so a restart finds it open and waiting."""
+        if isinstance(event, SignInNeeded):
+            await self._save_unsaved()
+        await self.sink(event)
 
     def spent(self, usage: Usage, cost: float) -> None:
         """Count tokens used for this run (by its model calls, or a sub-agent's) in its limits
