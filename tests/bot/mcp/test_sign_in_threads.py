@@ -129,12 +129,14 @@ async def follow(link: str) -> dict[str, str]:
 
 @asynccontextmanager
 async def world(tmp_path: Path) -> AsyncIterator[tuple[FakeOAuthServer, FakeMcpHttp, Settings]]:
-    async with FakeOAuthServer(token="token", distinct=True) as oauth:
-        async with FakeMcpHttp(token=None, issuer=oauth.issuer, tokens=oauth.issued) as mcp:
-            mcp.token = "never-issued"  # only the tokens issued are let in
-            docs = {"url": mcp.url, "timeout_s": 20, "oauth": {"sign_in": "per_person"}}
-            settings = Settings(data_dir=tmp_path, mcp_servers={"docs": docs})
-            yield oauth, mcp, settings
+    oauth = FakeOAuthServer(token="token", distinct=True)
+    # only the tokens issued (and not revoked since) are let in
+    mcp = FakeMcpHttp(token="never-issued", issuer=None, tokens=oauth.issued)
+    async with oauth, mcp:
+        mcp.issuer = oauth.issuer
+        docs = {"url": mcp.url, "timeout_s": 20, "oauth": {"sign_in": "per_person"}}
+        settings = Settings(data_dir=tmp_path, mcp_servers={"docs": docs})
+        yield oauth, mcp, settings
 
 
 async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
