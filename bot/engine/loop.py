@@ -147,11 +147,20 @@ class Engine:
         self._configure = configure
 
     async def run(
-        self, session: Session, sink: EventSink, ctx: ToolContext, *, resume: bool = False
+        self,
+        session: Session,
+        sink: EventSink,
+        ctx: ToolContext,
+        *,
+        resume: bool = False,
+        by_person: Callable[[], bool] = lambda: True,
     ) -> RunResult:
         """Answer the transcript's last message; everything it produces is persisted as it goes.
 
         With ``resume``, first run the calls left open by a paused run (their approvals decided).
+        Cancelled, its open calls are answered as stopped — but for those waiting for a
+        sign-in when ``by_person()`` says no person stopped it (the process stops): a restart
+        finds them waiting.
         """
         deps = self._deps
         if self._configure is not None:
@@ -163,7 +172,7 @@ class Engine:
         try:
             return await self._drive(run, state)
         except asyncio.CancelledError:
-            await run.stopped()
+            await run.stopped(() if by_person() else run.signing)
             raise
 
     async def _drive(self, run: _Run, state: State) -> RunResult:
@@ -206,6 +215,8 @@ class _Run(ToolRounds):
         self.cost = 0.0
         self._gauge = TokenGauge()
         self._overflow_retried = False
+        self.signing: set[str] = set()
+        """Calls that showed a sign-in link (see :meth:`told`)."""
         self._unsaved: list[Message] = []
         """An assistant message whose calls are all free (see :meth:`Gate.free`) and the results
         so far: stored together once the batch is done (one transaction per round trip)."""
@@ -448,6 +459,7 @@ class _Run(ToolRounds):
         sign-in is stored first (with its batch), so a restart finds it open and waiting."""
         if isinstance(event, SignInNeeded):
             await self._save_unsaved()
+            self.signing.add(event.call_id)
         await self.sink(event)
 
     def spent(self, usage: Usage, cost: float) -> None:

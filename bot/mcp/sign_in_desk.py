@@ -175,7 +175,9 @@ class SignInDesk:
         try:
             await self._record(ctx, server, state, timeout_s, exchange)  # before the link shows
             await ctx.events(
-                SignInNeeded(server, ctx.requester.id, ctx.requester.display_name, link)
+                SignInNeeded(
+                    server, ctx.requester.id, ctx.requester.display_name, link, ctx.call_id
+                )
             )
             try:
                 async with asyncio.timeout(timeout_s):
@@ -185,9 +187,14 @@ class SignInDesk:
                     f"not signed in: {ctx.requester.display_name} did not sign in to {server}"
                     f" within {timeout_s:g} s"
                 ) from None
-        finally:
+        except asyncio.CancelledError:
+            # a Stop, or the process stopping: the link stays good (after a restart, its
+            # callback resumes the run; after a Stop, it only signs the person in)
             self._waits.pop(state, None)
-            await self._ended(server, state)
+            raise
+        finally:
+            if self._waits.pop(state, None) is not None:
+                await self._ended(server, state)
 
     async def _record(
         self,

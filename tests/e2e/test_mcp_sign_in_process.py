@@ -5,8 +5,9 @@ authorization server sends it back to the bot's own ``/mcp/oauth/callback``, and
 on with the person's own connection. A callback with a state no sign-in waits for changes
 nothing. The token never shows in the thread or the log.
 
-Killed with SIGKILL while the person signs in, the program started again takes the link's
-callback: the code is exchanged there, and the run goes on from the call that waited."""
+Killed with SIGKILL (or stopped with SIGTERM) while the person signs in, the program started
+again takes the link's callback: the code is exchanged there, and the run goes on from the call
+that waited."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import signal
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bot.infra.sealed import sealer
 from bot.mcp.tokens import Vault
@@ -113,7 +116,10 @@ async def test_a_person_signs_in_from_the_thread_and_the_run_goes_on(tmp_path: P
         assert oauth.token_requests, "the code was exchanged at the token endpoint"
 
 
-async def test_a_kill_while_a_person_signs_in_loses_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM])
+async def test_a_restart_while_a_person_signs_in_loses_nothing(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     user = {"user_name": "Alice"}
@@ -145,7 +151,7 @@ async def test_a_kill_while_a_person_signs_in_loses_nothing(tmp_path: Path) -> N
             found = LINK.search(note)
             assert found is not None, note
             link = found.group(1).replace("&amp;", "&")
-            first.send_signal(signal.SIGKILL)  # while Alice signs in
+            first.send_signal(stop)  # while Alice signs in
             log, _ = await first.communicate()
 
         async with threadline(tmp_path, port, **model) as second:

@@ -4,8 +4,9 @@ over streamable HTTP recording which token each call came with, a scripted model
 recording surface. The person's browser follows the link; the callback is handed to the sign-in
 desk as the bot's HTTP route would.
 
-- a restart between the link and the callback: the code is exchanged after it, the person's
-  tokens are kept, and the run resumes with the call it waited in, made once;
+- a restart between the link and the callback (a crash, or a graceful stop): the code is
+  exchanged after it, the person's tokens are kept, and the run resumes with the call it waited
+  in, made once;
 - a revoked sign-in: the person is shown a new link, and the call goes on once they sign in;
 - two people: each signs in for themselves, and each call carries its own person's token.
 """
@@ -21,6 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import aiohttp
+import pytest
 
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
@@ -139,8 +141,9 @@ async def world(tmp_path: Path) -> AsyncIterator[tuple[FakeOAuthServer, FakeMcpH
         yield oauth, mcp, settings
 
 
+@pytest.mark.parametrize("stop", ["crash", "graceful"])
 async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
-    tmp_path: Path,
+    tmp_path: Path, stop: str
 ) -> None:
     async with world(tmp_path) as (oauth, mcp, settings):
         model = ScriptedModel(
@@ -156,7 +159,10 @@ async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
         asked = first.say("echo hi from docs", ALICE)
         await thread.until(lambda: bool(thread.links()))
         [link] = thread.links()
-        # the first process is gone (it never hears the callback); the second starts
+        if stop == "graceful":  # its run is stopped, as at any shutdown
+            await first.aclose()
+            await asyncio.gather(asked, return_exceptions=True)
+        # else the first process is gone (it never hears the callback); the second starts
         second = Bot(settings, model, thread)
         await second.start()
         session = await second.core.store.load_session(KEY, second.core.clock.now())
@@ -174,7 +180,8 @@ async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
         asked.cancel()
         await asyncio.gather(asked, return_exceptions=True)
         await second.aclose()
-        await first.aclose()
+        if stop == "crash":
+            await first.aclose()
     assert mcp.behaviour.calls == [("echo", {"text": "hi"})], "the call was made once"
     assert mcp.called_with == [("echo", "token-1")]
     assert len([r for r in oauth.token_requests if r["grant_type"] == "authorization_code"]) == 1
