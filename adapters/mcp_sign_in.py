@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import aiohttp
 from aiohttp import web
 
-from bot.mcp.auth import CALLBACK_PATH, Authorized, SignInFailed
+from bot.mcp.auth import CALLBACK_PATH, Authorized, Exchange, SignInFailed
 from bot.mcp.sign_in_desk import SignInDesk
 
 PAGE = "<!doctype html><meta charset=utf-8><title>Threadline</title><p>{}</p>"
@@ -69,7 +69,7 @@ class LoopbackBrowser:
             await self._runner.cleanup()
             self._runner = None
 
-    async def authorize(self, link: str) -> Authorized:
+    async def authorize(self, link: str, exchange: Exchange | None = None) -> Authorized:
         state = (parse_qs(urlsplit(link).query).get("state") or [""])[0]
         waiting: asyncio.Future[Authorized] = asyncio.get_running_loop().create_future()
         self._waiting[state] = waiting
@@ -132,7 +132,7 @@ def sign_in_callback(
     """The bot's HTTP route for sign-ins made in threads (``GET /mcp/oauth/callback``)."""
 
     async def callback(request: web.Request) -> web.StreamResponse:
-        landed = desk.arrived(request.query)
+        landed = await desk.arrived(request.query)
         return _page(landed.status, landed.text)
 
     return callback

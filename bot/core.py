@@ -222,6 +222,7 @@ class Core:
             self.tasks.spawn,
             decided,
             nudge=self.work.nudge if isinstance(self.work, Workers) else None,
+            sign_ins=store,
         )
         self.delegations = Delegations(
             settings,
@@ -330,6 +331,16 @@ class Core:
         if arrived:
             log.warning("%d messages accepted before a restart are answered now", len(arrived))
         return len(keys) + len(arrived)
+
+    async def signed_in(self, key: str) -> None:
+        """A person's sign-in that a paused run waited for came back (after a restart): the
+        run goes on in the background, holding its thread."""
+        thread = ThreadKey(key)
+        surface = self.surfaces.surface_for(thread)
+        if surface is None:
+            log.info("a sign-in came back for %s, which is not reachable now", key)
+            return
+        self.tasks.spawn(self.decisions.resume(thread, surface))
 
     async def wait_idle(self) -> None:
         """Return once no resumed run or other background work of the core is going on."""

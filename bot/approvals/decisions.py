@@ -22,6 +22,7 @@ from bot.approvals.service import EXPIRE_JOB, ApprovalService
 from bot.approvals.store import ApprovalStore
 from bot.engine.prompt import open_calls
 from bot.errors import SurfaceError
+from bot.mcp.sign_in_waits import SignInWaitStore
 from bot.present.approval_card import post_card, update_card
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
@@ -64,6 +65,8 @@ class Decisions:
     """Wakes the calls that wait for a decision inline (see :mod:`bot.approvals.inline`)."""
     nudge: Nudge | None = None
     """Tells the worker that holds a thread to look at it now (with several workers)."""
+    sign_ins: SignInWaitStore | None = None
+    """The sign-ins to MCP servers a paused run's calls may wait for (after a restart)."""
 
     def __post_init__(self) -> None:
         self.scheduler.handle(EXPIRE_JOB, self._expire_job)
@@ -124,7 +127,8 @@ class Decisions:
             await update_card(surface, self.holds.clock, latest, APPROVED_NOT_RUN)
 
     async def batch(self, session: Session, surface: Surface | None) -> Batch:
-        """Whether a call of the paused run still waits for a decision (overdue ones expire)."""
+        """Whether a call of the paused run still waits for a decision (overdue ones expire)
+        or for a person's sign-in to an MCP server (a wait a restart found)."""
         calls = open_calls(session.messages)
         found = await self.store.approvals_for(session.key, [c.id for c in calls])
         now = self.holds.clock.now()
@@ -134,9 +138,16 @@ class Decisions:
                 waiting = True
             elif request.pending:
                 await self.expire(request, surface)
+        signing = []
+        if self.sign_ins is not None and calls:
+            signing = await self.sign_ins.sign_in_waits_for(session.key, [c.id for c in calls])
+        waiting = waiting or any(w.open_at(now) for w in signing)
         first = next(iter(found.values()), None)
-        requester = Author(first.requester_id, first.requester_name) if first else SOMEONE
-        return Batch(waiting, requester)
+        if first is not None:
+            return Batch(waiting, Author(first.requester_id, first.requester_name))
+        if signing:  # the person signing in is the run's
+            return Batch(waiting, Author(signing[-1].person_id, signing[-1].person_name))
+        return Batch(waiting, SOMEONE)
 
     async def resume(self, key: ThreadKey, surface: Surface) -> None:
         """Go on with the thread's paused run once none of its calls waits any more (on

@@ -110,6 +110,8 @@ class SignInNeeded:
     person_id: str
     person_name: str
     link: str
+    call_id: str = ""
+    """The call that waits (its run keeps it open when the process stops, not a person)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,13 @@ from bot.api.inbound import Author
 from bot.engine.collect import ResponseCollector
 from bot.engine.compact import CompactionFailed, TokenGauge, compacted
 from bot.engine.events import (
+    EngineEvent,
     EventSink,
     Failed,
     Finished,
     ModelCallStarted,
     Notice,
+    SignInNeeded,
     TextDelta,
     Thinking,
 )
@@ -145,23 +147,32 @@ class Engine:
         self._configure = configure
 
     async def run(
-        self, session: Session, sink: EventSink, ctx: ToolContext, *, resume: bool = False
+        self,
+        session: Session,
+        sink: EventSink,
+        ctx: ToolContext,
+        *,
+        resume: bool = False,
+        by_person: Callable[[], bool] = lambda: True,
     ) -> RunResult:
         """Answer the transcript's last message; everything it produces is persisted as it goes.
 
         With ``resume``, first run the calls left open by a paused run (their approvals decided).
+        Cancelled, its open calls are answered as stopped — but for those waiting for a
+        sign-in when ``by_person()`` says no person stopped it (the process stops): a restart
+        finds them waiting.
         """
         deps = self._deps
         if self._configure is not None:
             deps = replace(deps, config=self._configure(session))
         run = _Run(deps, session, sink, ctx)
-        ctx.events, ctx.spent = sink, run.spent
+        ctx.events, ctx.spent = run.told, run.spent
         waiting = open_calls(session.messages) if resume else []
         state: State = RunTools(1, tuple(waiting)) if waiting else CallModel(1)
         try:
             return await self._drive(run, state)
         except asyncio.CancelledError:
-            await run.stopped()
+            await run.stopped(() if by_person() else run.signing)
             raise
 
     async def _drive(self, run: _Run, state: State) -> RunResult:
@@ -204,6 +215,8 @@ class _Run(ToolRounds):
         self.cost = 0.0
         self._gauge = TokenGauge()
         self._overflow_retried = False
+        self.signing: set[str] = set()
+        """Calls that showed a sign-in link (see :meth:`told`)."""
         self._unsaved: list[Message] = []
         """An assistant message whose calls are all free (see :meth:`Gate.free`) and the results
         so far: stored together once the batch is done (one transaction per round trip)."""
@@ -440,6 +453,14 @@ class _Run(ToolRounds):
     async def _account(self, usage: Usage | None) -> None:
         if usage is not None:
             self.spent(usage, self.deps.config.cost(usage))
+
+    async def told(self, event: EngineEvent) -> None:
+        """What a tool tells the thread while it runs; a call about to wait for a person's
+        sign-in is stored first (with its batch), so a restart finds it open and waiting."""
+        if isinstance(event, SignInNeeded):
+            await self._save_unsaved()
+            self.signing.add(event.call_id)
+        await self.sink(event)
 
     def spent(self, usage: Usage, cost: float) -> None:
         """Count tokens used for this run (by its model calls, or a sub-agent's) in its limits

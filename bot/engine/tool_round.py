@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Collection, Coroutine, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -203,12 +203,13 @@ class ToolRounds:
             await self._persist([result])
         return result
 
-    async def stopped(self) -> None:
-        """The run was cancelled: keep the partial text and answer the open calls."""
+    async def stopped(self, keep: Collection[str] = ()) -> None:
+        """The run was cancelled: keep the partial text and answer the open calls (but
+        ``keep``)."""
         await self._save_unsaved()
         if self._shown:
             await self._persist([AssistantMessage(text=self._shown, stopped=True)])
-        missing = open_calls(self.session.messages)
+        missing = [c for c in open_calls(self.session.messages) if c.id not in keep]
         await self._persist(
             [
                 ToolResult(call_id=c.id, name=c.name, content=STOPPED_RESULT, is_error=True)

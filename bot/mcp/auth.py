@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from bot.config import PLACEHOLDER, McpOAuthSettings
 from bot.mcp.tokens import Slot
 
 CALLBACK_PATH = "/mcp/oauth/callback"
+Exchange = dict[str, Any]
+"""What exchanging a sign-in's code needs without the flow that made its link (after a
+restart): the PKCE verifier, the redirect URI, the client, the authorization server's and the
+resource's metadata. It holds secrets: kept sealed (:mod:`bot.mcp.sign_in_waits`)."""
 
 
 class SignInFailed(Exception):
@@ -39,7 +43,9 @@ class Browser(Protocol):
     @property
     def redirect_uri(self) -> str: ...
 
-    async def authorize(self, link: str) -> Authorized: ...
+    async def authorize(self, link: str, exchange: Exchange | None = None) -> Authorized:
+        """``exchange``: what the code's exchange needs, should it come back after a restart."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

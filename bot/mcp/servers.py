@@ -14,8 +14,9 @@ from bot.mcp.endpoint import Endpoint, endpoint, sign_in
 from bot.mcp.forms import Asking
 from bot.mcp.personal import PersonalServer
 from bot.mcp.server import McpServer
-from bot.mcp.sign_in_desk import SignInDesk
-from bot.mcp.sign_ins import bot_callback, signed, state_line, vault_of
+from bot.mcp.sign_in_desk import Kept, Resume, SignInDesk
+from bot.mcp.sign_in_waits import SignInWaitStore
+from bot.mcp.sign_ins import bot_callback, sealer_of, signed, state_line, vault_of
 from bot.mcp.toolkit import Allowed, McpToolkit
 from bot.tools.registry import ToolRegistry
 
@@ -27,13 +28,20 @@ class McpServers:
         clock: Clock,
         environ: Mapping[str, str] | None = None,
         asking: Asking | None = None,
+        waits: SignInWaitStore | None = None,
+        resume: Resume | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
         self.settings = settings
         self.asking = asking
         """Who answers what the servers ask during a thread's call (None: declined)."""
-        self.sign_ins = SignInDesk(clock, bot_callback(settings))
-        """The per-person sign-ins waited for; the bot's HTTP server takes their callbacks."""
+        kept = None
+        if waits is not None and resume is not None:
+            kept = Kept(waits, sealer_of(settings), vault_of(settings), resume)
+        self.sign_ins = SignInDesk(clock, bot_callback(settings), kept)
+        """The per-person sign-ins waited for (kept in ``waits`` across restarts: a callback
+        after one resumes its thread's run with ``resume``); the bot's HTTP server takes their
+        callbacks."""
         self.servers: dict[str, McpServer | PersonalServer] = {}
         for name, server in settings.mcp_servers.items():
             if not server.enabled:

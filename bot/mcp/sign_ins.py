@@ -9,16 +9,21 @@ from dataclasses import replace
 
 from bot.config import McpServerSettings, Settings
 from bot.errors import ConfigError
-from bot.infra.sealed import sealer
+from bot.infra.sealed import Sealer, sealer
 from bot.mcp.auth import Browser, OAuthAccess, callback_url, resolved
 from bot.mcp.endpoint import Endpoint, HttpEndpoint
 from bot.mcp.sdk.oauth import revoke
 from bot.mcp.tokens import MemorySlot, Slot, Vault, state_of
 
 
-def vault_of(settings: Settings) -> Vault:
+def sealer_of(settings: Settings) -> Sealer:
+    """What the sign-ins (and the sign-ins waited for) are sealed with."""
     key = settings.secret_key.get_secret_value() if settings.secret_key is not None else None
-    return Vault(settings.data_dir, sealer(settings.data_dir, key))
+    return sealer(settings.data_dir, key)
+
+
+def vault_of(settings: Settings) -> Vault:
+    return Vault(settings.data_dir, sealer_of(settings))
 
 
 def bot_callback(settings: Settings) -> str:

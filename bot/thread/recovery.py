@@ -1,7 +1,8 @@
 """What a restart leaves behind, mended: tool calls without a result, and runs cut off.
 
 Every open tool call gets an "interrupted" result (and its approval, if any, expires): nothing with
-side effects is re-run silently. A run cut off by a restart is picked up where it left off, once:
+side effects is re-run silently. A call that waited for an approval or for a person's sign-in to
+an MCP server (:mod:`bot.mcp.sign_in_waits`) has not run: its run is paused and waits on. A run cut off by a restart is picked up where it left off, once:
 the session says ``resumed`` while it runs, and cut off again it gets a word in the thread
 instead. Messages that were waiting for the run are answered.
 
@@ -101,11 +102,12 @@ class Recovery:
         if not missing:
             return
         if (await self._decisions.batch(session, surface)).waiting:
-            # cut off while it paused (its card posted, the pause not yet stored): it still waits
-            # for the decision, and a call that waits has not run
+            # cut off while it paused (its card posted, the pause not yet stored), or while a
+            # call waited for a person's sign-in: it still waits for the decision or the
+            # sign-in (whose callback resumes it), and a call that waits has not run
             session.state = RunState.AWAITING_APPROVAL
             await self._store.save_state(session)
-            log.info("%s was cut off while pausing for an approval; it waits for it", session.key)
+            log.info("%s was cut off while waiting for a person; it waits for them", session.key)
             return
         log.warning("repairing %d interrupted tool calls in %s", len(missing), session.key)
         await self._decisions.expire_open(session, surface)

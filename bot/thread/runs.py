@@ -187,7 +187,13 @@ class Supervisor:
                 await self.store.save_state(session)
             ctx = ToolContext(session.key, session, author, self.clock)
             active.task = asyncio.ensure_future(
-                self.engine.run(session, presenter, ctx, resume=resume)
+                self.engine.run(
+                    session,
+                    presenter,
+                    ctx,
+                    resume=resume,
+                    by_person=lambda: active.stopped_by is not None,
+                )
             )
             try:
                 return await active.task

@@ -3,15 +3,22 @@
 the playground, the run waits; the test is the person's browser: it opens the link, the fake
 authorization server sends it back to the bot's own ``/mcp/oauth/callback``, and the run goes
 on with the person's own connection. A callback with a state no sign-in waits for changes
-nothing. The token never shows in the thread or the log."""
+nothing. The token never shows in the thread or the log.
+
+Killed with SIGKILL (or stopped with SIGTERM) while the person signs in, the program started
+again takes the link's callback: the code is exchanged there, and the run goes on from the call
+that waited."""
 
 from __future__ import annotations
 
 import json
 import re
+import signal
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from bot.infra.sealed import sealer
 from bot.mcp.tokens import Vault
@@ -107,3 +114,65 @@ async def test_a_person_signs_in_from_the_thread_and_the_run_goes_on(tmp_path: P
         people = await Vault(data, sealer(data, None)).people("docs")
         assert len(people) == 1 and people[0][0].startswith("playground:")
         assert oauth.token_requests, "the code was exchanged at the token endpoint"
+
+
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM])
+async def test_a_restart_while_a_person_signs_in_loses_nothing(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_name": "Alice"}
+    async with (
+        FakeOAuthServer(token=TOKEN) as oauth,
+        FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
+        FakeOpenAI() as fake,
+        browser() as http,  # Alice's browser: her session cookie outlives the restart
+    ):
+        (tmp_path / "threadline.toml").write_text(
+            f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\n\n'
+            '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
+        )
+        fake.push(
+            Reply(calls=[FakeCall("docs__sign_in", {})]),
+            Reply(calls=[FakeCall("docs__echo", {"text": "after the restart"})]),
+            Reply("Echoed for Alice."),
+        )
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        async with threadline(tmp_path, port, **model) as first:
+            await open_page(http, base)
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.post(
+                    f"{base}/api/messages",
+                    json={"text": "Echo something from docs", "event_id": "event-kill-1", **user},
+                ) as resp:
+                    thread_id = (await resp.json())["thread_id"]
+                note = (await until_event(ws, sign_in_note))["message"]["text"]
+            found = LINK.search(note)
+            assert found is not None, note
+            link = found.group(1).replace("&amp;", "&")
+            first.send_signal(stop)  # while Alice signs in
+            log, _ = await first.communicate()
+
+        async with threadline(tmp_path, port, **model) as second:
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.get(link, allow_redirects=False) as signing:
+                    back = signing.headers["Location"]
+                async with http.get(back) as landed:
+                    assert landed.status == 200, await landed.text()
+                    assert "Signed in" in await landed.text()
+                await until_event(ws, lambda e: "Echoed for Alice." in json.dumps(e))
+            async with http.get(back) as again:  # used: nothing changes
+                assert again.status == 400
+                assert "used already" in await again.text()
+            async with http.get(f"{base}/api/threads/{thread_id}") as resp:
+                shown = "\n".join(m["text"] for m in (await resp.json())["messages"])
+            second.terminate()
+            log += (await second.communicate())[0]
+    assert mcp.behaviour.calls.count(("echo", {"text": "after the restart"})) == 1, shown
+    assert len(oauth.token_requests) == 1, "the code was exchanged once, after the restart"
+    assert "Echoed for Alice." in shown and TOKEN not in shown
+    assert TOKEN.encode() not in log
+    data = tmp_path / "data"
+    people = await Vault(data, sealer(data, None)).people("docs")
+    assert len(people) == 1 and people[0][0].startswith("playground:")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 from aiohttp import web
@@ -29,10 +29,15 @@ class FakeMcpHttp:
         hang_initialize: bool = False,
         token: str | None = None,
         issuer: str | None = None,
+        tokens: Container[str] | None = None,
     ) -> None:
         self.behaviour = Behaviour(catalog(catalog_name), hang_initialize)
         self.behaviour.task_capable = catalog_name == "tasks"
         self.token = token
+        self.tokens = tokens
+        """With it, any bearer token it holds is let in (and ``token`` too)."""
+        self.called_with: list[tuple[str, str]] = []
+        """Each tool call's tool and the bearer token it came with, in order."""
         self.issuer = issuer
         """With it, the server publishes protected-resource metadata naming this authorization
         server (OAuth 2.1 as MCP has it), and its 401 points there."""
@@ -81,6 +86,9 @@ class FakeMcpHttp:
         if (refused := self._refused(request)) is not None:
             return refused
         message = await request.json()
+        if message.get("method") == "tools/call":
+            given = request.headers.get("Authorization", "").removeprefix("Bearer ")
+            self.called_with.append((message["params"]["name"], given))
         reply = self.behaviour.handle(message)
         self.arrived.set()
         if reply.crash:  # the connection drops without an answer
@@ -110,6 +118,8 @@ class FakeMcpHttp:
     def _refused(self, request: web.Request) -> web.Response | None:
         given = request.headers.get("Authorization")
         if self.token is None or given == f"Bearer {self.token}":
+            return None
+        if self.tokens is not None and given and given.removeprefix("Bearer ") in self.tokens:
             return None
         if given is None or self.issuer is not None:
             where = f"http://127.0.0.1:{self.port}" if self.issuer is not None else ""

@@ -2,7 +2,9 @@
 (RFC 8414, with a revocation endpoint), dynamic client registration, an authorization endpoint
 that signs in whoever comes at once (the browser is sent back to the redirect URI with a code
 and the state), a token endpoint (authorization code with PKCE S256, refresh) and revocation
-(RFC 7009). It issues ``token`` as every access token; :attr:`revoked` lists what was revoked."""
+(RFC 7009). It issues ``token`` as every access token (with ``distinct``, ``token-1``,
+``token-2``… one per sign-in, kept with its refresh token); :attr:`revoked` lists what was
+revoked."""
 
 from __future__ import annotations
 
@@ -16,8 +18,16 @@ from aiohttp import web
 
 
 class FakeOAuthServer:
-    def __init__(self, token: str = "right", expires_in: int = 3600) -> None:
+    def __init__(
+        self, token: str = "right", expires_in: int = 3600, distinct: bool = False
+    ) -> None:
         self.token = token
+        self.distinct = distinct
+        self.issued: list[str] = []
+        """Each access token issued for a code, in order."""
+        self._numbers = itertools.count(1)
+        self._renews: dict[str, str] = {}
+        """The access token each refresh token renews."""
         self.expires_in = expires_in
         self.port = 0
         self.registered: list[dict[str, Any]] = []
@@ -95,17 +105,22 @@ class FakeOAuthServer:
             digest = hashlib.sha256(verifier.encode()).digest()
             if challenge != base64.urlsafe_b64encode(digest).decode().rstrip("="):
                 return web.json_response({"error": "invalid_grant"}, status=400)
+            access = f"{self.token}-{next(self._numbers)}" if self.distinct else self.token
+            self.issued.append(access)
         elif asked.get("grant_type") == "refresh_token":
             if asked.get("refresh_token") in self.revoked:
                 return web.json_response({"error": "invalid_grant"}, status=400)
+            access = self._renews.get(asked.get("refresh_token", ""), self.token)
         else:
             return web.json_response({"error": "unsupported_grant_type"}, status=400)
+        refresh = next(self._refresh)
+        self._renews[refresh] = access
         return web.json_response(
             {
-                "access_token": self.token,
+                "access_token": access,
                 "token_type": "Bearer",
                 "expires_in": self.expires_in,
-                "refresh_token": next(self._refresh),
+                "refresh_token": refresh,
             }
         )
 

@@ -6,8 +6,9 @@ signed JWT) for a bot that signs in as itself.
 
 What the SDK does not do is here too: the sign-in kept across restarts with its expiry and
 the authorization server's metadata (a refresh after a restart goes to the right token
-endpoint), the client dropped when it was registered for another callback address, and token
-revocation (RFC 7009) for ``threadline mcp logout``.
+endpoint), the client dropped when it was registered for another callback address, token
+revocation (RFC 7009) for ``threadline mcp logout``, and a code exchanged after a restart
+(:func:`exchange_later`: the link's flow is gone, its PKCE verifier and client were kept).
 """
 
 from __future__ import annotations
@@ -17,17 +18,18 @@ import logging
 import time
 import warnings
 from collections.abc import AsyncGenerator, Callable
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import quote
 
 import httpx2
-from mcp.client.auth import OAuthClientProvider, TokenStorage
+from mcp.client.auth import OAuthClientProvider, TokenStorage, oauth2
 from mcp.client.auth.extensions.client_credentials import (
     ClientCredentialsOAuthProvider,
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
-from mcp.client.auth.utils import union_scopes
+from mcp.client.auth.utils import union_scopes, validate_authorization_response_iss
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -38,7 +40,7 @@ from mcp.shared.auth import (
 )
 from pydantic import AnyUrl, ValidationError
 
-from bot.mcp.auth import Authorized, OAuthAccess, SignInFailed
+from bot.mcp.auth import Authorized, Exchange, OAuthAccess, SignInFailed
 from bot.mcp.tokens import Record, Slot
 
 log = logging.getLogger(__name__)
@@ -48,6 +50,21 @@ MAX_STEP_UPS = 3
 
 class SignInRequired(Exception):
     """A new sign-in is needed and no browser is at hand for it (raised inside the flow)."""
+
+
+_VERIFIER: ContextVar[str | None] = ContextVar("pkce_verifier", default=None)
+"""The PKCE verifier the SDK's flow made last in this task (read when its link is shown)."""
+
+
+class _Pkce(oauth2.PKCEParameters):
+    """The SDK's PKCE parameters, the verifier also told to the link's browser (the flow keeps
+    it in a local variable, and a code that comes back after a restart needs it)."""
+
+    @classmethod
+    def generate(cls) -> oauth2.PKCEParameters:
+        made = super().generate()
+        _VERIFIER.set(made.code_verifier)
+        return made
 
 
 class _Storage(TokenStorage):
@@ -200,7 +217,31 @@ class _CodeFlow(OAuthClientProvider, _Restored):
         browser = self._access.browser
         if browser is None:
             raise SignInRequired(self._access.server)
-        self._authorized = await browser.authorize(link)
+        self._authorized = await browser.authorize(link, self._exchange())
+
+    def _exchange(self) -> Exchange | None:
+        """What the code's exchange needs, should it come back after a restart."""
+        verifier, context = _VERIFIER.get(), self.context
+        if verifier is None or context.client_info is None:
+            return None
+        return {
+            "verifier": verifier,
+            "server_url": context.server_url,
+            "redirect_uri": self._access.redirect_uri,
+            "scope": context.client_metadata.scope,
+            "protocol_version": context.protocol_version,
+            "client": context.client_info.model_dump(mode="json", exclude_none=True),
+            "authorization_server": context.oauth_metadata.model_dump(
+                mode="json", exclude_none=True
+            )
+            if context.oauth_metadata
+            else None,
+            "resource": context.protected_resource_metadata.model_dump(
+                mode="json", exclude_none=True
+            )
+            if context.protected_resource_metadata
+            else None,
+        }
 
     async def _back(self) -> AuthorizationCodeResult:
         found, self._authorized = self._authorized, None
@@ -309,6 +350,7 @@ def oauth_auth(
 ) -> httpx2.Auth:
     """The ``httpx2.Auth`` that signs every request to ``url`` in (and signs in when needed);
     ``failed`` hears why a sign-in failed."""
+    oauth2.PKCEParameters = _Pkce  # type: ignore[misc]
     for name in _NOISY:
         if _QUIET not in logging.getLogger(name).filters:
             logging.getLogger(name).addFilter(_QUIET)
@@ -324,6 +366,45 @@ def oauth_auth(
     else:
         inner = _CodeFlow(url, access, storage)
     return _Watched(inner, failed)
+
+
+async def exchange_later(
+    exchange: Exchange, authorized: Authorized, slot: Slot, timeout_s: float = 30.0
+) -> None:
+    """Exchange a sign-in's code for tokens without the flow that made its link (it ended
+    with a restart), from what :meth:`_CodeFlow._exchange` kept, and keep them in ``slot``
+    as the flow would have: the SDK's own token request, response check and storage."""
+    try:
+        client = OAuthClientInformationFull.model_validate(exchange["client"])
+        found = exchange.get("authorization_server")
+        metadata = OAuthMetadata.model_validate(found) if found else None
+        found = exchange.get("resource")
+        resource = ProtectedResourceMetadata.model_validate(found) if found else None
+        asked = OAuthClientMetadata(
+            redirect_uris=[AnyUrl(str(exchange["redirect_uri"]))], scope=exchange.get("scope")
+        )
+        verifier, url = str(exchange["verifier"]), str(exchange["server_url"])
+    except (KeyError, ValidationError) as exc:
+        raise SignInFailed(f"the sign-in kept for after a restart is unreadable: {exc}") from None
+    storage = _Storage(slot)
+    flow = OAuthClientProvider(url, asked, storage)
+    context = flow.context
+    context.client_info = client
+    context.oauth_metadata = metadata
+    context.protected_resource_metadata = resource
+    context.protocol_version = exchange.get("protocol_version")
+    try:
+        validate_authorization_response_iss(authorized.iss, metadata)
+        request = await flow._exchange_token_authorization_code(authorized.code, verifier)
+        async with httpx2.AsyncClient(timeout=timeout_s) as http:
+            response = await http.send(request)
+            await flow._handle_token_response(response)
+    except SignInFailed:
+        raise
+    except Exception as exc:
+        raise SignInFailed(described(exc)) from exc
+    await storage.set_client_info(client)
+    await storage.remember(metadata, resource)
 
 
 def described(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ from bot.api.inbound import Attachment, ThreadKey
 from bot.approvals.models import AllowRule, ApprovalRequest, ApprovalStatus, Approvers, AuditEntry
 from bot.feedback.model import Feedback
 from bot.llm.messages import AssistantMessage, Summary, ToolCall, ToolResult, Usage, UserMessage
+from bot.mcp.sign_in_waits import SignInWait
 from bot.scheduler.jobs import Job
 from bot.sessions.model import AnswerRef, LiveMessage, PanelRef, RunState, Todo
 from bot.storage.protocol import Store
@@ -434,6 +435,29 @@ async def test_feedback_counts_once_per_person_and_run_the_last_click_winning(
     ]
     assert [f.user_id for f in await store.feedback_since(11.5, 10)] == ["slack:U2"]
     assert len(await store.feedback_since(0.0, 1)) == 1
+
+
+async def test_a_sign_in_wait_is_used_once_and_not_after_it_expires(store: Store) -> None:
+    def wait(wait_id: str, call_id: str, made: float) -> SignInWait:
+        return SignInWait(
+            wait_id, "docs", "slack:U1", "Alice", KEY, call_id, "sealed", made, made + 100.0
+        )
+
+    await store.add_sign_in_wait(wait("w1", "c1", 10.0))
+    await store.add_sign_in_wait(wait("w2", "c2", 20.0))
+    await store.add_sign_in_wait(wait("w1", "c9", 30.0))  # the same link again: kept as it was
+    found = await store.get_sign_in_wait("w1")
+    assert found is not None and found.call_id == "c1" and found.open_at(50.0)
+    assert not await store.use_sign_in_wait("w2", 120.0), "expired"
+    assert await store.use_sign_in_wait("w1", 50.0)
+    assert not await store.use_sign_in_wait("w1", 51.0), "used once"
+    waits = await store.sign_in_waits_for(KEY, ["c1", "c2", "c3"])
+    assert [(w.wait_id, w.used_at) for w in waits] == [("w1", 50.0), ("w2", None)]
+    assert await store.sign_in_waits_for(KEY, []) == []
+    assert await store.get_sign_in_wait("nope") is None
+    await store.add_sign_in_wait(wait("w3", "c3", 200_000.0))  # a day later: expired ones go
+    assert await store.get_sign_in_wait("w1") is None
+    assert [w.wait_id for w in await store.sign_in_waits_for(KEY, ["c1", "c3"])] == ["w3"]
 
 
 async def test_a_reset_closes_a_threads_feedback_to_notes(store: Store) -> None:

@@ -1,0 +1,81 @@
+"""Sign-ins waited for in threads, as the store keeps them: one row per sign-in link, written
+before the link shows, so that a restart while a person signs in loses nothing.
+
+A row names the link's wait (a hash of its ``state``, never the state itself), the server,
+the person, the thread and the tool call that waits, when the link expires and when it was
+used; what the code's exchange needs after a restart (the PKCE verifier, the redirect URI, the
+client and the authorization server's token endpoint) is sealed with the key the sign-ins are
+(:mod:`bot.infra.sealed`). A row is used once: the callback that claims it (or the wait in
+this process that ends) marks it, and no other callback changes anything.
+
+After a restart, a run whose open call waits for a sign-in is paused like a run waiting for
+an approval (:meth:`bot.approvals.decisions.Decisions.batch` counts it as waiting); the
+callback exchanges the code and resumes the run, which makes the call it paused on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.infra.sealed import Sealer, Unreadable
+
+
+@dataclass(frozen=True, slots=True)
+class SignInWait:
+    wait_id: str
+    """The hash of the link's ``state`` (:func:`wait_id`)."""
+    server: str
+    person_id: str
+    person_name: str
+    key: str
+    """The thread whose run waits."""
+    call_id: str
+    """The tool call that waits (empty: none, e.g. a connection opened outside a call)."""
+    sealed: str
+    """What the code's exchange needs after a restart (:func:`seal`)."""
+    created_at: float
+    expires_at: float
+    used_at: float | None = None
+
+    def open_at(self, now: float) -> bool:
+        """Not used and not expired at ``now``."""
+        return self.used_at is None and self.expires_at > now
+
+
+class SignInWaitStore(Protocol):
+    async def add_sign_in_wait(self, wait: SignInWait) -> None:
+        """Keep ``wait`` (rows that expired a day before it was made go)."""
+        ...
+
+    async def get_sign_in_wait(self, wait_id: str) -> SignInWait | None: ...
+
+    async def use_sign_in_wait(self, wait_id: str, now: float) -> bool:
+        """Mark the wait used, if it is neither used nor expired at ``now``; True when this
+        call did (exactly one caller ever does)."""
+        ...
+
+    async def sign_in_waits_for(self, key: str, call_ids: Sequence[str]) -> list[SignInWait]:
+        """The waits of the thread ``key``'s calls ``call_ids``, used or not, oldest first."""
+        ...
+
+
+def wait_id(state: str) -> str:
+    """How the store names a link's wait: the link's ``state`` is never kept as it is."""
+    return hashlib.sha256(state.encode()).hexdigest()
+
+
+def seal(sealer: Sealer, details: dict[str, Any]) -> str:
+    return sealer.seal(json.dumps(details).encode()).decode()
+
+
+def unseal(sealer: Sealer, sealed: str) -> dict[str, Any] | None:
+    """The details sealed, or None when another key sealed them (or they are damaged)."""
+    try:
+        found = json.loads(sealer.unseal(sealed.encode()))
+    except (Unreadable, ValueError):
+        return None
+    return found if isinstance(found, dict) else None

@@ -1,0 +1,84 @@
+"""The PostgreSQL store's sign-ins waited for in threads: one row per link, used once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.mcp.sign_in_waits import SignInWait
+from bot.storage.postgres.db import PgDb
+
+_COLUMNS = (
+    "wait_id, server, person_id, person_name, key, call_id, sealed, created_at, expires_at, used_at"
+)
+KEPT_S = 86_400.0
+"""A wait expired this long before a new one is made goes."""
+
+
+class SignInWaitTables:
+    """Mixed into :class:`bot.storage.postgres.store.PostgresStore`."""
+
+    async def add_sign_in_wait(self: PgDb, wait: SignInWait) -> None:
+        w = wait
+        async with self.transaction() as db:
+            await db.execute(
+                "DELETE FROM mcp_sign_in_waits WHERE expires_at < $1", w.created_at - KEPT_S
+            )
+            await db.execute(
+                f"INSERT INTO mcp_sign_in_waits ({_COLUMNS})"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+                " ON CONFLICT (wait_id) DO NOTHING",
+                w.wait_id,
+                w.server,
+                w.person_id,
+                w.person_name,
+                w.key,
+                w.call_id,
+                w.sealed,
+                w.created_at,
+                w.expires_at,
+                w.used_at,
+            )
+
+    async def get_sign_in_wait(self: PgDb, wait_id: str) -> SignInWait | None:
+        row = await self.pool.fetchrow(
+            f"SELECT {_COLUMNS} FROM mcp_sign_in_waits WHERE wait_id = $1", wait_id
+        )
+        return None if row is None else _wait(row)
+
+    async def use_sign_in_wait(self: PgDb, wait_id: str, now: float) -> bool:
+        async with self.transaction() as db:
+            status = await db.execute(
+                "UPDATE mcp_sign_in_waits SET used_at = $1"
+                " WHERE wait_id = $2 AND used_at IS NULL AND expires_at > $1",
+                now,
+                wait_id,
+            )
+        return str(status).endswith(" 1")
+
+    async def sign_in_waits_for(self: PgDb, key: str, call_ids: Sequence[str]) -> list[SignInWait]:
+        if not call_ids:
+            return []
+        rows = await self.pool.fetch(
+            f"SELECT {_COLUMNS} FROM mcp_sign_in_waits WHERE key = $1 AND call_id = ANY($2)"
+            " ORDER BY created_at, wait_id",
+            key,
+            list(call_ids),
+        )
+        return [_wait(row) for row in rows]
+
+
+def _wait(row: Any) -> SignInWait:
+    used = row["used_at"]
+    return SignInWait(
+        wait_id=row["wait_id"],
+        server=row["server"],
+        person_id=row["person_id"],
+        person_name=row["person_name"],
+        key=row["key"],
+        call_id=row["call_id"],
+        sealed=row["sealed"],
+        created_at=float(row["created_at"]),
+        expires_at=float(row["expires_at"]),
+        used_at=None if used is None else float(used),
+    )

@@ -1,0 +1,276 @@
+"""Per-person sign-ins made from a thread, through the real core, MCP servers and SQLite store;
+the world is faked: an OAuth authorization server issuing one token per sign-in, an MCP server
+over streamable HTTP recording which token each call came with, a scripted model and a
+recording surface. The person's browser follows the link; the callback is handed to the sign-in
+desk as the bot's HTTP route would.
+
+- a restart between the link and the callback (a crash, or a graceful stop): the code is
+  exchanged after it, the person's tokens are kept, and the run resumes with the call it waited
+  in, made once;
+- a revoked sign-in: the person is shown a new link, and the call goes on once they sign in;
+- two people: each signs in for themselves, and each call carries its own person's token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import aiohttp
+import pytest
+
+from bot.api.inbound import Author, Inbound, ThreadKey
+from bot.config import Settings
+from bot.core import Core
+from bot.infra.clock import SystemClock
+from bot.infra.sealed import sealer
+from bot.mcp.servers import McpServers
+from bot.mcp.sign_in_desk import Landing
+from bot.mcp.tokens import Vault
+from bot.sessions.model import RunState
+from bot.storage.sqlite.store import SqliteStore
+from bot.tools import ToolRegistry
+from bot.tools.builtin import builtin_tools
+from tests.fakes.mcp_http import FakeMcpHttp
+from tests.fakes.oauth_server import FakeOAuthServer
+from tests.fakes.scripted_model import ScriptedModel, call, step, text
+from tests.fakes.surface import RecordingSurface
+
+KEY = ThreadKey("slack:T1:C1:100.1")
+ALICE = Author(id="slack:U1", display_name="Alice")
+BOB = Author(id="slack:U2", display_name="Bob")
+LINK = re.compile(r"\((http://127\.0\.0\.1:\d+/authorize\?[^)\s]+)\)")
+WAIT = 20.0
+
+
+class Thread(RecordingSurface):
+    """The thread, whose posts a test can wait for."""
+
+    def __init__(self, clock: SystemClock) -> None:
+        super().__init__(clock, thread_key=KEY)
+        self.changed = asyncio.Event()
+
+    async def post(self, text: str, buttons: Any = ()) -> str:
+        found = await super().post(text, buttons)
+        self.changed.set()
+        return found
+
+    async def until(self, holds: Callable[[], bool]) -> None:
+        async with asyncio.timeout(WAIT):
+            while not holds():
+                self.changed.clear()
+                await self.changed.wait()
+
+    def links(self) -> list[str]:
+        return [m.group(1) for t in self.texts() for m in LINK.finditer(t)]
+
+
+class Later(SystemClock):
+    """The time an hour from now."""
+
+    def now(self) -> float:
+        return super().now() + 3600.0
+
+
+class Bot:
+    """One process of the bot: its core on the store in ``data``, its MCP servers."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        model: ScriptedModel,
+        thread: Thread,
+        clock: SystemClock | None = None,
+    ) -> None:
+        clock = clock or SystemClock()
+        tools = ToolRegistry(builtin_tools())
+        self.core = Core(settings, SqliteStore(settings.database_path), model, tools, clock)
+        self.core.register_surfaces("slack:", lambda key: thread, lambda key: "slack:T1:C1")
+        self.mcp = McpServers(
+            settings,
+            clock,
+            asking=self.core.asking,
+            waits=self.core.store,
+            resume=self.core.signed_in,
+        )
+        self.mcp.install(self.core.tools)
+        self.thread = thread
+        self._n = 0
+
+    async def start(self) -> None:
+        await self.core.start()
+        await self.mcp.start()
+        await self.core.recover()
+        await self.core.wait_idle()  # what a restart left is mended
+
+    def say(self, words: str, author: Author) -> asyncio.Task[None]:
+        self._n += 1
+        inbound = Inbound(KEY, author, words, f"ev-{author.id}-{self._n}-{id(self)}")
+        return asyncio.ensure_future(self.core.handle(inbound, self.thread))
+
+    async def aclose(self) -> None:
+        await self.core.aclose()
+        await self.mcp.aclose()
+
+
+async def follow(link: str) -> dict[str, str]:
+    """The person's browser opens the link: the authorization server sends it back with the
+    callback's query."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(link.replace("&amp;", "&"), allow_redirects=False) as answer,
+    ):
+        assert answer.status in (302, 303)
+        return dict(parse_qsl(urlsplit(answer.headers["Location"]).query))
+
+
+@asynccontextmanager
+async def world(tmp_path: Path) -> AsyncIterator[tuple[FakeOAuthServer, FakeMcpHttp, Settings]]:
+    oauth = FakeOAuthServer(token="token", distinct=True)
+    # only the tokens issued (and not revoked since) are let in
+    mcp = FakeMcpHttp(token="never-issued", issuer=None, tokens=oauth.issued)
+    async with oauth, mcp:
+        mcp.issuer = oauth.issuer
+        docs = {"url": mcp.url, "timeout_s": 20, "oauth": {"sign_in": "per_person"}}
+        settings = Settings(data_dir=tmp_path, mcp_servers={"docs": docs})
+        yield oauth, mcp, settings
+
+
+@pytest.mark.parametrize("stop", ["crash", "graceful"])
+async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
+    tmp_path: Path, stop: str
+) -> None:
+    async with world(tmp_path) as (oauth, mcp, settings):
+        model = ScriptedModel(
+            [
+                step(call("docs__sign_in", {})),
+                step(call("docs__echo", {"text": "hi"})),
+                text("Done."),
+            ]
+        )
+        thread = Thread(SystemClock())
+        first = Bot(settings, model, thread)
+        await first.start()
+        asked = first.say("echo hi from docs", ALICE)
+        await thread.until(lambda: bool(thread.links()))
+        [link] = thread.links()
+        if stop == "graceful":  # its run is stopped, as at any shutdown
+            await first.aclose()
+            await asyncio.gather(asked, return_exceptions=True)
+        # else the first process is gone (it never hears the callback); the second starts
+        second = Bot(settings, model, thread)
+        await second.start()
+        session = await second.core.store.load_session(KEY, second.core.clock.now())
+        assert session.state is RunState.AWAITING_APPROVAL, "the run waits for the sign-in"
+        query = await follow(link)
+        landed = await second.mcp.sign_ins.arrived(query)
+        assert landed == Landing(
+            200, "Signed in. You can close this tab: the run goes on in the thread."
+        )
+        await mcp.until(lambda: ("echo", {"text": "hi"}) in mcp.behaviour.calls, WAIT)
+        await thread.until(lambda: "Done." in thread.visible_text())
+        again = await second.mcp.sign_ins.arrived(query)
+        assert again.status == 400 and "used already" in again.text
+        await second.core.wait_idle()
+        asked.cancel()
+        await asyncio.gather(asked, return_exceptions=True)
+        await second.aclose()
+        if stop == "crash":
+            await first.aclose()
+    assert mcp.behaviour.calls == [("echo", {"text": "hi"})], "the call was made once"
+    assert mcp.called_with == [("echo", "token-1")]
+    assert len([r for r in oauth.token_requests if r["grant_type"] == "authorization_code"]) == 1
+    people = await Vault(tmp_path, sealer(tmp_path, None)).people("docs")
+    assert [(who, record["tokens"]["access_token"]) for who, record in people] == [
+        (ALICE.id, "token-1")
+    ]
+
+
+async def test_an_expired_link_after_a_restart_changes_nothing(tmp_path: Path) -> None:
+    async with world(tmp_path) as (oauth, mcp, settings):
+        model = ScriptedModel([step(call("docs__sign_in", {})), text("Not signed in.")])
+        thread = Thread(SystemClock())
+        first = Bot(settings, model, thread)
+        await first.start()
+        asked = first.say("echo hi from docs", ALICE)
+        await thread.until(lambda: bool(thread.links()))
+        query = await follow(thread.links()[0])
+        second = Bot(settings, model, thread, Later())  # started after the link expired
+        await second.start()
+        landed = await second.mcp.sign_ins.arrived(query)
+        await thread.until(lambda: "Not signed in." in thread.visible_text())
+        asked.cancel()
+        await asyncio.gather(asked, return_exceptions=True)
+        await second.aclose()
+        await first.aclose()
+    assert landed.status == 400 and "expired" in landed.text
+    assert not oauth.token_requests and not mcp.behaviour.calls
+
+
+async def test_a_revoked_sign_in_shows_the_person_a_new_link(tmp_path: Path) -> None:
+    async with world(tmp_path) as (oauth, mcp, settings):
+        model = ScriptedModel(
+            [
+                step(call("docs__sign_in", {})),
+                text("Signed in."),
+                step(call("docs__echo", {"text": "again"})),
+                text("Echoed."),
+            ]
+        )
+        thread = Thread(SystemClock())
+        bot = Bot(settings, model, thread)
+        await bot.start()
+        first = bot.say("sign me in to docs", ALICE)
+        await thread.until(lambda: bool(thread.links()))
+        await bot.mcp.sign_ins.arrived(await follow(thread.links()[0]))
+        await asyncio.wait_for(first, WAIT)
+        # the server revokes Alice's sign-in: her token and its renewal are refused
+        oauth.issued.clear()
+        oauth.revoked.extend(r for r in oauth._renews)
+        second = bot.say("echo again", ALICE)
+        await thread.until(lambda: len(thread.links()) == 2)
+        new_link = thread.links()[1]
+        assert new_link != thread.links()[0] and "Alice" in thread.texts()[-1]
+        await bot.mcp.sign_ins.arrived(await follow(new_link))
+        await asyncio.wait_for(second, WAIT)
+        await bot.aclose()
+    assert mcp.called_with == [("echo", "token-2")], "called once, with the new sign-in"
+
+
+async def test_two_people_each_sign_in_for_themselves(tmp_path: Path) -> None:
+    async with world(tmp_path) as (oauth, mcp, settings):
+        model = ScriptedModel(
+            [
+                step(call("docs__sign_in", {})),
+                text("Signed in."),
+                step(call("docs__echo", {"text": "bob"})),
+                text("Echoed for Bob."),
+                step(call("docs__echo", {"text": "alice"})),
+                text("Echoed for Alice."),
+            ]
+        )
+        thread = Thread(SystemClock())
+        bot = Bot(settings, model, thread)
+        await bot.start()
+        alice = bot.say("sign me in to docs", ALICE)
+        await thread.until(lambda: bool(thread.links()))
+        await bot.mcp.sign_ins.arrived(await follow(thread.links()[0]))
+        await asyncio.wait_for(alice, WAIT)
+        # Bob's call: Alice's sign-in is not his; he is shown a link of his own
+        bob = bot.say("echo bob", BOB)
+        await thread.until(lambda: len(thread.links()) == 2)
+        assert "Bob" in thread.texts()[-1]
+        assert not mcp.called_with[1:], "nothing is called for Bob with Alice's sign-in"
+        await bot.mcp.sign_ins.arrived(await follow(thread.links()[1]))
+        await asyncio.wait_for(bob, WAIT)
+        await asyncio.wait_for(bot.say("echo alice", ALICE), WAIT)
+        await bot.aclose()
+    assert mcp.called_with == [("echo", "token-2"), ("echo", "token-1")]
+    people = await Vault(tmp_path, sealer(tmp_path, None)).people("docs")
+    kept = {who: record["tokens"]["access_token"] for who, record in people}
+    assert kept == {ALICE.id: "token-1", BOB.id: "token-2"}
