@@ -53,7 +53,9 @@ class Runtime:
         self.platforms = platforms if platforms is not None else Platforms.load()
         self.started = False
         self.core = Core.create(settings, clock=clock, model=model)
-        self.mcp = McpServers(settings, self.core.clock, asking=self.core.asking)
+        self.mcp = McpServers(
+            settings, self.core.clock, asking=self.core.asking, keep=self.core.store
+        )
         self.mcp.install(self.core.tools)
         self.adapters: list[Adapter] = []
         self.timer = Timer(self.core.scheduler, self.core.clock)

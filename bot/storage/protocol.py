@@ -11,6 +11,7 @@ Each concern's Protocol lives beside the code that uses it; a store implements t
 - :class:`bot.scheduler.schedules.ScheduleStore`: scheduled prompts (each with its job)
 - :class:`bot.memory.model.MemoryStore`: memories, with full-text search
 - :class:`bot.feedback.model.FeedbackStore`: 👍 / 👎 on answers
+- :class:`bot.mcp.tokens.SignInKeep`: MCP sign-ins, sealed
 
 SQLite (:mod:`bot.storage.sqlite.store`) and PostgreSQL (:mod:`bot.storage.postgres.store`) implement
 them; ``tests/bot/storage/test_contract.py`` is the suite every implementation passes.
@@ -22,6 +23,7 @@ from typing import Protocol
 
 from bot.approvals.store import ApprovalStore
 from bot.feedback.model import FeedbackStore
+from bot.mcp.tokens import SignInKeep
 from bot.memory.model import MemoryStore
 from bot.scheduler.schedules import ScheduleStore
 from bot.scheduler.store import JobStore
@@ -39,6 +41,7 @@ class Store(
     ScheduleStore,
     MemoryStore,
     FeedbackStore,
+    SignInKeep,
     Protocol,
 ):
     async def open(self) -> None:

@@ -28,6 +28,7 @@ from bot.storage.sqlite.jobs import JobTables
 from bot.storage.sqlite.memory import MemoryTables
 from bot.storage.sqlite.schedules import ScheduleTables
 from bot.storage.sqlite.sessions import DeliveryTables, SessionTables
+from bot.storage.sqlite.sign_ins import SignInTables
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class SqliteStore(
     ScheduleTables,
     MemoryTables,
     FeedbackTables,
+    SignInTables,
 ):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
