@@ -386,6 +386,8 @@ async def _login(
 ) -> int:
     slot = vault.slot(name)
     kept = await slot.read() or {}
+    if not kept:  # none, or one sealed with another key: this sign-in replaces it
+        await slot.erase()
     await slot.write({k: v for k, v in kept.items() if k == "client"})  # a new sign-in
     wait = max(config.timeout_s, 600.0)
     config = config.model_copy(update={"timeout_s": wait})

@@ -105,11 +105,14 @@ class KeptSlot:
         self._keep = keep
         self._sealer = sealer
         self._version: int | None = None
+        self._foreign = False
 
     async def read(self) -> Record | None:
         kept = await self._keep.sign_in(self.server, self.subject)
         self._version = kept.version if kept is not None else 0
-        return opened(self._sealer, kept.sealed) if kept is not None else None
+        found = opened(self._sealer, kept.sealed) if kept is not None else None
+        self._foreign = kept is not None and found is None
+        return found
 
     async def write(self, record: Record) -> None:
         mine = {**record, "subject": self.subject}
@@ -117,6 +120,13 @@ class KeptSlot:
             if self._version is None:
                 await self.read()
             version = self._version or 0
+            if self._foreign:  # another key sealed it: a worker without the shared key
+                log.warning(
+                    "[%s] the sign-in kept was sealed with another key: not overwritten"
+                    " (give every worker the same THREADLINE_SECRET_KEY)",
+                    self.server,
+                )
+                return
             sealed = self._sealer.seal(json.dumps(mine).encode())
             if await self._keep.keep_sign_in(
                 self.server, self.subject, sealed, version, time.time()
@@ -138,6 +148,7 @@ class KeptSlot:
     async def erase(self) -> None:
         await self._keep.forget_sign_in(self.server, self.subject)
         self._version = 0
+        self._foreign = False
 
 
 def fresher(theirs: Record, mine: Record) -> bool:

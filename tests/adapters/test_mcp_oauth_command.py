@@ -15,6 +15,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.storage.sqlite.store import SqliteStore
 from tests.adapters.test_cli import ROOT
 from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.oauth_server import FakeOAuthServer
@@ -29,6 +30,16 @@ async def servers() -> AsyncIterator[tuple[FakeMcpHttp, FakeOAuthServer]]:
         FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
     ):
         yield mcp, oauth
+
+
+async def sealed_rows(data: Path) -> list[tuple[str, bytes]]:
+    """The sign-ins the store keeps for ``docs``, sealed, as the commands left them."""
+    store = SqliteStore(data / "threadline.sqlite3")
+    await store.open()
+    try:
+        return await store.sign_ins("docs")
+    finally:
+        await store.close()
 
 
 def configure(home: Path, url: str) -> None:
@@ -103,9 +114,9 @@ async def test_login_list_try_and_logout(
     assert asked["code_challenge_method"] == "S256" and asked["scope"] == "docs:read"
     assert asked["resource"] == mcp.url
 
-    kept = list((tmp_path / ".threadline" / "mcp-sign-ins").rglob("*.sealed"))
-    assert len(kept) == 1 and TOKEN.encode() not in kept[0].read_bytes()
-    assert oct(kept[0].stat().st_mode & 0o777) == "0o600"
+    kept = await sealed_rows(tmp_path / ".threadline")
+    assert len(kept) == 1 and TOKEN.encode() not in kept[0][1]
+    assert oct((tmp_path / ".threadline" / "secret.key").stat().st_mode & 0o777) == "0o600"
 
     code, listed, _ = await run(tmp_path, "mcp", "list")
     assert re.search(r"  signed in: signed in \(until .*\)", listed) and code == 0
@@ -117,7 +128,7 @@ async def test_login_list_try_and_logout(
     code, out_text, _ = await run(tmp_path, "mcp", "logout", "docs")
     assert out_text.strip() == "docs: revoked at the authorization server, and deleted here"
     assert oauth.revoked == ["refresh-1", TOKEN]
-    assert not list((tmp_path / ".threadline" / "mcp-sign-ins").rglob("*.sealed"))
+    assert await sealed_rows(tmp_path / ".threadline") == []
     code, listed, _ = await run(tmp_path, "mcp", "list")
     assert "needs sign-in" in listed
 
