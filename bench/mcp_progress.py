@@ -26,11 +26,8 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-
-# this folder holds bench/mcp.py, named like the SDK: it must not hide the `mcp` package
-sys.path.pop(0)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 FINAL = "The flood is read: every row is accounted for."
 OTHER = "The other thread's answer, on time."
@@ -115,7 +112,31 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run(args: argparse.Namespace, home: Path) -> None:
+@dataclass(frozen=True, slots=True)
+class Figures:
+    notifications: int
+    """Progress notifications sent (as many log notifications besides)."""
+    flood_s: float
+    status_lines: int
+    reply_lines: int
+    reply_edits: int
+    updates: int
+    """``chat.update`` calls in all."""
+    appends: int
+    """``chat.appendStream`` calls in all."""
+    rejected: int
+    violations: int
+    cpu_s: float
+    exact: bool
+    final_shown: bool
+    other_s: float
+
+    @property
+    def shown_per_minute(self) -> float:
+        return (self.status_lines + self.reply_lines) / self.flood_s * 60
+
+
+async def measure(args: argparse.Namespace, home: Path) -> Figures:
     from tests.e2e.test_process_restart import free_port, threadline
     from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
     from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, MENTION, FakeSlack, Message
@@ -131,7 +152,8 @@ async def run(args: argparse.Namespace, home: Path) -> None:
         f"[mcp_servers.flood]\ncommand = {json.dumps(sys.executable)}\n"
         f"args = {json.dumps(serve_args)}\ntimeout_s = {args.seconds + 120}\n"
     )
-    fake.push(Reply(calls=[FakeCall("flood__flood", {})]), Reply(OTHER), Reply(FINAL))
+    first = "Reading every row now." if args.text else ""
+    fake.push(Reply(first, calls=[FakeCall("flood__flood", {})]), Reply(OTHER), Reply(FINAL))
     settings = {
         "SLACK_BOT_TOKEN": BOT_TOKEN,
         "SLACK_APP_TOKEN": APP_TOKEN,
@@ -148,9 +170,15 @@ async def run(args: argparse.Namespace, home: Path) -> None:
             if m.channel == root.channel and m.thread_ts == root.ts and m.bot_id
         ]
 
+    def progressed(root: Message) -> bool:
+        """Whether a progress line showed: as the thread's status, or in the reply."""
+        said = [*slack.status_history("CFLOOD", root.ts)]
+        said += [v for m in replies(root) for v in m.versions]
+        return any("row " in line for line in said)
+
     def answered(root: Message, text: str) -> float | None:
         for m in replies(root):
-            if not m.deleted and not m.streaming and m.shown.strip() == text:
+            if not m.deleted and not m.streaming and m.shown.strip().endswith(text):
                 return m.version_times[-1]
         return None
 
@@ -160,7 +188,7 @@ async def run(args: argparse.Namespace, home: Path) -> None:
             root = await slack.say("UADA", "CFLOOD", f"{MENTION} read every row of the flood")
             await fake.wait_for_requests(1, 60)
             began, cpu_began = time.monotonic(), cpu_s(proc.pid)
-            await asyncio.sleep(args.seconds / 4)
+            await slack.wait_for(lambda: progressed(root), 60)
             other_at = time.monotonic()
             other = await slack.say("UBOB", "COTHER", f"{MENTION} something else, meanwhile")
             await slack.wait_for(lambda: answered(other, OTHER) is not None, args.seconds + 60)
@@ -172,50 +200,75 @@ async def run(args: argparse.Namespace, home: Path) -> None:
         await fake.stop()
         await slack.stop()
 
-    flood_s = ended - began
     versions = [
         (shown, at)
         for m in replies(root)
         for shown, at in zip(m.versions, m.version_times, strict=True)
         if began <= at <= ended
     ]
-    lines = {shown for shown, _ in versions if "row " in shown}
     statuses = [s for s in slack.status_history("CFLOOD", root.ts) if "row " in s]
     tool_result = [m.get("content") for m in fake.requests[2].messages if m.get("role") == "tool"]
     given = [str(c).splitlines()[1:-1] for c in tool_result]  # inside <tool_output …>
-    exact = given == [[expected(args.rate, args.seconds)]]
-    if not exact:
-        print(f"  the model was given: {tool_result!r}")
-    final_shown = answered(root, FINAL) is not None
-    total = int(args.rate * args.seconds)
-    print(
-        f"flood: {total:,} progress + {total:,} log notifications over {flood_s:.1f} s"
-        f" ({args.rate:,}/s each)"
+    return Figures(
+        notifications=int(args.rate * args.seconds),
+        flood_s=ended - began,
+        status_lines=len(statuses),
+        reply_lines=len({shown for shown, _ in versions if "row " in shown}),
+        reply_edits=len(versions),
+        updates=slack.count("chat.update"),
+        appends=slack.count("chat.appendStream"),
+        rejected=sum(slack.limits.rejected.values()),
+        violations=sum(slack.limits.violations.values()),
+        cpu_s=cpu_ended - cpu_began,
+        exact=given == [[expected(args.rate, args.seconds)]],
+        final_shown=answered(root, FINAL) is not None,
+        other_s=other_s,
     )
-    shown = len(lines) + len(statuses)
+
+
+async def run(args: argparse.Namespace, home: Path) -> None:
+    f = await measure(args, home)
     print(
-        f"  progress lines shown: {shown} ({shown / flood_s * 60:.1f} a minute): {len(statuses)}"
-        f" as the thread's status, {len(lines)} in the reply; reply edits in all:"
-        f" {len(versions)}"
+        f"flood: {f.notifications:,} progress + {f.notifications:,} log notifications over"
+        f" {f.flood_s:.1f} s ({args.rate:,}/s each)"
     )
-    print(f"  chat.update calls in all: {slack.count('chat.update')}")
     print(
-        f"  429s: {sum(slack.limits.rejected.values())},"
-        f" calls during a Retry-After: {sum(slack.limits.violations.values())}"
+        f"  progress lines shown: {f.status_lines + f.reply_lines}"
+        f" ({f.shown_per_minute:.1f} a minute): {f.status_lines} as the thread's status,"
+        f" {f.reply_lines} in the reply's text"
     )
-    cpu = cpu_ended - cpu_began
-    print(f"  bot CPU during the flood: {cpu:.1f} s ({cpu / flood_s * 100:.0f}% of one core)")
-    print(f"  tool answer reached the model exactly: {exact}; final answer shown: {final_shown}")
-    print(f"  the other thread, mentioned during the flood: answered in {other_s:.2f} s")
+    print(
+        f"  the reply's versions during the flood: {f.reply_edits}"
+        f" ({f.reply_edits / f.flood_s * 60:.1f} a minute); chat.update calls: {f.updates},"
+        f" chat.appendStream calls: {f.appends}"
+    )
+    print(f"  429s: {f.rejected}, calls during a Retry-After: {f.violations}")
+    print(
+        f"  bot CPU during the flood: {f.cpu_s:.1f} s ({f.cpu_s / f.flood_s * 100:.0f}% of one"
+        " core)"
+    )
+    print(
+        f"  tool answer reached the model exactly: {f.exact}; final answer shown: {f.final_shown}"
+    )
+    print(f"  the other thread, mentioned during the flood: answered in {f.other_s:.2f} s")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=int, default=1000, help="progress notifications a second")
     parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--text",
+        action="store_true",
+        help="the model writes a line before the call: progress is then the reply's footer,"
+        " edited within chat.update's budget (else the thread's status)",
+    )
     parser.add_argument("--serve", action="store_true", help="be the flooding MCP server")
     args = parser.parse_args()
     args.here = str(Path(__file__).resolve())
+    # this folder holds bench/mcp.py, named like the SDK: it must not hide the `mcp` package
+    sys.path.pop(0)
+    sys.path.insert(0, str(Path(args.here).parents[1]))
     if args.serve:
         sys.exit(serve(args.rate, args.seconds))
     with tempfile.TemporaryDirectory() as home:
