@@ -14,7 +14,7 @@ channel asks something of its own. Prints:
 * whether the tool's answer reached the model exactly, and the final answer the thread shows;
 * how long the other thread took from its mention to its whole answer.
 
-    python bench/mcp_progress.py [--rate 1000] [--seconds 60]
+    python bench/mcp_progress.py [--rate 1000] [--seconds 60] [--text] [--streaming edit]
 """
 
 from __future__ import annotations
@@ -161,6 +161,7 @@ async def measure(args: argparse.Namespace, home: Path) -> Figures:
         "OPENAI_BASE_URL": fake.base_url,
         "OPENAI_API_KEY": "sk-bench",
         "THREADLINE_PLAYGROUND": "true",
+        "THREADLINE_SLACK_STREAMING": args.streaming,
     }
 
     def replies(root: Message) -> list[Message]:
@@ -262,6 +263,12 @@ def main() -> None:
         action="store_true",
         help="the model writes a line before the call: progress is then the reply's footer,"
         " edited within chat.update's budget (else the thread's status)",
+    )
+    parser.add_argument(
+        "--streaming",
+        default="auto",
+        choices=["auto", "native", "edit"],
+        help="THREADLINE_SLACK_STREAMING (edit: the reply is edited with chat.update)",
     )
     parser.add_argument("--serve", action="store_true", help="be the flooding MCP server")
     args = parser.parse_args()

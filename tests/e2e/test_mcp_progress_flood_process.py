@@ -18,7 +18,7 @@ async def test_a_progress_flood_is_shown_within_the_budget_and_loses_nothing(
 ) -> None:
     here = str(ROOT / "bench" / "mcp_progress.py")
     figures = await measure(
-        argparse.Namespace(rate=500, seconds=3.0, here=here, text=True), tmp_path
+        argparse.Namespace(rate=500, seconds=3.0, here=here, text=True, streaming="edit"), tmp_path
     )
     assert figures.exact and figures.final_shown
     assert figures.rejected == 0 and figures.violations == 0
