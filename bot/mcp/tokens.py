@@ -200,7 +200,7 @@ class Vault:
         are deleted once moved. Returns how many were moved."""
         moved = 0
         for server in servers:
-            folder = data_dir / FOLDER / _folder(server)
+            folder = data_dir / FOLDER / file_folder(server)
             paths = await asyncio.to_thread(_sealed_files, folder)
             for path in paths:
                 sealed = await asyncio.to_thread(path.read_bytes)
@@ -219,7 +219,8 @@ def _sealed_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.sealed")) if folder.is_dir() else []
 
 
-def _folder(server: str) -> str:
+def file_folder(server: str) -> str:
+    """The folder under :data:`FOLDER` where a server's sign-ins were kept as files."""
     safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in server)
     return f"{safe}-{hashlib.sha256(server.encode()).hexdigest()[:8]}"
 

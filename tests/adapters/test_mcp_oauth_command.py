@@ -6,6 +6,7 @@ program prints, opens it, and follows the authorization server back to the progr
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import sys
@@ -15,6 +16,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.infra.sealed import sealer
+from bot.mcp.tokens import FOLDER, file_folder
 from bot.storage.sqlite.store import SqliteStore
 from tests.adapters.test_cli import ROOT
 from tests.fakes.mcp_http import FakeMcpHttp
@@ -144,3 +147,21 @@ async def test_login_refuses_a_server_without_oauth(tmp_path: Path) -> None:
         "threadline mcp login: docs does not sign in with OAuth: give it an"
         " [mcp_servers.docs.oauth] section"
     )
+
+
+async def test_a_sign_in_kept_in_a_file_before_is_moved_into_the_store(tmp_path: Path) -> None:
+    """A sign-in an earlier version kept as a sealed file is read into the store by the first
+    command, and the file is deleted."""
+    data = tmp_path / ".threadline"
+    folder = data / FOLDER / file_folder("docs")
+    folder.mkdir(parents=True)
+    record = {"subject": "shared", "tokens": {"access_token": TOKEN}, "expires_at": 4e9}
+    (folder / "old.sealed").write_bytes(sealer(data, None).seal(json.dumps(record).encode()))
+    configure(tmp_path, "http://127.0.0.1:9/mcp")
+
+    code, listed, err = await run(tmp_path, "mcp", "list")
+    assert "  signed in: signed in (until 2096-" in listed, listed + err
+    assert not list(folder.glob("*.sealed"))
+    kept = await sealed_rows(data)
+    assert [subject for subject, _ in kept] == ["shared"] and TOKEN.encode() not in kept[0][1]
+    assert TOKEN not in listed + err

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.infra.sealed import Sealer, key_from, sealer
-from bot.mcp.tokens import FOLDER, Kept, Vault, _folder
+from bot.mcp.tokens import FOLDER, Kept, Vault, file_folder
 from bot.storage.protocol import Store
 from tests.bot.storage.conftest import Stores
 
@@ -102,7 +102,7 @@ async def test_sign_ins_kept_in_files_are_moved_into_the_store_once(
 ) -> None:
     data = tmp_path / "worker"
     seal = sealer(data, None)  # the per-host key file, as before
-    folder = data / FOLDER / _folder("docs")
+    folder = data / FOLDER / file_folder("docs")
     folder.mkdir(parents=True)
     (folder / "a.sealed").write_bytes(
         seal.seal(b'{"subject": "shared", "tokens": {"access_token": "old"}}')
