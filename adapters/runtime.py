@@ -59,6 +59,7 @@ class Runtime:
             asking=self.core.asking,
             waits=self.core.store,
             resume=self.core.signed_in,
+            keep=self.core.store,
         )
         self.mcp.install(self.core.tools)
         self.adapters: list[Adapter] = []

@@ -4,9 +4,17 @@ server's progress notifications for it become :class:`~bot.engine.events.ToolPro
 which the presenter shows as for any running call (coalesced edits within the surface's
 budget). At most one a second reaches the thread, and a line that did not change is not sent.
 A tool called as a task has its task's status message (or status) shown the same way.
+
+A server that floods notifications costs one comparison for each: the notifications are read
+by the connection every thread's calls to that server share, so the thread hears its line apart
+from it (one line shown at a time, the newest waiting, older ones dropped): a thread slow to
+show its line never holds the connection, the answer, or other threads' calls.
 """
 
 from __future__ import annotations
+
+import asyncio
+import contextlib
 
 from bot.engine.events import ToolProgress
 from bot.tools.base import ToolContext
@@ -41,6 +49,8 @@ class ProgressLine:
         self._name = name
         self._at: float | None = None
         self._said = ""
+        self._waiting: str | None = None
+        self._showing: asyncio.Task[None] | None = None
 
     async def __call__(self, progress: float, total: float | None, message: str | None) -> None:
         await self._say(progress_line(progress, total, message))
@@ -57,4 +67,21 @@ class ProgressLine:
         if text == self._said or (self._at is not None and now - self._at < EVERY_S):
             return
         self._at, self._said = now, text
-        await events(ToolProgress(self._ctx.call_id, self._name, text))
+        if self._showing is not None and not self._showing.done():
+            self._waiting = text  # the newest replaces any line still waiting
+            return
+        self._showing = asyncio.create_task(self._show(text))
+
+    async def _show(self, text: str | None) -> None:
+        events = self._ctx.events
+        while text is not None and events is not None:
+            await events(ToolProgress(self._ctx.call_id, self._name, text))
+            text, self._waiting = self._waiting, None
+
+    async def aclose(self) -> None:
+        """The call ended: a line still being shown is moot (the call's end replaces it)."""
+        showing, self._showing = self._showing, None
+        if showing is not None and not showing.done():
+            showing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await showing

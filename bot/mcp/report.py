@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,8 @@ from bot.mcp.endpoint import Endpoint, RemoteTool, endpoint, sign_in
 from bot.mcp.schema import offered_names
 from bot.mcp.sdk.tasks import TaskStatus
 from bot.mcp.server import McpServer
-from bot.mcp.sign_ins import bot_callback, log_out, signed, state_line, vault_of
-from bot.mcp.tokens import MemorySlot, Slot
+from bot.mcp.sign_ins import bot_callback, log_out, opened_vault, signed, state_line
+from bot.mcp.tokens import MemorySlot, Slot, Vault
 from bot.mcp.toolkit import asks_first
 
 Print = Callable[[str], None]
@@ -104,9 +105,13 @@ async def list_servers(
     if not settings.mcp_servers:
         say("No MCP servers are configured ([mcp_servers.NAME] in threadline.toml).")
         return 0
-    found = await asyncio.gather(
-        *(_describe(n, c, settings, clock, env) for n, c in settings.mcp_servers.items())
-    )
+    async with AsyncExitStack() as stack:
+        vault = None
+        if any(c.oauth is not None for c in settings.mcp_servers.values()):
+            vault = await stack.enter_async_context(opened_vault(settings))
+        found = await asyncio.gather(
+            *(_describe(n, c, settings, clock, env, vault) for n, c in settings.mcp_servers.items())
+        )
     for lines, _ in found:
         for line in lines:
             say(line)
@@ -114,10 +119,15 @@ async def list_servers(
 
 
 async def _describe(
-    name: str, config: McpServerSettings, settings: Settings, clock: Clock, env: Mapping[str, str]
+    name: str,
+    config: McpServerSettings,
+    settings: Settings,
+    clock: Clock,
+    env: Mapping[str, str],
+    vault: Vault | None,
 ) -> tuple[list[str], bool]:
     head = [f"{name}  ({transport(config)})", f"  sign-in: {sign_in(config)}"]
-    vault = vault_of(settings) if config.oauth is not None else None
+    vault = vault if config.oauth is not None else None
     if vault is not None and (said := await state_line(name, config, vault)):
         head.append(f"  signed in: {said}")
     if not config.enabled:
@@ -189,12 +199,10 @@ def server_for(trial: Trial, settings: Settings) -> tuple[str, McpServerSettings
     return name, config
 
 
-def _slot(name: str, config: McpServerSettings, settings: Settings) -> Slot:
-    """The shared sign-in of a configured server; a sign-in kept for this run only for a URL
-    or a per-person server."""
-    if name == TRIED or config.oauth is None or config.oauth.sign_in == "per_person":
-        return MemorySlot()
-    return vault_of(settings).slot(name)
+def _kept(name: str, config: McpServerSettings) -> bool:
+    """Whether ``threadline mcp try`` uses the server's kept shared sign-in (else one kept for
+    the run only: a URL, or a per-person server)."""
+    return name != TRIED and config.oauth is not None and config.oauth.sign_in != "per_person"
 
 
 def _reached(
@@ -203,7 +211,7 @@ def _reached(
     settings: Settings,
     env: Mapping[str, str],
     browser: Browser | None,
-    slot: Slot | None = None,
+    slot: Slot,
 ) -> Endpoint:
     try:
         where = endpoint(name, config, env)
@@ -213,7 +221,7 @@ def _reached(
             config,
             where,
             env,
-            slot=slot or _slot(name, config, settings),
+            slot=slot,
             redirect_uri=redirect,
             browser=browser,
         )
@@ -235,7 +243,24 @@ async def try_server(
     env = os.environ if environ is None else environ
     name, config = server_for(trial, settings)
     arguments = arguments_of(trial.arguments)
-    server = McpServer(name, config, _reached(name, config, settings, env, browser), clock)
+    async with AsyncExitStack() as stack:
+        slot: Slot = MemorySlot()
+        if _kept(name, config):
+            slot = (await stack.enter_async_context(opened_vault(settings))).slot(name)
+        where = _reached(name, config, settings, env, browser, slot)
+        server = McpServer(name, config, where, clock)
+        return await _try(server, name, config, (trial.tool, arguments), settings, say)
+
+
+async def _try(
+    server: McpServer,
+    name: str,
+    config: McpServerSettings,
+    call: tuple[str | None, dict[str, Any]],
+    settings: Settings,
+    say: Print,
+) -> int:
+    tool, arguments = call
     try:
         say(f"{name}  ({transport(config)})")
         said = "OAuth when the server asks for it (kept for this run only)"
@@ -246,9 +271,9 @@ async def try_server(
         say(f"  connects ({server.server_label}): {len(server.tools)} tools, by their own names")
         for line in tool_lines(name, server, settings, own=True):
             say(line)
-        if trial.tool is None:
+        if tool is None:
             return 0
-        return await _call(server, trial.tool, arguments, say)
+        return await _call(server, tool, arguments, say)
     finally:
         await server.aclose()
 
@@ -345,9 +370,24 @@ async def login(
     """Sign the bot in to ``name`` anew (the shared sign-in), kept encrypted for the bot."""
     env = os.environ if environ is None else environ
     config = _oauth_server(name, settings, "login")
-    vault = vault_of(settings)
+    async with opened_vault(settings) as vault:
+        return await _login(name, config, vault, settings, clock, say, browser, env)
+
+
+async def _login(
+    name: str,
+    config: McpServerSettings,
+    vault: Vault,
+    settings: Settings,
+    clock: Clock,
+    say: Print,
+    browser: Browser,
+    env: Mapping[str, str],
+) -> int:
     slot = vault.slot(name)
     kept = await slot.read() or {}
+    if not kept:  # none, or one sealed with another key: this sign-in replaces it
+        await slot.erase()
     await slot.write({k: v for k, v in kept.items() if k == "client"})  # a new sign-in
     wait = max(config.timeout_s, 600.0)
     config = config.model_copy(update={"timeout_s": wait})
@@ -365,6 +405,7 @@ async def login(
 async def logout(name: str, settings: Settings, say: Print, person: str | None = None) -> int:
     """Revoke (where the server offers it) and delete the shared sign-in, or one person's."""
     _oauth_server(name, settings, "logout")
-    said = await log_out(name, vault_of(settings), person)
+    async with opened_vault(settings) as vault:
+        said = await log_out(name, vault, person)
     say(f"{name}: {said}")
     return 0

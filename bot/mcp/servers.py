@@ -16,7 +16,8 @@ from bot.mcp.personal import PersonalServer
 from bot.mcp.server import McpServer
 from bot.mcp.sign_in_desk import Kept, Resume, SignInDesk
 from bot.mcp.sign_in_waits import SignInWaitStore
-from bot.mcp.sign_ins import bot_callback, sealer_of, signed, state_line, vault_of
+from bot.mcp.sign_ins import bot_callback, opened_vault, sealer_of, signed, state_line, vault_of
+from bot.mcp.tokens import SignInKeep, Vault
 from bot.mcp.toolkit import Allowed, McpToolkit
 from bot.tools.registry import ToolRegistry
 
@@ -30,14 +31,18 @@ class McpServers:
         asking: Asking | None = None,
         waits: SignInWaitStore | None = None,
         resume: Resume | None = None,
+        keep: SignInKeep | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
         self.settings = settings
+        self.vault = vault_of(settings, keep) if keep is not None else None
+        """The sign-ins, kept in the store (None: no store given, and no OAuth server may be
+        configured)."""
         self.asking = asking
         """Who answers what the servers ask during a thread's call (None: declined)."""
         kept = None
-        if waits is not None and resume is not None:
-            kept = Kept(waits, sealer_of(settings), vault_of(settings), resume)
+        if waits is not None and resume is not None and self.vault is not None:
+            kept = Kept(waits, sealer_of(settings), self.vault, resume)
         self.sign_ins = SignInDesk(clock, bot_callback(settings), kept)
         """The per-person sign-ins waited for (kept in ``waits`` across restarts: a callback
         after one resumes its thread's run with ``resume``); the bot's HTTP server takes their
@@ -52,17 +57,26 @@ class McpServers:
                     server,
                     endpoint(name, server, env),
                     clock,
-                    vault_of(settings),
+                    self._vault(name),
                     self.sign_ins,
                     env,
                 )
             else:
+                vault = self._vault(name) if server.oauth is not None else None
                 self.servers[name] = McpServer(
-                    name, server, _reached(name, server, settings, env), clock
+                    name, server, _reached(name, server, settings, env, vault), clock
                 )
 
+    def _vault(self, name: str) -> Vault:
+        if self.vault is None:
+            raise ValueError(f"MCP server {name} signs in with OAuth: give McpServers the store")
+        return self.vault
+
     async def start(self) -> None:
-        """Start every server (failures are logged; those servers are tried again later)."""
+        """Start every server (failures are logged; those servers are tried again later), once
+        sign-ins left in files from before are moved into the store."""
+        if self.vault is not None:
+            await self.vault.adopt_files(self.settings.data_dir, list(self.servers))
         await asyncio.gather(*(s.start() for s in self.servers.values()))
 
     def install(self, registry: ToolRegistry) -> None:
@@ -74,13 +88,17 @@ class McpServers:
 
 
 def _reached(
-    name: str, config: McpServerSettings, settings: Settings, env: Mapping[str, str]
+    name: str,
+    config: McpServerSettings,
+    settings: Settings,
+    env: Mapping[str, str],
+    vault: Vault | None,
 ) -> Endpoint:
     """The server's endpoint; one that signs in with OAuth uses its shared sign-in."""
     where = endpoint(name, config, env)
-    if config.oauth is None:
+    if config.oauth is None or vault is None:
         return where
-    slot = vault_of(settings).slot(name)
+    slot = vault.slot(name)
     return signed(name, config, where, env, slot=slot, redirect_uri=bot_callback(settings))
 
 
@@ -99,19 +117,44 @@ async def probe(settings: Settings, clock: Clock) -> list[tuple[bool | None, str
     """For ``threadline doctor``: start each server (all at once), list its tools, stop it;
     and say how each enabled one signs in."""
     servers = settings.mcp_servers.items()
-    found = await asyncio.gather(*(_probe(n, s, settings, clock) for n, s in servers))
+    if not any(c.enabled and c.oauth is not None for _, c in servers):
+        return await _probe_all(settings, clock, None)
+    async with opened_vault(settings) as vault:
+        return await _probe_all(settings, clock, vault)
+
+
+async def _probe_all(
+    settings: Settings, clock: Clock, vault: Vault | None
+) -> list[tuple[bool | None, str]]:
+    servers = settings.mcp_servers.items()
+    found = await asyncio.gather(*(_probe(n, s, settings, clock, vault) for n, s in servers))
     lines: list[tuple[bool | None, str]] = []
     for (name, config), line in zip(servers, found, strict=True):
         lines.append(line)
         if config.enabled:
             lines.append((None, f"MCP server {name}: sign-in: {sign_in(config)}"))
             lines.append((None, f"MCP server {name}: {asks(config)}"))
-        if config.enabled and config.oauth is not None:
-            said = await state_line(name, config, vault_of(settings))
+        if config.enabled and config.oauth is not None and vault is not None:
+            said = await state_line(name, config, vault)
             lines.append((None, f"MCP server {name}: signed in: {said}"))
         if config.enabled and config.oauth is not None and config.oauth.sign_in == "per_person":
             lines.append(callback_line(name, settings))
+    if vault is not None and (warning := shared_key_line(settings)) is not None:
+        lines.append(warning)
     return lines
+
+
+def shared_key_line(settings: Settings) -> tuple[bool | None, str] | None:
+    """A warning when workers share a database (and so the sign-ins) but each seals them with
+    its own key file: what one worker signs in, another cannot read."""
+    if settings.database_url is None or settings.secret_key is not None:
+        return None
+    return (
+        None,
+        "MCP sign-ins are kept in the shared database, sealed with this host's"
+        f" {settings.data_dir / 'secret.key'}: set the same THREADLINE_SECRET_KEY on every"
+        " worker, or each worker can read only the sign-ins made on it",
+    )
 
 
 def callback_line(name: str, settings: Settings) -> tuple[bool | None, str]:
@@ -141,13 +184,13 @@ def asks(config: McpServerSettings) -> str:
 
 
 async def _probe(
-    name: str, config: McpServerSettings, settings: Settings, clock: Clock
+    name: str, config: McpServerSettings, settings: Settings, clock: Clock, vault: Vault | None
 ) -> tuple[bool | None, str]:
     if not config.enabled:
         return None, f"MCP server {name}: disabled"
     if config.oauth is not None and config.oauth.sign_in == "per_person":
         return None, f"MCP server {name}: not tried (each person signs in to it)"
-    server = McpServer(name, config, _reached(name, config, settings, os.environ), clock)
+    server = McpServer(name, config, _reached(name, config, settings, os.environ, vault), clock)
     try:
         if not await server.start():
             return (

@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import replace
 
 from bot.config import McpServerSettings, Settings
@@ -13,7 +14,7 @@ from bot.infra.sealed import Sealer, sealer
 from bot.mcp.auth import Browser, OAuthAccess, callback_url, resolved
 from bot.mcp.endpoint import Endpoint, HttpEndpoint
 from bot.mcp.sdk.oauth import revoke
-from bot.mcp.tokens import MemorySlot, Slot, Vault, state_of
+from bot.mcp.tokens import MemorySlot, SignInKeep, Slot, Vault, state_of
 
 
 def sealer_of(settings: Settings) -> Sealer:
@@ -22,8 +23,25 @@ def sealer_of(settings: Settings) -> Sealer:
     return sealer(settings.data_dir, key)
 
 
-def vault_of(settings: Settings) -> Vault:
-    return Vault(settings.data_dir, sealer_of(settings))
+def vault_of(settings: Settings, keep: SignInKeep) -> Vault:
+    """The sign-ins kept in ``keep`` (the store), sealed with the installation's key."""
+    return Vault(keep, sealer_of(settings))
+
+
+@asynccontextmanager
+async def opened_vault(settings: Settings) -> AsyncIterator[Vault]:
+    """For the commands (``threadline mcp login``, ``logout``, ``list``, ``doctor``): the store
+    opened for the while, with sign-ins left in files from before moved into it first."""
+    from bot.storage.choose import store_for
+
+    store = store_for(settings)
+    await store.open()
+    try:
+        vault = vault_of(settings, store)
+        await vault.adopt_files(settings.data_dir, list(settings.mcp_servers))
+        yield vault
+    finally:
+        await store.close()
 
 
 def bot_callback(settings: Settings) -> str:

@@ -199,6 +199,8 @@ class McpToolkit:
                 out = await _run(ctx, original, arguments, progress, asker)
             except McpError as exc:
                 raise ToolError(str(exc)) from None
+            finally:
+                await progress.aclose()
             if out.failed:
                 raise ToolError(out.text or f"{offered} failed")
             if asking is None:

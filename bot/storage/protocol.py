@@ -12,6 +12,7 @@ Each concern's Protocol lives beside the code that uses it; a store implements t
 - :class:`bot.memory.model.MemoryStore`: memories, with full-text search
 - :class:`bot.feedback.model.FeedbackStore`: 👍 / 👎 on answers
 - :class:`bot.mcp.sign_in_waits.SignInWaitStore`: sign-ins to MCP servers waited for in threads
+- :class:`bot.mcp.tokens.SignInKeep`: MCP sign-ins, sealed
 
 SQLite (:mod:`bot.storage.sqlite.store`) and PostgreSQL (:mod:`bot.storage.postgres.store`) implement
 them; ``tests/bot/storage/test_contract.py`` is the suite every implementation passes.
@@ -24,6 +25,7 @@ from typing import Protocol
 from bot.approvals.store import ApprovalStore
 from bot.feedback.model import FeedbackStore
 from bot.mcp.sign_in_waits import SignInWaitStore
+from bot.mcp.tokens import SignInKeep
 from bot.memory.model import MemoryStore
 from bot.scheduler.schedules import ScheduleStore
 from bot.scheduler.store import JobStore
@@ -42,6 +44,7 @@ class Store(
     MemoryStore,
     FeedbackStore,
     SignInWaitStore,
+    SignInKeep,
     Protocol,
 ):
     async def open(self) -> None:

@@ -6,6 +6,7 @@ program prints, opens it, and follows the authorization server back to the progr
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import sys
@@ -15,6 +16,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.infra.sealed import sealer
+from bot.mcp.tokens import FOLDER, file_folder
+from bot.storage.sqlite.store import SqliteStore
 from tests.adapters.test_cli import ROOT
 from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.oauth_server import FakeOAuthServer
@@ -29,6 +33,16 @@ async def servers() -> AsyncIterator[tuple[FakeMcpHttp, FakeOAuthServer]]:
         FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
     ):
         yield mcp, oauth
+
+
+async def sealed_rows(data: Path) -> list[tuple[str, bytes]]:
+    """The sign-ins the store keeps for ``docs``, sealed, as the commands left them."""
+    store = SqliteStore(data / "threadline.sqlite3")
+    await store.open()
+    try:
+        return await store.sign_ins("docs")
+    finally:
+        await store.close()
 
 
 def configure(home: Path, url: str) -> None:
@@ -103,9 +117,9 @@ async def test_login_list_try_and_logout(
     assert asked["code_challenge_method"] == "S256" and asked["scope"] == "docs:read"
     assert asked["resource"] == mcp.url
 
-    kept = list((tmp_path / ".threadline" / "mcp-sign-ins").rglob("*.sealed"))
-    assert len(kept) == 1 and TOKEN.encode() not in kept[0].read_bytes()
-    assert oct(kept[0].stat().st_mode & 0o777) == "0o600"
+    kept = await sealed_rows(tmp_path / ".threadline")
+    assert len(kept) == 1 and TOKEN.encode() not in kept[0][1]
+    assert oct((tmp_path / ".threadline" / "secret.key").stat().st_mode & 0o777) == "0o600"
 
     code, listed, _ = await run(tmp_path, "mcp", "list")
     assert re.search(r"  signed in: signed in \(until .*\)", listed) and code == 0
@@ -117,7 +131,7 @@ async def test_login_list_try_and_logout(
     code, out_text, _ = await run(tmp_path, "mcp", "logout", "docs")
     assert out_text.strip() == "docs: revoked at the authorization server, and deleted here"
     assert oauth.revoked == ["refresh-1", TOKEN]
-    assert not list((tmp_path / ".threadline" / "mcp-sign-ins").rglob("*.sealed"))
+    assert await sealed_rows(tmp_path / ".threadline") == []
     code, listed, _ = await run(tmp_path, "mcp", "list")
     assert "needs sign-in" in listed
 
@@ -133,3 +147,21 @@ async def test_login_refuses_a_server_without_oauth(tmp_path: Path) -> None:
         "threadline mcp login: docs does not sign in with OAuth: give it an"
         " [mcp_servers.docs.oauth] section"
     )
+
+
+async def test_a_sign_in_kept_in_a_file_before_is_moved_into_the_store(tmp_path: Path) -> None:
+    """A sign-in an earlier version kept as a sealed file is read into the store by the first
+    command, and the file is deleted."""
+    data = tmp_path / ".threadline"
+    folder = data / FOLDER / file_folder("docs")
+    folder.mkdir(parents=True)
+    record = {"subject": "shared", "tokens": {"access_token": TOKEN}, "expires_at": 4e9}
+    (folder / "old.sealed").write_bytes(sealer(data, None).seal(json.dumps(record).encode()))
+    configure(tmp_path, "http://127.0.0.1:9/mcp")
+
+    code, listed, err = await run(tmp_path, "mcp", "list")
+    assert "  signed in: signed in (until 2096-" in listed, listed + err
+    assert not list(folder.glob("*.sealed"))
+    kept = await sealed_rows(data)
+    assert [subject for subject, _ in kept] == ["shared"] and TOKEN.encode() not in kept[0][1]
+    assert TOKEN not in listed + err

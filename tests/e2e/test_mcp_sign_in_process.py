@@ -22,6 +22,7 @@ import pytest
 
 from bot.infra.sealed import sealer
 from bot.mcp.tokens import Vault
+from bot.storage.sqlite.store import SqliteStore
 from tests.e2e.test_process_restart import (
     browser,
     free_port,
@@ -106,12 +107,17 @@ async def test_a_person_signs_in_from_the_thread_and_the_run_goes_on(tmp_path: P
             proc.terminate()
             log, _ = await proc.communicate()
         assert TOKEN.encode() not in log
-        sealed = list((tmp_path / "data" / "mcp-sign-ins").rglob("*.sealed"))
-        assert len(sealed) == 1, "Alice's sign-in is kept, sealed"
-        assert TOKEN.encode() not in sealed[0].read_bytes()
-        # whoever's browser opened the link, the sign-in is the person's it was made for
         data = tmp_path / "data"
-        people = await Vault(data, sealer(data, None)).people("docs")
+        store = SqliteStore(data / "threadline.sqlite3")
+        await store.open()
+        try:
+            sealed = await store.sign_ins("docs")
+            assert len(sealed) == 1, "Alice's sign-in is kept, sealed"
+            assert TOKEN.encode() not in sealed[0][1]
+            # whoever's browser opened the link, the sign-in is the person's it was made for
+            people = await Vault(store, sealer(data, None)).people("docs")
+        finally:
+            await store.close()
         assert len(people) == 1 and people[0][0].startswith("playground:")
         assert oauth.token_requests, "the code was exchanged at the token endpoint"
 
@@ -174,5 +180,10 @@ async def test_a_restart_while_a_person_signs_in_loses_nothing(
     assert "Echoed for Alice." in shown and TOKEN not in shown
     assert TOKEN.encode() not in log
     data = tmp_path / "data"
-    people = await Vault(data, sealer(data, None)).people("docs")
+    store = SqliteStore(data / "threadline.sqlite3")
+    await store.open()
+    try:
+        people = await Vault(store, sealer(data, None)).people("docs")
+    finally:
+        await store.close()
     assert len(people) == 1 and people[0][0].startswith("playground:")

@@ -148,8 +148,15 @@ SLOW = [
         _READ,
     ),
     _tool("hang", "Never answers (until it is cancelled).", _NONE, _READ),
+    _tool(
+        "flood",
+        "Sends `count` progress and `count` log notifications, then answers.",
+        {"type": "object", "properties": {"count": {"type": "integer"}}},
+        _READ,
+    ),
 ]
-"""Tools that take their time: progress notifications, and a call that only ends cancelled."""
+"""Tools that take their time: progress notifications (a flood of them), and a call that only
+ends cancelled."""
 
 
 def _task_tool(name: str, description: str, support: str = "required") -> dict[str, Any]:
@@ -282,6 +289,8 @@ class Behaviour:
         name, args = str(params.get("name")), params.get("arguments") or {}
         if name == "reindex":
             return _reindex(ident, args, (params.get("_meta") or {}).get("progressToken"))
+        if name == "flood":
+            return _flood(ident, args, (params.get("_meta") or {}).get("progressToken"))
         if "task" in params and self.task_capable:
             return self._create(ident, name, args)
         if name in {t["name"] for t in TASKS if t["execution"]["taskSupport"] == "required"}:
@@ -416,6 +425,20 @@ def _reindex(ident: Any, args: dict[str, Any], token: Any) -> Reply:
     ]
     answer = f"reindexed in {steps} steps" + ("" if token is not None else " (no progress token)")
     return Reply([*notes, *_text(ident, answer).messages])
+
+
+def _flood(ident: Any, args: dict[str, Any], token: Any) -> Reply:
+    count = int(args.get("count", 1000))
+    notes: list[dict[str, Any]] = []
+    for i in range(1, count + 1):
+        if token is not None:
+            params = {"progressToken": token, "progress": i, "total": count, "message": f"row {i}"}
+            notes.append({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        log = {"level": "info", "logger": "flood", "data": f"row {i} read"}
+        notes.append({"jsonrpc": "2.0", "method": "notifications/message", "params": log})
+    return Reply(
+        [*notes, *_text(ident, f"flooded: {count} rows, sum {count * (count + 1) // 2}").messages]
+    )
 
 
 def _confirm_form(task: FakeTask) -> dict[str, Any]:

@@ -131,6 +131,21 @@ class _Restored:
         except ValidationError:
             context.oauth_metadata = None
 
+    async def _adopt(self, provider: OAuthClientProvider, storage: _Storage) -> None:
+        """Before renewing an expired access token: another worker sharing the sign-in may
+        have renewed it already (with a rotated refresh token, ours is spent): take theirs."""
+        context = provider.context
+        if not provider._initialized or context.is_token_valid():
+            return
+        record = await storage.record()
+        expires = record.get("expires_at")
+        if not isinstance(expires, int | float) or expires <= time.time():
+            return
+        tokens = await storage.get_tokens()
+        if tokens is not None and tokens != context.current_tokens:
+            context.current_tokens = tokens
+            context.token_expiry_time = float(expires)
+
 
 class _CodeFlow(OAuthClientProvider, _Restored):
     """The authorization-code flow with PKCE."""
@@ -188,6 +203,7 @@ class _CodeFlow(OAuthClientProvider, _Restored):
         self, request: httpx2.Request
     ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
         """The SDK's flow; a request that goes through ends the count of sign-ins in a row."""
+        await self._adopt(self, self._storage)
         flow = super()._auth_flow(request)
         try:
             outgoing = await flow.__anext__()

@@ -40,6 +40,7 @@ from bot.storage.postgres.reconnect import WaitingConnect
 from bot.storage.postgres.schedules import ScheduleTables
 from bot.storage.postgres.sessions import DeliveryTables, SessionTables
 from bot.storage.postgres.sign_in_waits import SignInWaitTables
+from bot.storage.postgres.sign_ins import SignInTables
 from bot.storage.postgres.url import describe_failure, redacted
 from bot.storage.postgres.work import WorkTables
 
@@ -97,6 +98,7 @@ class PostgresStore(
     BudgetTables,
     FeedbackTables,
     SignInWaitTables,
+    SignInTables,
 ):
     def __init__(
         self, url: str, *, pool_size: int = POOL_SIZE, reconnect_wait_s: float = RECONNECT_WAIT_S

@@ -29,6 +29,7 @@ from bot.storage.sqlite.memory import MemoryTables
 from bot.storage.sqlite.schedules import ScheduleTables
 from bot.storage.sqlite.sessions import DeliveryTables, SessionTables
 from bot.storage.sqlite.sign_in_waits import SignInWaitTables
+from bot.storage.sqlite.sign_ins import SignInTables
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class SqliteStore(
     MemoryTables,
     FeedbackTables,
     SignInWaitTables,
+    SignInTables,
 ):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)

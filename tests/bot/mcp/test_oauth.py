@@ -4,6 +4,7 @@ MCP and authorization servers."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from bot.mcp.auth import OAuthAccess
 from bot.mcp.endpoint import HttpEndpoint
 from bot.mcp.server import McpServer
 from bot.mcp.tokens import Vault, state_of
+from bot.storage.sqlite.store import SqliteStore
 from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.oauth_server import FakeOAuthServer
 
@@ -33,10 +35,19 @@ async def servers() -> AsyncIterator[tuple[FakeMcpHttp, FakeOAuthServer]]:
         yield mcp, oauth
 
 
-def on_disk(home: Path) -> tuple[bool, str]:
-    """Whether the sealed file shows the token, and the key file's mode."""
-    kept = next(home.rglob("*.sealed"))
-    return b"secret-value" in kept.read_bytes(), oct((home / "secret.key").stat().st_mode & 0o777)
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    opened = SqliteStore(tmp_path / "t.sqlite3")
+    await opened.open()
+    yield opened
+    await opened.close()
+
+
+async def at_rest(store: SqliteStore, home: Path) -> tuple[bool, str]:
+    """Whether the sealed row shows the token, and the key file's mode."""
+    kept = await store.sign_in("docs", "shared")
+    assert kept is not None
+    return b"secret-value" in kept.sealed, oct((home / "secret.key").stat().st_mode & 0o777)
 
 
 def server_with(mcp: FakeMcpHttp, vault: Vault) -> McpServer:
@@ -45,15 +56,17 @@ def server_with(mcp: FakeMcpHttp, vault: Vault) -> McpServer:
     return McpServer("docs", config, HttpEndpoint(mcp.url, {}, access), SystemClock())
 
 
-async def test_a_sign_in_is_sealed_and_read_back_only_with_its_key(tmp_path: Path) -> None:
-    vault = Vault(tmp_path, sealer(tmp_path, None))
+async def test_a_sign_in_is_sealed_and_read_back_only_with_its_key(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    vault = Vault(store, sealer(tmp_path, None))
     await vault.slot("docs").write({"tokens": {"access_token": "secret-value"}})
-    assert on_disk(tmp_path) == (False, "0o600")
+    assert await at_rest(store, tmp_path) == (False, "0o600")
     assert await vault.slot("docs").read() == {
         "tokens": {"access_token": "secret-value"},
         "subject": "shared",
     }
-    other = Vault(tmp_path, sealer(tmp_path, "THREADLINE_SECRET_KEY set since"))
+    other = Vault(store, sealer(tmp_path, "THREADLINE_SECRET_KEY set since"))
     assert await other.slot("docs").read() is None  # another key: a new sign-in is needed
     assert await vault.slot("docs", "slack:T1:U1").read() is None  # nobody else's
 
@@ -95,10 +108,10 @@ async def signed_in(mcp: FakeMcpHttp, oauth: FakeOAuthServer, vault: Vault, **ov
 
 
 async def test_an_expired_sign_in_is_renewed_after_a_restart(
-    servers: tuple[FakeMcpHttp, FakeOAuthServer], tmp_path: Path
+    servers: tuple[FakeMcpHttp, FakeOAuthServer], store: SqliteStore, tmp_path: Path
 ) -> None:
     mcp, oauth = servers
-    vault = Vault(tmp_path, sealer(tmp_path, None))
+    vault = Vault(store, sealer(tmp_path, None))
     await signed_in(mcp, oauth, vault, expires_at=time.time() - 5)
     server = server_with(mcp, vault)
     try:
@@ -113,10 +126,10 @@ async def test_an_expired_sign_in_is_renewed_after_a_restart(
 
 
 async def test_a_revoked_sign_in_is_a_sign_in_needed_again(
-    servers: tuple[FakeMcpHttp, FakeOAuthServer], tmp_path: Path
+    servers: tuple[FakeMcpHttp, FakeOAuthServer], store: SqliteStore, tmp_path: Path
 ) -> None:
     mcp, oauth = servers
-    vault = Vault(tmp_path, sealer(tmp_path, None))
+    vault = Vault(store, sealer(tmp_path, None))
     await signed_in(mcp, oauth, vault)  # the server does not know "old-access-token"
     oauth.revoked.append("refresh-0")
     server = server_with(mcp, vault)
@@ -128,3 +141,31 @@ async def test_a_revoked_sign_in_is_a_sign_in_needed_again(
         await server.aclose()
     assert "`threadline mcp login docs`" in (server.last_error or "")
     assert "old-access-token" not in (server.last_error or "")
+
+
+async def test_workers_sharing_a_store_share_the_sign_in_and_its_renewal(
+    servers: tuple[FakeMcpHttp, FakeOAuthServer], store: SqliteStore, tmp_path: Path
+) -> None:
+    """Two workers on one store, the access token expired: both start at once, each renews
+    or takes the other's renewal; neither asks anyone to sign in, and a fresh token is kept."""
+    mcp, oauth = servers
+    other = SqliteStore(tmp_path / "t.sqlite3")  # the second worker's connection
+    await other.open()
+    key = "the key every worker has"
+    vault_a, vault_b = Vault(store, sealer(tmp_path, key)), Vault(other, sealer(tmp_path, key))
+    await signed_in(mcp, oauth, vault_a, expires_at=time.time() - 5)
+    worker_a, worker_b = server_with(mcp, vault_a), server_with(mcp, vault_b)
+    try:
+        started = await asyncio.gather(worker_a.start(), worker_b.start())
+        assert started == [True, True], (worker_a.last_error, worker_b.last_error)
+        await worker_b.call("lookup", {"id": "T-1"})
+    finally:
+        await worker_a.aclose()
+        await worker_b.aclose()
+        await other.close()
+    assert 1 <= len(oauth.token_requests) <= 2
+    assert {r["grant_type"] for r in oauth.token_requests} == {"refresh_token"}
+    kept = await vault_a.slot("docs").read()
+    assert kept is not None and kept["tokens"]["access_token"] == TOKEN
+    assert kept["expires_at"] > time.time()
+    assert not oauth.authorizations

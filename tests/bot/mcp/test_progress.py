@@ -124,3 +124,37 @@ async def test_stopping_a_call_tells_the_server_it_is_cancelled(tmp_path: Path) 
             )
         finally:
             await servers.aclose()
+
+
+class Stuck(Events):
+    """A thread that never finishes showing a progress line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held = asyncio.Event()
+
+    async def __call__(self, event: EngineEvent) -> None:
+        self.seen.append(event)
+        if isinstance(event, ToolProgress):
+            await self.held.wait()
+
+
+async def test_a_flood_of_notifications_delays_neither_the_answer_nor_other_threads(
+    stdio_servers: tuple[ToolRegistry, McpServers],
+) -> None:
+    """5,000 progress and 5,000 log notifications for one call, each due (the clock moves 2 s
+    at each look), whose thread is stuck showing its line: the call's answer is exact, another
+    thread's call on the same server answers, and the stuck thread was handed one line, the
+    others coalesced away (not one waiting delivery per notification)."""
+    registry, _ = stdio_servers
+    flood, reindex = tool(registry, "tickets__flood"), tool(registry, "tickets__reindex")
+    stuck, other = Stuck(), Events()
+    async with asyncio.timeout(60):  # a bound on a failure, not a wait
+        flooded, reindexed = await asyncio.gather(
+            flood.invoke(context(Stepping(), stuck), flood.parse('{"count": 5000}')),
+            reindex.invoke(context(Stepping(), other), reindex.parse('{"steps": 3}')),
+        )
+    assert flooded == "flooded: 5000 rows, sum 12502500"
+    assert reindexed == "reindexed in 3 steps"
+    assert other.lines() == ["1 of 3: step 1", "2 of 3: step 2", "3 of 3: step 3"]
+    assert stuck.lines() == ["1 of 5000: row 1"]

@@ -97,6 +97,7 @@ class Bot:
             asking=self.core.asking,
             waits=self.core.store,
             resume=self.core.signed_in,
+            keep=self.core.store,
         )
         self.mcp.install(self.core.tools)
         self.thread = thread
@@ -139,6 +140,16 @@ async def world(tmp_path: Path) -> AsyncIterator[tuple[FakeOAuthServer, FakeMcpH
         docs = {"url": mcp.url, "timeout_s": 20, "oauth": {"sign_in": "per_person"}}
         settings = Settings(data_dir=tmp_path, mcp_servers={"docs": docs})
         yield oauth, mcp, settings
+
+
+async def kept_people(data: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The sign-ins kept for ``docs`` in the store under ``data``, unsealed."""
+    store = SqliteStore(Settings(data_dir=data).database_path)
+    await store.open()
+    try:
+        return await Vault(store, sealer(data, None)).people("docs")
+    finally:
+        await store.close()
 
 
 @pytest.mark.parametrize("stop", ["crash", "graceful"])
@@ -185,7 +196,7 @@ async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
     assert mcp.behaviour.calls == [("echo", {"text": "hi"})], "the call was made once"
     assert mcp.called_with == [("echo", "token-1")]
     assert len([r for r in oauth.token_requests if r["grant_type"] == "authorization_code"]) == 1
-    people = await Vault(tmp_path, sealer(tmp_path, None)).people("docs")
+    people = await kept_people(tmp_path)
     assert [(who, record["tokens"]["access_token"]) for who, record in people] == [
         (ALICE.id, "token-1")
     ]
@@ -271,6 +282,6 @@ async def test_two_people_each_sign_in_for_themselves(tmp_path: Path) -> None:
         await asyncio.wait_for(bot.say("echo alice", ALICE), WAIT)
         await bot.aclose()
     assert mcp.called_with == [("echo", "token-2"), ("echo", "token-1")]
-    people = await Vault(tmp_path, sealer(tmp_path, None)).people("docs")
+    people = await kept_people(tmp_path)
     kept = {who: record["tokens"]["access_token"] for who, record in people}
     assert kept == {ALICE.id: "token-1", BOB.id: "token-2"}
