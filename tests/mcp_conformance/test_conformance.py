@@ -36,6 +36,7 @@ PASSING = {
     "auth/token-endpoint-auth-none": 17,
     "auth/pre-registration": 12,
     "auth/2025-03-26-oauth-endpoint-fallback": 6,
+    "auth/2025-03-26-oauth-metadata-backcompat": 11,
     "auth/resource-mismatch": 2,
     "auth/offline-access-scope": 12,
     "auth/offline-access-not-supported": 13,
@@ -45,10 +46,6 @@ PASSING = {
 }
 """Each scenario that passes, and how many of its checks pass (none fails or warns)."""
 UNSUPPORTED = {
-    "auth/2025-03-26-oauth-metadata-backcompat": (
-        "the suite's server publishes metadata at the root whose issuer names another path"
-        " (/oauth); RFC 8414 section 3.3 says to reject it (a mix-up attack), and the SDK does"
-    ),
     "auth/cross-app-access-complete-flow": (
         "enterprise-managed sign-in (SEP-990) starts from a person's ID token at their identity"
         " provider, which a chat bot does not hold"

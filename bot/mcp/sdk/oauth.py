@@ -20,7 +20,7 @@ import warnings
 from collections.abc import AsyncGenerator, Callable
 from contextvars import ContextVar
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx2
 from mcp.client.auth import OAuthClientProvider, TokenStorage, oauth2
@@ -29,7 +29,12 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
-from mcp.client.auth.utils import union_scopes, validate_authorization_response_iss
+from mcp.client.auth.oauth2 import _origin_issuer
+from mcp.client.auth.utils import (
+    issuers_match,
+    union_scopes,
+    validate_authorization_response_iss,
+)
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -110,6 +115,39 @@ class _Storage(TokenStorage):
         if resource is not None:
             record["resource"] = resource.model_dump(mode="json", exclude_none=True)
         await self.slot.write(record)
+
+
+_PORTS = {"https": 443, "http": 80}
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    port = parts.port if parts.port is not None else _PORTS.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), port
+
+
+async def _vouched(
+    server_url: str, response: httpx2.Response
+) -> tuple[httpx2.Response, OAuthMetadata | None]:
+    """The 2025-03-26 fallback (no protected-resource metadata: the authorization server's
+    metadata read at the MCP server's own origin) with an ``issuer`` on that same origin but
+    another path (``https://mcp.example.com/oauth``): the origin vouches for its own metadata,
+    so it is taken, as the response the SDK checks with the origin as its issuer, and the
+    metadata as published kept to be put back after. Any other response is as it came (an
+    issuer on another origin is refused by the SDK, RFC 8414 section 3.3)."""
+    if response.status_code != 200:
+        return response, None
+    await response.aread()
+    try:
+        published = OAuthMetadata.model_validate_json(response.content)
+    except ValidationError:
+        return response, None
+    expected = _origin_issuer(server_url)
+    issuer = str(published.issuer)
+    if issuers_match(issuer, expected) or _origin(issuer) != _origin(server_url):
+        return response, None
+    body = response.json() | {"issuer": expected}
+    return httpx2.Response(200, json=body, request=response.request), published
 
 
 class _Restored:
@@ -211,11 +249,29 @@ class _CodeFlow(OAuthClientProvider, _Restored):
                 response = yield outgoing
                 if outgoing is request and response.status_code < 400:
                     self._sign_ins = 0
+                published = None
+                if self._legacy_metadata(outgoing):
+                    response, published = await _vouched(self.context.server_url, response)
                 outgoing = await flow.asend(response)
+                if published is not None and self.context.oauth_metadata is not None:
+                    self.context.oauth_metadata = published
         except StopAsyncIteration:
             return
         finally:
             await flow.aclose()
+
+    def _legacy_metadata(self, outgoing: httpx2.Request) -> bool:
+        """Whether ``outgoing`` reads the authorization server's metadata on the 2025-03-26
+        fallback: no protected-resource metadata named one, so it is asked of the MCP
+        server's own origin (never when protected-resource metadata named the server: there
+        the issuer must be the one named)."""
+        server = urlsplit(self.context.server_url)
+        root = f"{server.scheme}://{server.netloc}/.well-known/oauth-authorization-server"
+        return (
+            self.context.auth_server_url is None
+            and outgoing.method == "GET"
+            and str(outgoing.url) == root
+        )
 
     async def _perform_authorization_code_grant(self) -> tuple[str, str]:
         if configured := self._access.settings.scope:  # asked for beside the server's own
