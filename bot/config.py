@@ -313,9 +313,12 @@ class McpOAuthSettings(BaseModel):
     sign_in: Literal["shared", "per_person"] = "shared"
     """``shared``: one sign-in for everyone, made by the operator (``threadline mcp login
     NAME``); ``per_person``: whoever's run calls the server's tool signs in the first time."""
-    grant: Literal["authorization_code", "client_credentials"] = "authorization_code"
+    grant: Literal["authorization_code", "client_credentials", "enterprise"] = "authorization_code"
     """``client_credentials``: the bot signs in as itself with ``client_id`` and
-    ``client_secret`` (or ``private_key``), no person involved (shared only)."""
+    ``client_secret`` (or ``private_key``), no person involved (shared only). ``enterprise``
+    (SEP-990, enterprise-managed authorization): ``id_token`` is exchanged at the identity
+    provider's ``idp_token_endpoint`` (RFC 8693) for an identity assertion grant, presented
+    to ``authorization_server`` with ``client_id`` and ``client_secret`` (RFC 7523)."""
     client_id: str | None = None
     """A client registered with the authorization server beforehand (else: registered
     dynamically, or ``client_metadata_url``)."""
@@ -337,8 +340,35 @@ class McpOAuthSettings(BaseModel):
     scope: str | None = None
     """Scopes to ask for, space-separated, beside those the server names."""
     client_name: str = "Threadline"
+    authorization_server: str | None = None
+    """``enterprise``: the issuer of the MCP server's authorization server this client is
+    registered with (configuration, never taken from the MCP server)."""
+    idp_token_endpoint: str | None = None
+    """``enterprise``: the identity provider's token endpoint (token exchange)."""
+    idp_client_id: str | None = None
+    """``enterprise``: the client id the bot has at the identity provider, if it needs one."""
+    idp_client_secret: str | None = None
+    """``enterprise``: that client's secret, as ``${ENV_VAR}``."""
+    id_token: str | None = None
+    """``enterprise``: the ID token the identity provider issued, as ``${ENV_VAR}``."""
 
     def problem(self) -> str | None:
+        if self.grant == "enterprise":
+            missing = [
+                key
+                for key in (
+                    "client_id",
+                    "client_secret",
+                    "authorization_server",
+                    "idp_token_endpoint",
+                    "id_token",
+                )
+                if getattr(self, key) is None
+            ]
+            if missing:
+                return f"the enterprise grant needs {', '.join(missing)}"
+            if self.sign_in == "per_person":
+                return "the enterprise grant signs in with one ID token: use sign_in = shared"
         if self.grant == "client_credentials":
             if self.client_id is None or (self.client_secret is None and self.private_key is None):
                 return "client_credentials needs client_id and client_secret (or private_key)"
@@ -353,7 +383,8 @@ class McpOAuthSettings(BaseModel):
         return None
 
     def placeholders(self) -> list[str]:
-        return [v for v in (self.client_secret, self.private_key) if v is not None]
+        kept = (self.client_secret, self.private_key, self.idp_client_secret, self.id_token)
+        return [v for v in kept if v is not None]
 
 
 class McpServerSettings(BaseModel):

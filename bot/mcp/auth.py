@@ -73,6 +73,8 @@ def resolved(settings: McpOAuthSettings, environ: Mapping[str, str]) -> McpOAuth
         update={
             "client_secret": read(settings.client_secret),
             "private_key": read(settings.private_key),
+            "idp_client_secret": read(settings.idp_client_secret),
+            "id_token": read(settings.id_token),
         }
     )
 

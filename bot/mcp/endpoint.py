@@ -74,7 +74,9 @@ def sign_in(server: McpServerSettings) -> str:
     values), or none."""
     if server.url is not None and server.oauth is not None:
         who = "one per person" if server.oauth.sign_in == "per_person" else "shared"
-        grant = " (client credentials)" if server.oauth.grant == "client_credentials" else ""
+        grant = {"client_credentials": " (client credentials)", "enterprise": " (enterprise)"}.get(
+            server.oauth.grant, ""
+        )
         return f"OAuth, {who}{grant}"
     if server.url is not None and server.headers:
         return f"static headers ({', '.join(sorted(server.headers))})"

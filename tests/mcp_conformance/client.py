@@ -7,7 +7,10 @@ An ``auth/*`` scenario is tried as a configured server instead (``threadline mcp
 conformance --follow-sign-in``): a ``threadline.toml`` is written with its ``[oauth]`` section
 from what the suite hands over in ``MCP_CONFORMANCE_CONTEXT`` (a pre-registered client, client
 credentials), the client metadata document URL the suite expects, and the secrets in the
-environment, as an operator would configure it.
+environment, as an operator would configure it. For enterprise-managed authorization
+(SEP-990) the suite hands over the identity provider's token endpoint and an ID token, not the
+authorization server the client is registered with, which an operator would know: it is read
+here from the server's protected-resource metadata (the bot itself never takes it from there).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import json
 import os
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 CALLS = {
     "tools_call": ("add_numbers", '{"a": 5, "b": 3}'),
@@ -51,7 +56,23 @@ def configured(url: str, context: dict[str, object]) -> tuple[str, dict[str, str
         lines.append(f"signing_algorithm = {json.dumps(algorithm or 'ES256')}")
     if str(context.get("name", "")).startswith("auth/client-credentials"):
         lines.append('grant = "client_credentials"')
+    if isinstance(id_token := context.get("idp_id_token"), str):
+        lines.append('grant = "enterprise"')
+        lines.append(f"authorization_server = {json.dumps(authorization_server(url))}")
+        lines.append(f"idp_token_endpoint = {json.dumps(context.get('idp_token_endpoint'))}")
+        if isinstance(idp_client := context.get("idp_client_id"), str):
+            lines.append(f"idp_client_id = {json.dumps(idp_client)}")
+        lines.append('id_token = "${CONFORMANCE_ID_TOKEN}"')
+        env["CONFORMANCE_ID_TOKEN"] = id_token
     return "\n".join(lines) + "\n", env
+
+
+def authorization_server(url: str) -> str:
+    """The authorization server the MCP server at ``url`` names in its metadata."""
+    parts = urlsplit(url)
+    where = f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
+    with urllib.request.urlopen(where, timeout=10) as answer:
+        return str(json.load(answer)["authorization_servers"][0])
 
 
 def main() -> None:

@@ -37,6 +37,7 @@ PASSING = {
     "auth/pre-registration": 12,
     "auth/2025-03-26-oauth-endpoint-fallback": 6,
     "auth/2025-03-26-oauth-metadata-backcompat": 11,
+    "auth/cross-app-access-complete-flow": 8,
     "auth/resource-mismatch": 2,
     "auth/offline-access-scope": 12,
     "auth/offline-access-not-supported": 13,
@@ -45,12 +46,7 @@ PASSING = {
     "elicitation-sep1034-client-defaults": 5,
 }
 """Each scenario that passes, and how many of its checks pass (none fails or warns)."""
-UNSUPPORTED = {
-    "auth/cross-app-access-complete-flow": (
-        "enterprise-managed sign-in (SEP-990) starts from a person's ID token at their identity"
-        " provider, which a chat bot does not hold"
-    ),
-}
+UNSUPPORTED: dict[str, str] = {}
 """Each scenario not supported yet, and why."""
 
 

@@ -29,6 +29,7 @@ from mcp.client.auth.extensions.client_credentials import (
     PrivateKeyJWTOAuthProvider,
     SignedJWTParameters,
 )
+from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
 from mcp.client.auth.oauth2 import _origin_issuer
 from mcp.client.auth.utils import (
     issuers_match,
@@ -378,6 +379,75 @@ class _SignedJwt(PrivateKeyJWTOAuthProvider, _Restored):
         await self._restore(self, self._storage)
 
 
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+
+
+class _Enterprise(IdentityAssertionOAuthProvider):
+    """Enterprise-managed authorization (SEP-990): the configured ID token is exchanged at the
+    identity provider for an identity assertion grant (ID-JAG, RFC 8693), which the SDK's
+    provider presents to the configured authorization server (RFC 7523 jwt-bearer)."""
+
+    def __init__(self, url: str, access: OAuthAccess, storage: _Storage) -> None:
+        config = access.settings
+        assert config.client_id is not None and config.client_secret is not None
+        assert config.authorization_server is not None
+        issuer = config.authorization_server  # exactly as its metadata names it
+        self._config = config
+        super().__init__(
+            url,
+            storage,
+            config.client_id,
+            config.client_secret,
+            issuer,
+            self._grant,
+            scope=config.scope,
+            token_endpoint_auth_method="client_secret_post"
+            if config.token_endpoint_auth_method == "client_secret_post"
+            else "client_secret_basic",
+        )
+
+    async def _grant(self, audience: str, resource: str) -> str:
+        """The ID-JAG for ``audience`` (the authorization server) and ``resource`` (the MCP
+        server), from the identity provider's token endpoint."""
+        config = self._config
+        assert config.idp_token_endpoint is not None and config.id_token is not None
+        form = {
+            "grant_type": TOKEN_EXCHANGE,
+            "subject_token": config.id_token,
+            "subject_token_type": ID_TOKEN,
+            "requested_token_type": ID_JAG,
+            "audience": audience,
+            "resource": resource,
+        }
+        if config.scope:
+            form["scope"] = config.scope
+        headers: dict[str, str] = {}
+        if config.idp_client_id is not None:
+            if config.idp_client_secret is not None:
+                pair = f"{quote(config.idp_client_id, safe='')}:{quote(config.idp_client_secret, safe='')}"
+                headers["Authorization"] = f"Basic {base64.b64encode(pair.encode()).decode()}"
+            else:
+                form["client_id"] = config.idp_client_id
+        async with httpx2.AsyncClient(timeout=30.0) as http:
+            answer = await http.post(config.idp_token_endpoint, data=form, headers=headers)
+        try:
+            body = answer.json()
+        except ValueError:
+            body = {}
+        if answer.status_code != 200 or not isinstance(body, dict):
+            said = body.get("error") if isinstance(body, dict) else None
+            raise SignInFailed(
+                f"the identity provider refused the token exchange (HTTP {answer.status_code}"
+                f"{f': {said}' if isinstance(said, str) else ''})"
+            )
+        grant = body.get("access_token")
+        if body.get("issued_token_type") != ID_JAG or not isinstance(grant, str):
+            raise SignInFailed("the identity provider did not issue an identity assertion grant")
+        return grant
+
+
 class _Watched(httpx2.Auth):
     """Tells ``failed`` why the sign-in failed: the transport only logs it and closes."""
 
@@ -429,7 +499,9 @@ def oauth_auth(
     storage = _Storage(access.slot)
     config = access.settings
     inner: httpx2.Auth
-    if config.grant == "client_credentials":
+    if config.grant == "enterprise":
+        inner = _Enterprise(url, access, storage)
+    elif config.grant == "client_credentials":
         inner = (
             _SignedJwt(url, access, storage)
             if config.private_key is not None
