@@ -178,13 +178,15 @@ async def test_a_pause_is_kept_with_the_pace_for_a_worker_that_did_not_hear_it(
     clock = SystemClock()
     first = await workers.worker("w1", clock)
     assert await first.get(LIMITS).acquire("a")
-    first.get(LIMITS).note_rate_limited(0.6)
+    hit = time.monotonic()
+    first.get(LIMITS).note_rate_limited(1.5)
     assert first.shared is not None
     await first.shared.aclose()  # the pause is written
     late = await workers.worker("w2", clock)  # started after the 429: it heard nothing
-    began = time.monotonic()
     assert await late.get(LIMITS).acquire("b", Priority.FINAL)
-    assert time.monotonic() - began >= 0.5
+    # the pause waited out, measured from the 429 (the late worker's start takes a while on a
+    # loaded machine; without the kept pause its edit would go at once)
+    assert time.monotonic() - hit >= 1.5 - 0.05
 
 
 async def test_a_worker_that_loses_the_database_paces_at_a_fraction_of_the_rate(
@@ -256,10 +258,11 @@ async def test_streams_that_cannot_start_at_once_never_wait_for_the_other_worker
     workers: Workers,
 ) -> None:
     """Two workers with four replies each, in a workspace where four streams may start at once
-    and one every 4 s after: the four that get a start stream, the others are edited from the
-    start — no reply waits for a later slot of the shared start pace."""
+    and one every 10 s after: the four that get a start stream, the others are edited from the
+    start — no reply waits for a later slot of the shared start pace (10 s away: far beyond
+    what a loaded machine adds to showing the first words)."""
     clock = SystemClock()
-    limits = replace(STREAM_LIMITS, budget_key="slack:TQUIET", starts_per_minute=15.0)
+    limits = replace(STREAM_LIMITS, budget_key="slack:TQUIET", starts_per_minute=6.0)
     replies: list[tuple[RecordingSurface, Streams, NativeReply]] = []
     for name in ("w1", "w2"):
         budgets = await workers.worker(name, clock)
@@ -276,7 +279,7 @@ async def test_streams_that_cannot_start_at_once_never_wait_for_the_other_worker
     async with asyncio.timeout(30.0):
         await asyncio.gather(*(reply.finish() for _, _, reply in replies))
     try:
-        assert shown_after < 2.0, f"the first words waited {shown_after:.1f} s for a start"
+        assert shown_after < 5.0, f"the first words waited {shown_after:.1f} s for a start"
         assert sum(op == "start" for _, s, _ in replies for op, _ in s.calls) == 4
         assert all(surface.texts() == ["first words"] for surface, _, _ in replies)
     finally:

@@ -91,8 +91,15 @@ async def store(stores: Stores) -> Store:
 
 
 @pytest.fixture(params=sorted(LEASE_IMPLEMENTATIONS))
-async def workers(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Stores]:
+def lease_opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    """Synchronous, like :func:`opener`: the session's database is created (``asyncio.run``)
+    outside the test's event loop even when this is the first PostgreSQL test of the run."""
+    return LEASE_IMPLEMENTATIONS[request.param](request, tmp_path)
+
+
+@pytest.fixture
+async def workers(lease_opener: Opener) -> AsyncIterator[Stores]:
     """Stores with leases, each :meth:`Stores.open` a worker on the same data."""
-    kept = Stores(LEASE_IMPLEMENTATIONS[request.param](request, tmp_path))
+    kept = Stores(lease_opener)
     yield kept
     await kept.close()
