@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -24,8 +25,18 @@ class Unreadable(Exception):
 
 
 class Sealer:
-    def __init__(self, key: bytes) -> None:
-        self._fernet = Fernet(key)
+    """Seals with ``key``, or with the key ``key()`` gives the first time one is needed (so an
+    installation that never seals anything makes no key file)."""
+
+    def __init__(self, key: bytes | Callable[[], bytes]) -> None:
+        self._key = key
+        self._made: Fernet | None = None
+
+    @property
+    def _fernet(self) -> Fernet:
+        if self._made is None:
+            self._made = Fernet(self._key if isinstance(self._key, bytes) else self._key())
+        return self._made
 
     def seal(self, data: bytes) -> bytes:
         return self._fernet.encrypt(data)
@@ -47,9 +58,13 @@ def sealer(data_dir: Path, secret: str | None) -> Sealer:
     ``data_dir`` (made, readable by its owner only, the first time)."""
     if secret:
         return Sealer(key_from(secret))
-    path = data_dir / KEY_FILE
+    return Sealer(lambda: _key_file(data_dir / KEY_FILE))
+
+
+def _key_file(path: Path) -> bytes:
+    """The key kept in ``path``, made the first time (the data directory 0700, the file 0600)."""
     if not path.is_file():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:  # another process made it first
@@ -57,4 +72,4 @@ def sealer(data_dir: Path, secret: str | None) -> Sealer:
         else:
             with os.fdopen(fd, "wb") as out:
                 out.write(Fernet.generate_key())
-    return Sealer(path.read_bytes().strip())
+    return path.read_bytes().strip()
