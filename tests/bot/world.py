@@ -90,8 +90,9 @@ class World:
         return ran
 
     async def until(self, at: float) -> int:
-        """:meth:`later`, up to the time ``at``."""
-        return await self.later(max(0.0, at - self.clock.now()))
+        """:meth:`later`, up to the time ``at`` (a microsecond past it: ``now + (at - now)`` can
+        fall one rounding short of ``at`` in floating point, and a job due at ``at`` not run)."""
+        return await self.later(max(0.0, at - self.clock.now()) + 1e-6)
 
     async def schedules(self, key: str = KEY) -> list[Schedule]:
         return await self.core.store.schedules_of(key)
