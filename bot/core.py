@@ -110,12 +110,15 @@ class Core:
         self.forms = FormDesk(clock, self.surfaces.surface_for)
         """Forms MCP servers ask the runs' people to fill in (:mod:`bot.mcp.forms`)."""
         workspaces = settings.data_dir / "workspaces" if settings.workspace_tools else None
+        self.intake = Intake(settings, settings.data_dir / "workspaces")
+        """Keeps the files people share and tools return in the threads' workspaces."""
         self.asking = Asking(
             self.forms,
             workspaces,
             surface_for=self.surfaces.surface_for,
             sees_images=self._sees_images,
             image_max_bytes=settings.image_max_bytes,
+            intake=self.intake,
         )
         """How a thread's call answers what its MCP server asks (forms, roots, sampling)."""
         self.policy = Policy(settings, direct=self.surfaces.direct)
@@ -145,7 +148,6 @@ class Core:
             self.policy,
         )
         self.memory = Memories(settings, store, clock, self.surfaces.channel_of)
-        self.intake = Intake(settings, settings.data_dir / "workspaces")
         tools.attach(
             FilesToolkit(settings, settings.data_dir / "workspaces", self.surfaces),
             own=files_tools.NAMES,
