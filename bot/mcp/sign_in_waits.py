@@ -98,6 +98,11 @@ class SignInWaitStore(Protocol):
         ...
 
 
+def not_signed_in(person: str, server: str, timeout_s: float) -> str:
+    """What a call that waited for a person's sign-in in vain says."""
+    return f"not signed in: {person} did not sign in to {server} within {timeout_s:g} s"
+
+
 def wait_id(state: str) -> str:
     """How the store names a link's wait: the link's ``state`` is never kept as it is."""
     return hashlib.sha256(state.encode()).hexdigest()
