@@ -195,12 +195,12 @@ class SignInDesk:
         if not code and not query.get("error"):
             return Landing(400, "The sign-in came back without a code: nothing changed.")
         peers = kept.peers
-        if peers is not None and found.owner not in ("", peers.owner):
-            if await peers.alive(found.owner):
+        if peers is not None:
+            if found.owner not in ("", peers.owner) and await peers.alive(found.owner):
                 landing = await self._hand(kept, peers, found, query)
                 if landing is not None:
                     return landing
-            await peers.take_over(found.key)  # a run cut off on a dead worker: found paused
+            await peers.take_over(found.key)  # a run cut off on a worker gone: found paused
         return await self._finish(kept, found, state, query)
 
     async def _hand(
