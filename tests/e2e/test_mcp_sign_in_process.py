@@ -30,11 +30,17 @@ from tests.e2e.test_process_restart import (
     threadline,
     until_event,
 )
+from tests.e2e.workers import sql, worker
 from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.oauth_server import FakeOAuthServer
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
+from tests.fakes.slack import MENTION, FakeSlack
+from tests.postgres import fresh_schema, postgres_database
+
+__all__ = ["postgres_database"]
 
 TOKEN = "per-person-token-that-must-not-show"
+CHANNEL = "CGENERAL"
 LINK = re.compile(r"\((http://127\.0\.0\.1:\d+/authorize\?[^)\s]+)\)")
 
 
@@ -187,3 +193,79 @@ async def test_a_restart_while_a_person_signs_in_loses_nothing(
     finally:
         await store.close()
     assert len(people) == 1 and people[0][0].startswith("playground:")
+
+
+BALANCER = "http://balancer.test"
+"""The bot's public address (``THREADLINE_PUBLIC_URL``): a load balancer in front of both
+workers, which the test plays by sending the callback to the worker it chooses."""
+SLACK_LINK = re.compile(r"(http://127\.0\.0\.1:\d+/authorize\?[^|>\s)]+)")
+
+
+async def test_two_workers_the_callback_reaches_the_one_whose_run_does_not_wait(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    url = await fresh_schema(postgres_database)
+    slack = FakeSlack()
+    await slack.start()
+    try:
+        async with (
+            FakeOAuthServer(token=TOKEN) as oauth,
+            FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
+            FakeOpenAI() as model,
+            browser() as http,
+        ):
+            (tmp_path / "threadline.toml").write_text(
+                f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\n\n'
+                '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
+            )
+            model.push(
+                Reply(calls=[FakeCall("docs__sign_in", {})]),
+                Reply(calls=[FakeCall("docs__echo", {"text": "on worker a"})]),
+                Reply("Echoed for Alice."),
+            )
+            public = {"THREADLINE_PUBLIC_URL": BALANCER}
+            async with (
+                worker(tmp_path, "b", url, slack, model.base_url, **public) as b,
+                worker(tmp_path, "a", url, slack, model.base_url, **public) as a,  # gets events
+            ):
+                root = await slack.say("UADA", CHANNEL, f"{MENTION} echo something from docs")
+                await slack.wait_for(lambda: any(SLACK_LINK.search(e) for e in notes(slack)), 30)
+                [lease] = await sql(url, "SELECT owner FROM leases")
+                assert lease["owner"] == "a", "a holds the run, which waits for Alice"
+                found = SLACK_LINK.search(next(e for e in notes(slack) if SLACK_LINK.search(e)))
+                assert found is not None
+                async with http.get(
+                    found.group(1).replace("&amp;", "&"), allow_redirects=False
+                ) as signing:
+                    back = signing.headers["Location"]
+                assert back.startswith(f"{BALANCER}/mcp/oauth/callback?")
+                to_b = back.replace(BALANCER, f"http://127.0.0.1:{b.port}")
+                clicked = time.monotonic()
+                async with http.get(to_b) as landed:
+                    said = await landed.text()
+                    assert landed.status == 200 and "Signed in" in said, said
+                answered_s = time.monotonic() - clicked
+                await slack.wait_for(lambda: "Echoed for Alice." in replied(slack, root.ts), 30)
+                called_s = time.monotonic() - clicked
+                [wait] = await sql(url, "SELECT owner, taken_at, handed FROM mcp_sign_in_waits")
+                async with http.get(to_b) as again:
+                    assert again.status == 400
+            logs = a.output + b.output
+    finally:
+        await slack.stop()
+    print(
+        f"callback on b to its page: {answered_s * 1000:.0f} ms; to the answer: {called_s * 1000:.0f} ms"
+    )
+    assert mcp.behaviour.calls.count(("echo", {"text": "on worker a"})) == 1
+    assert len(oauth.token_requests) == 1, "the code was exchanged once"
+    assert wait["owner"] == "a" and wait["taken_at"] is not None, "a took the handed callback"
+    assert TOKEN not in logs and TOKEN not in replied(slack, root.ts)
+
+
+def notes(slack: FakeSlack) -> list[str]:
+    """What Alice is shown: her notes, and the channel's messages."""
+    return slack.ephemerals("UADA") + [m.shown for m in slack.workspace.messages.values()]
+
+
+def replied(slack: FakeSlack, root_ts: str) -> str:
+    return "\n".join(m.shown for m in slack.replies(CHANNEL, root_ts) if not m.deleted)
