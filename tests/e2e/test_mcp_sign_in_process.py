@@ -7,13 +7,19 @@ nothing. The token never shows in the thread or the log.
 
 Killed with SIGKILL (or stopped with SIGTERM) while the person signs in, the program started
 again takes the link's callback: the code is exchanged there, and the run goes on from the call
-that waited."""
+that waited. A link nobody follows ends its call "not signed in" at its expiry, after a restart
+too, and the run goes on by itself; a message meanwhile is told whose sign-in it waits for.
+
+Two workers on PostgreSQL: the callback sent to the worker whose run does not wait is handed to
+the one whose run does, and the call is made there once, with the person's token."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -193,6 +199,65 @@ async def test_a_restart_while_a_person_signs_in_loses_nothing(
     finally:
         await store.close()
     assert len(people) == 1 and people[0][0].startswith("playground:")
+
+
+async def test_after_a_restart_an_expired_link_ends_the_call_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_name": "Alice"}
+    async with (
+        FakeOAuthServer(token=TOKEN) as oauth,
+        FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
+        FakeOpenAI() as fake,
+        browser() as http,
+    ):
+        (tmp_path / "threadline.toml").write_text(
+            f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\nform_timeout_s = 6\n\n'
+            '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
+        )
+        fake.push(Reply(calls=[FakeCall("docs__sign_in", {})]), Reply("You did not sign in."))
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        async with threadline(tmp_path, port, **model) as first:
+            await open_page(http, base)
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.post(
+                    f"{base}/api/messages",
+                    json={"text": "Sign me in to docs", "event_id": "event-exp-1", **user},
+                ) as resp:
+                    thread_id = (await resp.json())["thread_id"]
+                await until_event(ws, sign_in_note)
+            first.send_signal(signal.SIGKILL)  # while Alice does not sign in
+            await first.communicate()
+
+        async with threadline(tmp_path, port, **model) as second:
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.post(
+                    f"{base}/api/messages",
+                    json={"thread_id": thread_id, "text": "any news?", "event_id": "event-exp-2"}
+                    | user,
+                ) as resp:
+                    assert resp.status == 202
+                told = await until_event(ws, lambda e: "signed in to docs" in json.dumps(e))
+                # the link's expiry: the run goes on by itself, without a new link
+                await until_event(ws, lambda e: "You did not sign in." in json.dumps(e))
+            async with http.get(f"{base}/api/threads/{thread_id}") as resp:
+                shown = [m["text"] for m in (await resp.json())["messages"]]
+            second.terminate()
+            await second.communicate()
+    assert "Alice has signed in to docs" in told["message"]["text"]
+    assert "approval" not in told["message"]["text"]
+    assert sum("/authorize?" in text for text in shown) <= 1, shown
+    database = tmp_path / "data" / "threadline.sqlite3"
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        links = db.execute("SELECT used_at IS NOT NULL FROM mcp_sign_in_waits").fetchall()
+    assert links == [(1,)], "one link, ended at its expiry: the call was not made again"
+    assert not oauth.token_requests and not mcp.behaviour.calls
+    [result] = [m["content"] for m in fake.requests[-1].messages if m["role"] == "tool"]
+    assert "not signed in: Alice did not sign in to docs within 6 s" in result
+    asked = json.dumps(fake.requests[-1].messages)
+    assert "any news?" in asked, "the message sent meanwhile is read when the run goes on"
 
 
 BALANCER = "http://balancer.test"
