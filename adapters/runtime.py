@@ -60,6 +60,8 @@ class Runtime:
             waits=self.core.store,
             resume=self.core.signed_in,
             keep=self.core.store,
+            expire=self.core.decisions.sign_in_expires,
+            peers=self.core.peers,
         )
         self.mcp.install(self.core.tools)
         self.adapters: list[Adapter] = []

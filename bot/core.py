@@ -49,6 +49,7 @@ from bot.llm.openai_model import build_openai_model
 from bot.mcp.forms import GONE, Asking, FormDesk, FormReply
 from bot.mcp.pending import PendingForm
 from bot.mcp.sampling import Sampler
+from bot.mcp.sign_in_desk import Peers
 from bot.memory.service import Memories
 from bot.policy.who import Policy
 from bot.present.budget import BudgetRegistry
@@ -245,6 +246,19 @@ class Core:
             ),
         )
         self.recovery = Recovery(self.holds, self.decisions, self.supervisor)
+        self.peers: Peers | None = None
+        """With several workers: how a sign-in's callback that reaches this worker finds the
+        one whose call waits for it (:mod:`bot.mcp.sign_in_desk`)."""
+        if isinstance(self.work, Workers):
+            work = self.work
+            self.peers = Peers(
+                owner=work.owner,
+                alive=work.store.is_present,
+                nudge=lambda key: work.nudge(ThreadKey(key)),
+                take_over=self._sign_in_take_over,
+                listen=work.hearers.append,
+                poll_s=settings.worker_poll_s,
+            )
         self.answers = Answers(
             self.tasks,
             self.surfaces,
@@ -343,6 +357,14 @@ class Core:
             log.info("a sign-in came back for %s, which is not reachable now", key)
             return
         self.tasks.spawn(self.decisions.resume(thread, surface))
+
+    async def _sign_in_take_over(self, key: str) -> None:
+        """A sign-in came back for a thread whose worker died mid-run: the run is mended as
+        after a restart (found paused on the sign-in) before the callback resumes it."""
+        thread = ThreadKey(key)
+        surface = self.surfaces.surface_for(thread)
+        if surface is not None:
+            await self.recovery.recover(thread, surface)
 
     async def wait_idle(self) -> None:
         """Return once no resumed run or other background work of the core is going on."""

@@ -4,6 +4,10 @@ A click is checked against the policy and recorded once (:class:`ApprovalService
 the card, and the paused run resumes under the thread's lock in a task the core owns — in this
 process or after a restart. Expiry comes from the request's timer, a reset of the thread, or the
 repair of a run a restart cut off; each expires the request once and says so on its card.
+
+A paused run may also wait for a person's sign-in to an MCP server (a restart found its call
+waiting, :mod:`bot.mcp.sign_in_waits`): its callback resumes the run, and its link's expiry
+(:data:`SIGN_IN_JOB`) ends the call "not signed in" and lets the run go on.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from bot.approvals.service import EXPIRE_JOB, ApprovalService
 from bot.approvals.store import ApprovalStore
 from bot.engine.prompt import open_calls
 from bot.errors import SurfaceError
-from bot.mcp.sign_in_waits import SignInWaitStore
+from bot.llm.messages import ToolResult
+from bot.mcp.sign_in_waits import SignInWait, SignInWaitStore, not_signed_in
 from bot.present.approval_card import post_card, update_card
 from bot.scheduler.jobs import Job
 from bot.scheduler.service import Scheduler
@@ -40,6 +45,8 @@ APPROVED_NOT_RUN = "The thread was reset before the call ran: nothing was run."
 SOMEONE = Author(id="", display_name="someone")
 RESUME_WAIT_S = 60.0
 """A click just after a run paused on another worker waits this long for it to let go."""
+SIGN_IN_JOB = "mcp_sign_in_expiry"
+"""The end of a sign-in wait at its link's expiry (a paused run's call ends "not signed in")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,19 @@ class Batch:
     """A call still waits for a decision."""
     requester: Author
     """Whose message the run answers (the run resumes on their behalf)."""
+    sign_in: SignInWait | None = None
+    """The sign-in a call waits for, when no decision is waited for."""
+
+    @property
+    def words(self) -> str:
+        """What a message sent meanwhile is told (it is read once the run goes on)."""
+        if self.sign_in is not None:
+            who, server = self.sign_in.person_name, self.sign_in.server
+            return (
+                f"I'll read this once {who} has signed in to {server} with the link above"
+                " (or the link has expired)."
+            )
+        return "I'll read this once the approval above is decided."
 
 
 @dataclass(eq=False)
@@ -70,6 +90,7 @@ class Decisions:
 
     def __post_init__(self) -> None:
         self.scheduler.handle(EXPIRE_JOB, self._expire_job)
+        self.scheduler.handle(SIGN_IN_JOB, self._sign_in_job)
 
     async def decide(
         self,
@@ -128,7 +149,8 @@ class Decisions:
 
     async def batch(self, session: Session, surface: Surface | None) -> Batch:
         """Whether a call of the paused run still waits for a decision (overdue ones expire)
-        or for a person's sign-in to an MCP server (a wait a restart found)."""
+        or for a person's sign-in to an MCP server (a wait a restart found; one whose link
+        expired ends the call "not signed in")."""
         calls = open_calls(session.messages)
         found = await self.store.approvals_for(session.key, [c.id for c in calls])
         now = self.holds.clock.now()
@@ -141,12 +163,16 @@ class Decisions:
         signing = []
         if self.sign_ins is not None and calls:
             signing = await self.sign_ins.sign_in_waits_for(session.key, [c.id for c in calls])
-        waiting = waiting or any(w.open_at(now) for w in signing)
+            await self._signed_out(session, signing, now)
+        open_ = [w for w in signing if w.open_at(now)]
+        sign_in = open_[-1] if open_ and not waiting else None
+        waiting = waiting or bool(open_)
         first = next(iter(found.values()), None)
         if first is not None:
-            return Batch(waiting, Author(first.requester_id, first.requester_name))
+            return Batch(waiting, Author(first.requester_id, first.requester_name), sign_in)
         if signing:  # the person signing in is the run's
-            return Batch(waiting, Author(signing[-1].person_id, signing[-1].person_name))
+            person = Author(signing[-1].person_id, signing[-1].person_name)
+            return Batch(waiting, person, sign_in)
         return Batch(waiting, SOMEONE)
 
     async def resume(self, key: ThreadKey, surface: Surface) -> None:
@@ -224,3 +250,48 @@ class Decisions:
         expired = await self.approvals.expire(request)
         if expired is not None:
             await self._show_and_resume(expired, None)
+
+    async def sign_in_expires(self, wait: SignInWait) -> None:
+        """Arrange for ``wait`` to end at its link's expiry, should its call be found paused
+        then (after a restart): a job in the store, which outlives one."""
+        job_id = f"sign-in:{wait.wait_id}"
+        payload = {"wait_id": wait.wait_id}
+        await self.scheduler.schedule(Job(job_id, SIGN_IN_JOB, wait.expires_at, payload))
+
+    async def _sign_in_job(self, job: Job) -> None:
+        self.spawn(self._sign_in_expired(str(job.payload["wait_id"])))
+
+    async def _sign_in_expired(self, wait_id: str) -> None:
+        """A sign-in's link expired: a paused run whose call waited for it goes on (the call
+        ends "not signed in", :meth:`batch`). A call still waiting in a process ends there by
+        itself."""
+        wait = await self.sign_ins.get_sign_in_wait(wait_id) if self.sign_ins else None
+        if wait is None or wait.used_at is not None:
+            return
+        key = ThreadKey(wait.key)
+        surface = self.surfaces.surface_for(key)
+        if surface is None or key in self.supervisor.active:
+            return
+        async with self.holds.session(key) as session:
+            if session is None or session.state is not RunState.AWAITING_APPROVAL:
+                return  # held by another worker, or its run is not paused
+            batch = await self.batch(session, surface)
+            if not batch.waiting:
+                await self.supervisor.drive(session, batch.requester, surface, resume=True)
+
+    async def _signed_out(self, session: Session, waits: list[SignInWait], now: float) -> None:
+        """The open calls whose sign-in's link expired unused end "not signed in" (once: the
+        wait is ended first); they are not made again, nor is a new link shown."""
+        calls = {c.id: c for c in open_calls(session.messages)}
+        ended = []
+        for wait in waits:
+            call = calls.get(wait.call_id)
+            if wait.used_at is not None or wait.expires_at > now or call is None:
+                continue
+            if self.sign_ins is None or not await self.sign_ins.end_sign_in_wait(wait.wait_id, now):
+                continue
+            said = not_signed_in(wait.person_name, wait.server, wait.timeout_s)
+            ended.append(ToolResult(call_id=call.id, name=call.name, content=said, is_error=True))
+            log.info("[%s] %s in %s: %s", wait.server, call.id, session.key, said)
+        if ended:
+            await self.holds.sessions.append_messages(session, ended)

@@ -14,7 +14,7 @@ from bot.mcp.endpoint import Endpoint, endpoint, sign_in
 from bot.mcp.forms import Asking
 from bot.mcp.personal import PersonalServer
 from bot.mcp.server import McpServer
-from bot.mcp.sign_in_desk import Kept, Resume, SignInDesk
+from bot.mcp.sign_in_desk import Expire, Kept, Peers, Resume, SignInDesk
 from bot.mcp.sign_in_waits import SignInWaitStore
 from bot.mcp.sign_ins import bot_callback, opened_vault, sealer_of, signed, state_line, vault_of
 from bot.mcp.tokens import SignInKeep, Vault
@@ -32,6 +32,8 @@ class McpServers:
         waits: SignInWaitStore | None = None,
         resume: Resume | None = None,
         keep: SignInKeep | None = None,
+        expire: Expire | None = None,
+        peers: Peers | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
         self.settings = settings
@@ -42,11 +44,14 @@ class McpServers:
         """Who answers what the servers ask during a thread's call (None: declined)."""
         kept = None
         if waits is not None and resume is not None and self.vault is not None:
-            kept = Kept(waits, sealer_of(settings), self.vault, resume)
+            kept = Kept(waits, sealer_of(settings), self.vault, resume, expire, peers)
         self.sign_ins = SignInDesk(clock, bot_callback(settings), kept)
         """The per-person sign-ins waited for (kept in ``waits`` across restarts: a callback
-        after one resumes its thread's run with ``resume``); the bot's HTTP server takes their
-        callbacks."""
+        after one resumes its thread's run with ``resume``, and ``expire`` ends a paused run's
+        call at the link's expiry; with ``peers``, a callback that reaches another worker is
+        handed to this one); the bot's HTTP server takes their callbacks."""
+        if kept is not None and peers is not None:
+            peers.listen(self.sign_ins.heard)
         self.servers: dict[str, McpServer | PersonalServer] = {}
         for name, server in settings.mcp_servers.items():
             if not server.enabled:

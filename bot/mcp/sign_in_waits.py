@@ -8,6 +8,10 @@ client and the authorization server's token endpoint) is sealed with the key the
 (:mod:`bot.infra.sealed`). A row is used once: the callback that claims it (or the wait in
 this process that ends) marks it, and no other callback changes anything.
 
+With several workers, a row also names the worker whose call waits (its ``owner``): a callback
+that reaches another worker is handed to the row (``handed``, sealed) and taken by the owner
+(``taken_at``), which wakes its call (:mod:`bot.mcp.sign_in_desk`).
+
 After a restart, a run whose open call waits for a sign-in is paused like a run waiting for
 an approval (:meth:`bot.approvals.decisions.Decisions.batch` counts it as waiting); the
 callback exchanges the code and resumes the run, which makes the call it paused on.
@@ -40,6 +44,16 @@ class SignInWait:
     created_at: float
     expires_at: float
     used_at: float | None = None
+    owner: str = ""
+    """The worker whose call waits in its process ('': none known, e.g. one process alone)."""
+    handed: str | None = None
+    """A callback another worker got, sealed (:func:`seal`), for the owner to take."""
+    taken_at: float | None = None
+    """When the owner took the handed callback (its call goes on there)."""
+
+    @property
+    def timeout_s(self) -> float:
+        return self.expires_at - self.created_at
 
     def open_at(self, now: float) -> bool:
         """Not used and not expired at ``now``."""
@@ -58,9 +72,35 @@ class SignInWaitStore(Protocol):
         call did (exactly one caller ever does)."""
         ...
 
+    async def end_sign_in_wait(self, wait_id: str, now: float) -> bool:
+        """Mark the wait used, if it is not, expired or not (its call ended without it, or its
+        expiry ends the paused run's call); True when this call did."""
+        ...
+
+    async def hand_sign_in_wait(self, wait_id: str, handed: str, now: float) -> bool:
+        """Keep a callback's result (sealed) for the wait's owner, if the wait is open at
+        ``now`` and nothing was handed yet; True when this call did."""
+        ...
+
+    async def take_sign_in_wait(self, wait_id: str, owner: str, now: float) -> str | None:
+        """The owner takes the callback handed to its wait: the wait is marked used and taken,
+        and the handed result returned (None: nothing handed, used already, or not
+        ``owner``'s; exactly one caller ever gets it)."""
+        ...
+
+    async def release_sign_in_wait(self, wait_id: str, owner: str) -> None:
+        """``owner`` no longer waits for it (its call was stopped, or it does not know the
+        wait): the worker that got the callback finishes it itself."""
+        ...
+
     async def sign_in_waits_for(self, key: str, call_ids: Sequence[str]) -> list[SignInWait]:
         """The waits of the thread ``key``'s calls ``call_ids``, used or not, oldest first."""
         ...
+
+
+def not_signed_in(person: str, server: str, timeout_s: float) -> str:
+    """What a call that waited for a person's sign-in in vain says."""
+    return f"not signed in: {person} did not sign in to {server} within {timeout_s:g} s"
 
 
 def wait_id(state: str) -> str:

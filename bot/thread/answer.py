@@ -24,7 +24,6 @@ from bot.thread.recovery import Recovery
 from bot.thread.runs import Supervisor
 from bot.thread.settings import Channels
 
-WAITING = "I'll read this once the approval above is decided."
 SCHEDULED_WAIT_S = 600.0
 """A scheduled prompt waits this long for a run on another worker to end."""
 
@@ -160,8 +159,8 @@ class Answers:
             session.inbox.append(message)
             if session.state is RunState.AWAITING_APPROVAL:
                 await self.holds.sessions.save_state(session)
-                if (await self.decisions.batch(session, surface)).waiting:
-                    await self.supervisor.say(session, surface, WAITING)
+                if (batch := await self.decisions.batch(session, surface)).waiting:
+                    await self.supervisor.say(session, surface, batch.words)
                     return
                 await self.supervisor.drive(session, author, surface, resume=True, notice=notice)
                 return

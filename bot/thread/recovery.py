@@ -109,6 +109,9 @@ class Recovery:
             await self._store.save_state(session)
             log.info("%s was cut off while waiting for a person; it waits for them", session.key)
             return
+        missing = open_calls(session.messages)  # a sign-in that expired ended its call
+        if not missing:
+            return
         log.warning("repairing %d interrupted tool calls in %s", len(missing), session.key)
         await self._decisions.expire_open(session, surface)
         results = [

@@ -7,13 +7,19 @@ nothing. The token never shows in the thread or the log.
 
 Killed with SIGKILL (or stopped with SIGTERM) while the person signs in, the program started
 again takes the link's callback: the code is exchanged there, and the run goes on from the call
-that waited."""
+that waited. A link nobody follows ends its call "not signed in" at its expiry, after a restart
+too, and the run goes on by itself; a message meanwhile is told whose sign-in it waits for.
+
+Two workers on PostgreSQL: the callback sent to the worker whose run does not wait is handed to
+the one whose run does, and the call is made there once, with the person's token."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
+import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -30,11 +36,17 @@ from tests.e2e.test_process_restart import (
     threadline,
     until_event,
 )
+from tests.e2e.workers import sql, worker
 from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.oauth_server import FakeOAuthServer
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
+from tests.fakes.slack import MENTION, FakeSlack
+from tests.postgres import fresh_schema, postgres_database
+
+__all__ = ["postgres_database"]
 
 TOKEN = "per-person-token-that-must-not-show"
+CHANNEL = "CGENERAL"
 LINK = re.compile(r"\((http://127\.0\.0\.1:\d+/authorize\?[^)\s]+)\)")
 
 
@@ -187,3 +199,138 @@ async def test_a_restart_while_a_person_signs_in_loses_nothing(
     finally:
         await store.close()
     assert len(people) == 1 and people[0][0].startswith("playground:")
+
+
+async def test_after_a_restart_an_expired_link_ends_the_call_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    user = {"user_name": "Alice"}
+    async with (
+        FakeOAuthServer(token=TOKEN) as oauth,
+        FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
+        FakeOpenAI() as fake,
+        browser() as http,
+    ):
+        (tmp_path / "threadline.toml").write_text(
+            f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\nform_timeout_s = 6\n\n'
+            '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
+        )
+        fake.push(Reply(calls=[FakeCall("docs__sign_in", {})]), Reply("You did not sign in."))
+        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
+        async with threadline(tmp_path, port, **model) as first:
+            await open_page(http, base)
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.post(
+                    f"{base}/api/messages",
+                    json={"text": "Sign me in to docs", "event_id": "event-exp-1", **user},
+                ) as resp:
+                    thread_id = (await resp.json())["thread_id"]
+                await until_event(ws, sign_in_note)
+            first.send_signal(signal.SIGKILL)  # while Alice does not sign in
+            await first.communicate()
+
+        async with threadline(tmp_path, port, **model) as second:
+            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
+                async with http.post(
+                    f"{base}/api/messages",
+                    json={"thread_id": thread_id, "text": "any news?", "event_id": "event-exp-2"}
+                    | user,
+                ) as resp:
+                    assert resp.status == 202
+                told = await until_event(ws, lambda e: "signed in to docs" in json.dumps(e))
+                # the link's expiry: the run goes on by itself, without a new link
+                await until_event(ws, lambda e: "You did not sign in." in json.dumps(e))
+            async with http.get(f"{base}/api/threads/{thread_id}") as resp:
+                shown = [m["text"] for m in (await resp.json())["messages"]]
+            second.terminate()
+            await second.communicate()
+    assert "Alice has signed in to docs" in told["message"]["text"]
+    assert "approval" not in told["message"]["text"]
+    assert sum("/authorize?" in text for text in shown) <= 1, shown
+    database = tmp_path / "data" / "threadline.sqlite3"
+    with contextlib.closing(sqlite3.connect(database)) as db:
+        links = db.execute("SELECT used_at IS NOT NULL FROM mcp_sign_in_waits").fetchall()
+    assert links == [(1,)], "one link, ended at its expiry: the call was not made again"
+    assert not oauth.token_requests and not mcp.behaviour.calls
+    [result] = [m["content"] for m in fake.requests[-1].messages if m["role"] == "tool"]
+    assert "not signed in: Alice did not sign in to docs within 6 s" in result
+    asked = json.dumps(fake.requests[-1].messages)
+    assert "any news?" in asked, "the message sent meanwhile is read when the run goes on"
+
+
+BALANCER = "http://balancer.test"
+"""The bot's public address (``THREADLINE_PUBLIC_URL``): a load balancer in front of both
+workers, which the test plays by sending the callback to the worker it chooses."""
+SLACK_LINK = re.compile(r"(http://127\.0\.0\.1:\d+/authorize\?[^|>\s)]+)")
+
+
+async def test_two_workers_the_callback_reaches_the_one_whose_run_does_not_wait(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    url = await fresh_schema(postgres_database)
+    slack = FakeSlack()
+    await slack.start()
+    try:
+        async with (
+            FakeOAuthServer(token=TOKEN) as oauth,
+            FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
+            FakeOpenAI() as model,
+            browser() as http,
+        ):
+            (tmp_path / "threadline.toml").write_text(
+                f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\n\n'
+                '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
+            )
+            model.push(
+                Reply(calls=[FakeCall("docs__sign_in", {})]),
+                Reply(calls=[FakeCall("docs__echo", {"text": "on worker a"})]),
+                Reply("Echoed for Alice."),
+            )
+            public = {"THREADLINE_PUBLIC_URL": BALANCER}
+            async with (
+                worker(tmp_path, "b", url, slack, model.base_url, **public) as b,
+                worker(tmp_path, "a", url, slack, model.base_url, **public) as a,  # gets events
+            ):
+                root = await slack.say("UADA", CHANNEL, f"{MENTION} echo something from docs")
+                await slack.wait_for(lambda: any(SLACK_LINK.search(e) for e in notes(slack)), 30)
+                [lease] = await sql(url, "SELECT owner FROM leases")
+                assert lease["owner"] == "a", "a holds the run, which waits for Alice"
+                found = SLACK_LINK.search(next(e for e in notes(slack) if SLACK_LINK.search(e)))
+                assert found is not None
+                async with http.get(
+                    found.group(1).replace("&amp;", "&"), allow_redirects=False
+                ) as signing:
+                    back = signing.headers["Location"]
+                assert back.startswith(f"{BALANCER}/mcp/oauth/callback?")
+                to_b = back.replace(BALANCER, f"http://127.0.0.1:{b.port}")
+                clicked = time.monotonic()
+                async with http.get(to_b) as landed:
+                    said = await landed.text()
+                    assert landed.status == 200 and "Signed in" in said, said
+                answered_s = time.monotonic() - clicked
+                await slack.wait_for(lambda: "Echoed for Alice." in replied(slack, root.ts), 30)
+                called_s = time.monotonic() - clicked
+                [wait] = await sql(url, "SELECT owner, taken_at, handed FROM mcp_sign_in_waits")
+                async with http.get(to_b) as again:
+                    assert again.status == 400
+            logs = a.output + b.output
+    finally:
+        await slack.stop()
+    print(
+        f"callback on b to its page: {answered_s * 1000:.0f} ms; to the answer: {called_s * 1000:.0f} ms"
+    )
+    assert mcp.behaviour.calls.count(("echo", {"text": "on worker a"})) == 1
+    assert len(oauth.token_requests) == 1, "the code was exchanged once"
+    assert wait["owner"] == "a" and wait["taken_at"] is not None, "a took the handed callback"
+    assert TOKEN not in logs and TOKEN not in replied(slack, root.ts)
+
+
+def notes(slack: FakeSlack) -> list[str]:
+    """What Alice is shown: her notes, and the channel's messages."""
+    return slack.ephemerals("UADA") + [m.shown for m in slack.workspace.messages.values()]
+
+
+def replied(slack: FakeSlack, root_ts: str) -> str:
+    return "\n".join(m.shown for m in slack.replies(CHANNEL, root_ts) if not m.deleted)

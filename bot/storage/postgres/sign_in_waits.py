@@ -1,4 +1,6 @@
-"""The PostgreSQL store's sign-ins waited for in threads: one row per link, used once."""
+"""The PostgreSQL store's sign-ins waited for in threads: one row per link, used once; with
+several workers, a callback that reaches another worker than the one whose call waits is
+handed over through its row."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from bot.mcp.sign_in_waits import SignInWait
 from bot.storage.postgres.db import PgDb
 
 _COLUMNS = (
-    "wait_id, server, person_id, person_name, key, call_id, sealed, created_at, expires_at, used_at"
+    "wait_id, server, person_id, person_name, key, call_id, sealed, created_at, expires_at,"
+    " used_at, owner, handed, taken_at"
 )
 KEPT_S = 86_400.0
 """A wait expired this long before a new one is made goes."""
@@ -26,7 +29,7 @@ class SignInWaitTables:
             )
             await db.execute(
                 f"INSERT INTO mcp_sign_in_waits ({_COLUMNS})"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
                 " ON CONFLICT (wait_id) DO NOTHING",
                 w.wait_id,
                 w.server,
@@ -38,6 +41,9 @@ class SignInWaitTables:
                 w.created_at,
                 w.expires_at,
                 w.used_at,
+                w.owner,
+                w.handed,
+                w.taken_at,
             )
 
     async def get_sign_in_wait(self: PgDb, wait_id: str) -> SignInWait | None:
@@ -56,6 +62,45 @@ class SignInWaitTables:
             )
         return str(status).endswith(" 1")
 
+    async def end_sign_in_wait(self: PgDb, wait_id: str, now: float) -> bool:
+        async with self.transaction() as db:
+            status = await db.execute(
+                "UPDATE mcp_sign_in_waits SET used_at = $1 WHERE wait_id = $2 AND used_at IS NULL",
+                now,
+                wait_id,
+            )
+        return str(status).endswith(" 1")
+
+    async def hand_sign_in_wait(self: PgDb, wait_id: str, handed: str, now: float) -> bool:
+        async with self.transaction() as db:
+            status = await db.execute(
+                "UPDATE mcp_sign_in_waits SET handed = $1 WHERE wait_id = $2 AND handed IS NULL"
+                " AND used_at IS NULL AND expires_at > $3",
+                handed,
+                wait_id,
+                now,
+            )
+        return str(status).endswith(" 1")
+
+    async def take_sign_in_wait(self: PgDb, wait_id: str, owner: str, now: float) -> str | None:
+        async with self.transaction() as db:
+            found = await db.fetchval(
+                "UPDATE mcp_sign_in_waits SET used_at = $1, taken_at = $1 WHERE wait_id = $2"
+                " AND owner = $3 AND handed IS NOT NULL AND used_at IS NULL RETURNING handed",
+                now,
+                wait_id,
+                owner,
+            )
+        return None if found is None else str(found)
+
+    async def release_sign_in_wait(self: PgDb, wait_id: str, owner: str) -> None:
+        async with self.transaction() as db:
+            await db.execute(
+                "UPDATE mcp_sign_in_waits SET owner = '' WHERE wait_id = $1 AND owner = $2",
+                wait_id,
+                owner,
+            )
+
     async def sign_in_waits_for(self: PgDb, key: str, call_ids: Sequence[str]) -> list[SignInWait]:
         if not call_ids:
             return []
@@ -69,7 +114,7 @@ class SignInWaitTables:
 
 
 def _wait(row: Any) -> SignInWait:
-    used = row["used_at"]
+    used, taken = row["used_at"], row["taken_at"]
     return SignInWait(
         wait_id=row["wait_id"],
         server=row["server"],
@@ -81,4 +126,7 @@ def _wait(row: Any) -> SignInWait:
         created_at=float(row["created_at"]),
         expires_at=float(row["expires_at"]),
         used_at=None if used is None else float(used),
+        owner=row["owner"],
+        handed=row["handed"],
+        taken_at=None if taken is None else float(taken),
     )

@@ -8,7 +8,8 @@ from bot.mcp.sign_in_waits import SignInWait
 from bot.storage.sqlite.db import Db
 
 _COLUMNS = (
-    "wait_id, server, person_id, person_name, key, call_id, sealed, created_at, expires_at, used_at"
+    "wait_id, server, person_id, person_name, key, call_id, sealed, created_at, expires_at,"
+    " used_at, owner, handed, taken_at"
 )
 KEPT_S = 86_400.0
 """A wait expired this long before a new one is made goes."""
@@ -24,8 +25,8 @@ class SignInWaitTables:
                 "DELETE FROM mcp_sign_in_waits WHERE expires_at < ?", (w.created_at - KEPT_S,)
             )
             await db.execute(
-                f"INSERT INTO mcp_sign_in_waits ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (wait_id) DO NOTHING",
+                f"INSERT INTO mcp_sign_in_waits ({_COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (wait_id) DO NOTHING",
                 (
                     w.wait_id,
                     w.server,
@@ -37,6 +38,9 @@ class SignInWaitTables:
                     w.created_at,
                     w.expires_at,
                     w.used_at,
+                    w.owner,
+                    w.handed,
+                    w.taken_at,
                 ),
             )
 
@@ -56,6 +60,40 @@ class SignInWaitTables:
             )
             return cursor.rowcount == 1
 
+    async def end_sign_in_wait(self: Db, wait_id: str, now: float) -> bool:
+        async with self.transaction() as db:
+            cursor = await db.execute(
+                "UPDATE mcp_sign_in_waits SET used_at = ? WHERE wait_id = ? AND used_at IS NULL",
+                (now, wait_id),
+            )
+            return cursor.rowcount == 1
+
+    async def hand_sign_in_wait(self: Db, wait_id: str, handed: str, now: float) -> bool:
+        async with self.transaction() as db:
+            cursor = await db.execute(
+                "UPDATE mcp_sign_in_waits SET handed = ? WHERE wait_id = ? AND handed IS NULL"
+                " AND used_at IS NULL AND expires_at > ?",
+                (handed, wait_id, now),
+            )
+            return cursor.rowcount == 1
+
+    async def take_sign_in_wait(self: Db, wait_id: str, owner: str, now: float) -> str | None:
+        async with self.transaction() as db:
+            cursor = await db.execute(
+                "UPDATE mcp_sign_in_waits SET used_at = ?, taken_at = ? WHERE wait_id = ?"
+                " AND owner = ? AND handed IS NOT NULL AND used_at IS NULL RETURNING handed",
+                (now, now, wait_id, owner),
+            )
+            row = await cursor.fetchone()
+        return None if row is None else str(row[0])
+
+    async def release_sign_in_wait(self: Db, wait_id: str, owner: str) -> None:
+        async with self.transaction() as db:
+            await db.execute(
+                "UPDATE mcp_sign_in_waits SET owner = '' WHERE wait_id = ? AND owner = ?",
+                (wait_id, owner),
+            )
+
     async def sign_in_waits_for(self: Db, key: str, call_ids: Sequence[str]) -> list[SignInWait]:
         if not call_ids:
             return []
@@ -70,7 +108,8 @@ class SignInWaitTables:
 
 
 def _wait(row: tuple[object, ...]) -> SignInWait:
-    wait_id, server, person_id, person_name, key, call_id, sealed, made, expires, used = row
+    wait_id, server, person_id, person_name, key, call_id, sealed, made, expires, used = row[:10]
+    owner, handed, taken = row[10:]
     return SignInWait(
         wait_id=str(wait_id),
         server=str(server),
@@ -82,4 +121,7 @@ def _wait(row: tuple[object, ...]) -> SignInWait:
         created_at=float(made),  # type: ignore[arg-type]
         expires_at=float(expires),  # type: ignore[arg-type]
         used_at=None if used is None else float(used),  # type: ignore[arg-type]
+        owner=str(owner),
+        handed=None if handed is None else str(handed),
+        taken_at=None if taken is None else float(taken),  # type: ignore[arg-type]
     )

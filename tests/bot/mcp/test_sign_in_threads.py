@@ -29,6 +29,7 @@ from bot.config import Settings
 from bot.core import Core
 from bot.infra.clock import SystemClock
 from bot.infra.sealed import sealer
+from bot.llm.messages import ToolResult, UserMessage
 from bot.mcp.servers import McpServers
 from bot.mcp.sign_in_desk import Landing
 from bot.mcp.tokens import Vault
@@ -77,6 +78,16 @@ class Later(SystemClock):
         return super().now() + 3600.0
 
 
+class Moved(SystemClock):
+    """The time, moved on by ``ahead`` seconds when a test says so."""
+
+    def __init__(self) -> None:
+        self.ahead = 0.0
+
+    def now(self) -> float:
+        return super().now() + self.ahead
+
+
 class Bot:
     """One process of the bot: its core on the store in ``data``, its MCP servers."""
 
@@ -98,6 +109,8 @@ class Bot:
             waits=self.core.store,
             resume=self.core.signed_in,
             keep=self.core.store,
+            expire=self.core.decisions.sign_in_expires,
+            peers=self.core.peers,
         )
         self.mcp.install(self.core.tools)
         self.thread = thread
@@ -221,6 +234,44 @@ async def test_an_expired_link_after_a_restart_changes_nothing(tmp_path: Path) -
         await first.aclose()
     assert landed.status == 400 and "expired" in landed.text
     assert not oauth.token_requests and not mcp.behaviour.calls
+
+
+async def test_a_link_that_expires_after_a_restart_ends_its_call_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    async with world(tmp_path) as (oauth, mcp, settings):
+        model = ScriptedModel([step(call("docs__sign_in", {})), text("You did not sign in.")])
+        thread = Thread(SystemClock())
+        first = Bot(settings, model, thread)
+        await first.start()
+        asked = first.say("sign me in to docs", ALICE)
+        await thread.until(lambda: bool(thread.links()))
+        clock = Moved()
+        second = Bot(settings, model, thread, clock)  # the first is gone: it never ends the wait
+        await second.start()
+        # a message meanwhile is told what the run waits for: Alice's sign-in, no approval
+        await asyncio.wait_for(second.say("any news?", BOB), WAIT)
+        told = thread.texts()[-1]
+        assert "Alice has signed in to docs" in told and "approval" not in told
+        assert await second.core.scheduler.run_due() == 0, "the link is good for now"
+        clock.ahead = settings.mcp_servers["docs"].form_timeout_s + 1.0
+        assert await second.core.scheduler.run_due() == 1, "its expiry's job"
+        await thread.until(lambda: "You did not sign in." in thread.visible_text())
+        await second.core.wait_idle()
+        session = await second.core.store.load_session(KEY, clock.now())
+        asked.cancel()
+        await asyncio.gather(asked, return_exceptions=True)
+        await second.aclose()
+        await first.aclose()
+    results = [m for m in session.messages if isinstance(m, ToolResult)]
+    assert [r.content for r in results] == [
+        "not signed in: Alice did not sign in to docs within 900 s"
+    ]
+    assert session.state is RunState.IDLE
+    assert len(thread.links()) == 1, "no new link: the call is not made again"
+    assert not oauth.token_requests and not mcp.behaviour.calls
+    said = [m for m in model.requests[-1].messages if isinstance(m, UserMessage)]
+    assert "any news?" in [m.text for m in said], "the message sent meanwhile is read"
 
 
 async def test_a_revoked_sign_in_shows_the_person_a_new_link(tmp_path: Path) -> None:

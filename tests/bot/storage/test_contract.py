@@ -460,6 +460,36 @@ async def test_a_sign_in_wait_is_used_once_and_not_after_it_expires(store: Store
     assert [w.wait_id for w in await store.sign_in_waits_for(KEY, ["c1", "c3"])] == ["w3"]
 
 
+async def test_a_sign_in_callback_is_handed_to_its_owner_and_taken_once(store: Store) -> None:
+    def wait(wait_id: str, owner: str) -> SignInWait:
+        return SignInWait(
+            wait_id, "docs", "slack:U1", "Alice", KEY, "c1", "sealed", 10.0, 110.0, owner=owner
+        )
+
+    await store.add_sign_in_wait(wait("w1", "worker-a"))
+    await store.add_sign_in_wait(wait("w2", "worker-a"))
+    assert (await store.get_sign_in_wait("w1")) == wait("w1", "worker-a")
+    assert await store.take_sign_in_wait("w1", "worker-a", 20.0) is None, "nothing handed yet"
+    assert not await store.hand_sign_in_wait("w1", "late", 120.0), "expired"
+    assert await store.hand_sign_in_wait("w1", "sealed-code", 20.0)
+    assert not await store.hand_sign_in_wait("w1", "another", 21.0), "handed once"
+    assert await store.take_sign_in_wait("w1", "worker-b", 22.0) is None, "not its owner"
+    assert await store.take_sign_in_wait("w1", "worker-a", 22.0) == "sealed-code"
+    assert await store.take_sign_in_wait("w1", "worker-a", 23.0) is None, "taken once"
+    assert not await store.use_sign_in_wait("w1", 23.0)
+    found = await store.get_sign_in_wait("w1")
+    assert found is not None and (found.used_at, found.taken_at) == (22.0, 22.0)
+    # an owner that lets go: the worker that got the callback finishes it itself
+    await store.release_sign_in_wait("w2", "worker-b")
+    assert (await store.get_sign_in_wait("w2")) == wait("w2", "worker-a")
+    await store.release_sign_in_wait("w2", "worker-a")
+    assert (await store.get_sign_in_wait("w2")) == wait("w2", "")
+    # ended after its expiry (a paused run's call ends), once
+    assert not await store.use_sign_in_wait("w2", 200.0)
+    assert await store.end_sign_in_wait("w2", 200.0)
+    assert not await store.end_sign_in_wait("w2", 201.0)
+
+
 async def test_a_reset_closes_a_threads_feedback_to_notes(store: Store) -> None:
     other = ThreadKey("test:c1:t2")
     await store.record_feedback(Feedback("r1", KEY, "slack:U1", "Alice", "down", 10.0))
