@@ -1,7 +1,7 @@
 """A small MCP server built with the ``mcp`` SDK's own server side, whose tools ask the client
-for things while they run: a form (``book``), a link (``sign_in``), a form described badly
-(``bad_form``), many forms at once (``flood``), its roots (``where``), a model's answer
-(``summarise``), and content with audiences and an image (``picture``).
+for things while they run: a form (``book``), a longer one (``survey``), a link (``sign_in``),
+a form described badly (``bad_form``), many forms at once (``flood``), its roots (``where``), a
+model's answer (``summarise``), and content with audiences and an image (``picture``).
 
 Run ``python tests/fakes/mcp_asking_server.py`` (stdio; :func:`stdio_command`).
 """
@@ -36,6 +36,17 @@ BOOKING = {
     },
     "required": ["name", "seats"],
 }
+SURVEY = {
+    "type": "object",
+    "properties": {
+        **BOOKING["properties"],
+        "email": {"type": "string", "title": "Email", "format": "email"},
+        "meal": {"type": "string", "title": "Meal", "enum": ["fish", "pasta"]},
+        "note": {"type": "string", "title": "Note", "maxLength": 200},
+    },
+    "required": ["name", "seats", "meal"],
+}
+"""Seven fields: more than one Discord modal holds."""
 BAD = {
     "type": "object",
     "properties": {"address": {"type": "object", "properties": {"street": {"type": "string"}}}},
@@ -55,6 +66,14 @@ async def book(ctx: Context) -> str:
         "Who is travelling?", BOOKING, related_request_id=ctx.request_id
     )
     return f"booking: {_said(result)}"
+
+
+@server.tool(description="Asks the person for a seven-field survey.")
+async def survey(ctx: Context) -> str:
+    result = await ctx.session.elicit_form(
+        "How was the trip?", SURVEY, related_request_id=ctx.request_id
+    )
+    return f"survey: {_said(result)}"
 
 
 @server.tool(description="Asks the person to open a sign-in link.")
