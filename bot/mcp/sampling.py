@@ -21,6 +21,7 @@ import json
 import logging
 import secrets
 from collections.abc import Callable
+from hashlib import sha256
 from typing import Protocol
 
 from bot.api.inbound import ThreadKey
@@ -189,9 +190,13 @@ def _count(n: int) -> str:
 
 
 def _shown(turn: Turn) -> dict[str, str]:
-    """A message as its card shows it: its text, and its images named (not their bytes)."""
+    """A message as its card shows it: its text, and its images named (not their bytes; their
+    digest, so that an "Always allow" of this exact request holds for these images only)."""
     shown = {"role": turn.role, "text": turn.text}
     if turn.images:
-        each = "; ".join(f"{p.mime}, {size_words(len(p.data))}" for p in turn.images)
+        each = "; ".join(
+            f"{p.mime}, {size_words(len(p.data))}, sha256 {sha256(p.data).hexdigest()[:16]}"
+            for p in turn.images
+        )
         shown["images"] = f"{_count(len(turn.images))} ({each})"
     return shown

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import random
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -118,7 +119,8 @@ async def test_an_image_is_named_on_the_card_and_given_to_a_model_that_sees_imag
     fake.push(look(), Reply("A red dot."), Reply("It is a red dot."))
     world.start()
     card = await world.card()
-    assert f'"images": "1 image (image/png, {len(PNG)} bytes)"' in card.text
+    digest = hashlib.sha256(PNG).hexdigest()[:16]
+    assert f'"images": "1 image (image/png, {len(PNG)} bytes, sha256 {digest})"' in card.text
     assert base64.b64encode(PNG).decode() not in card.text
     approve = next(b.action_id for b in card.buttons if b.label == "Approve")
     note = await drive(world.clock, world.core.on_action(approve, ALICE, world.surface, card.id))
