@@ -243,6 +243,8 @@ class Core:
                 lambda session: self.channels.config(session.key, session.model),
                 lambda parent, sink: InlineGate(self.approvals, self.decisions, parent, sink),
                 self._sampling_cap,
+                self._sees_images,
+                settings.image_max_bytes,
             ),
         )
         self.recovery = Recovery(self.holds, self.decisions, self.supervisor)

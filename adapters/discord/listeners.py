@@ -36,7 +36,7 @@ import discord
 
 from adapters.discord.catchup import CatchUp
 from adapters.discord.feedback import ask_why
-from adapters.discord.forms import open_form
+from adapters.discord.forms import TypedForms, open_form
 from adapters.discord.identity import author_of, parse_key, thread_key
 from adapters.discord.parse import (
     Where,
@@ -86,6 +86,8 @@ class Listeners:
         self.skipped: Counter[str] = Counter()
         """Gateway events skipped because discord.py could not read them, by event name."""
         self._order: ThreadLocks[int] = ThreadLocks()
+        self.typed_forms = TypedForms(clock)
+        """What people typed in the forms they fill in (the pages of a long form)."""
 
     @property
     def me(self) -> discord.ClientUser | None:
@@ -344,7 +346,7 @@ class Listeners:
             finally:
                 await surface.aclose()
 
-        return await open_form(interaction, opened, send)
+        return await open_form(interaction, opened, send, self.typed_forms)
 
     async def _click(self, interaction: discord.Interaction[Any], action_id: str) -> None:
         clicked = str(interaction.message.id) if interaction.message is not None else None

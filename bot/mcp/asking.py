@@ -38,7 +38,7 @@ class Answer:
 
 @dataclass(frozen=True, slots=True)
 class Picture:
-    """An image a tool returned."""
+    """An image a tool returned, or one in a sampling request (its bytes decoded)."""
 
     mime: str
     data: bytes
@@ -85,6 +85,7 @@ class Turn:
 
     role: Literal["user", "assistant"]
     text: str
+    images: tuple[Picture, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

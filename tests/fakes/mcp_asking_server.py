@@ -1,8 +1,8 @@
 """A small MCP server built with the ``mcp`` SDK's own server side, whose tools ask the client
-for things while they run: a form (``book``), a link (``sign_in``), a form described badly
-(``bad_form``), many forms at once (``flood``), its roots (``where``), a model's answer
-(``summarise``), content with audiences and an image (``picture``), and files
-(``report``).
+for things while they run: a form (``book``), a longer one (``survey``), a link (``sign_in``),
+a form described badly (``bad_form``), many forms at once (``flood``), its roots (``where``), a
+model's answer (``summarise``; ``look``, about a picture), content with audiences and an image
+(``picture``), and files (``report``).
 
 Run ``python tests/fakes/mcp_asking_server.py`` (stdio; :func:`stdio_command`).
 """
@@ -37,6 +37,17 @@ BOOKING = {
     },
     "required": ["name", "seats"],
 }
+SURVEY = {
+    "type": "object",
+    "properties": {
+        **BOOKING["properties"],
+        "email": {"type": "string", "title": "Email", "format": "email"},
+        "meal": {"type": "string", "title": "Meal", "enum": ["fish", "pasta"]},
+        "note": {"type": "string", "title": "Note", "maxLength": 200},
+    },
+    "required": ["name", "seats", "meal"],
+}
+"""Seven fields: more than one Discord modal holds."""
 BAD = {
     "type": "object",
     "properties": {"address": {"type": "object", "properties": {"street": {"type": "string"}}}},
@@ -56,6 +67,14 @@ async def book(ctx: Context) -> str:
         "Who is travelling?", BOOKING, related_request_id=ctx.request_id
     )
     return f"booking: {_said(result)}"
+
+
+@server.tool(description="Asks the person for a seven-field survey.")
+async def survey(ctx: Context) -> str:
+    result = await ctx.session.elicit_form(
+        "How was the trip?", SURVEY, related_request_id=ctx.request_id
+    )
+    return f"survey: {_said(result)}"
 
 
 @server.tool(description="Asks the person to open a sign-in link.")
@@ -113,6 +132,29 @@ async def summarise(ctx: Context, text: str) -> str:
     content = result.content
     said = content.text if isinstance(content, types.TextContent) else "?"
     return f"summary ({result.model}): {said}"
+
+
+@server.tool(description="Asks the client's model what a picture shows.")
+async def look(ctx: Context, size: int = 0, mime: str = "image/png", audio: bool = False) -> str:
+    """``size``: the picture's bytes (the PNG padded to it); ``audio``: a sound as well."""
+    picture = PNG + b"\0" * max(0, size - len(PNG))
+    content: list[Any] = [
+        types.TextContent(type="text", text="What is in this picture?"),
+        types.ImageContent(type="image", data=base64.b64encode(picture).decode(), mime_type=mime),
+    ]
+    if audio:
+        sound = base64.b64encode(b"RIFF0000WAVE").decode()
+        content.append(types.AudioContent(type="audio", data=sound, mime_type="audio/wav"))
+    try:
+        result = await ctx.session.create_message(
+            [types.SamplingMessage(role="user", content=content)],
+            max_tokens=100,
+            related_request_id=ctx.request_id,
+        )
+    except Exception as exc:
+        return f"sampling refused: {exc}"
+    said = result.content.text if isinstance(result.content, types.TextContent) else "?"
+    return f"seen ({result.model}): {said}"
 
 
 @server.tool(description="Returns a picture, a note for the user and one for the assistant.")

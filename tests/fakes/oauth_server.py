@@ -2,7 +2,11 @@
 (RFC 8414, with a revocation endpoint), dynamic client registration, an authorization endpoint
 that signs in whoever comes at once (the browser is sent back to the redirect URI with a code
 and the state), a token endpoint (authorization code with PKCE S256, refresh) and revocation
-(RFC 7009). It issues ``token`` as every access token (with ``distinct``, ``token-1``,
+(RFC 7009). With ``assertion``, the token endpoint also takes the RFC 7523 jwt-bearer grant
+of enterprise-managed authorization (SEP-990): that assertion from the confidential client
+``client`` (its secret in a Basic header or in the form), refused with ``invalid_grant``
+otherwise (its description repeating the assertion, as a careless server might). It issues
+``token`` as every access token (with ``distinct``, ``token-1``,
 ``token-2``… one per sign-in, kept with its refresh token); :attr:`revoked` lists what was
 revoked."""
 
@@ -12,16 +16,27 @@ import base64
 import hashlib
 import itertools
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import unquote, urlencode
 
 from aiohttp import web
+
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 
 
 class FakeOAuthServer:
     def __init__(
-        self, token: str = "right", expires_in: int = 3600, distinct: bool = False
+        self,
+        token: str = "right",
+        expires_in: int = 3600,
+        distinct: bool = False,
+        assertion: str | None = None,
+        client: tuple[str, str] = ("", ""),
     ) -> None:
         self.token = token
+        self.assertion = assertion
+        self.client = client
+        self.token_headers: list[str | None] = []
+        """Each token request's ``Authorization`` header (None: none)."""
         self.distinct = distinct
         self.issued: list[str] = []
         """Each access token issued for a code, in order."""
@@ -99,7 +114,15 @@ class FakeOAuthServer:
         form = dict(await request.post())
         asked = {k: str(v) for k, v in form.items()}
         self.token_requests.append(asked)
-        if asked.get("grant_type") == "authorization_code":
+        self.token_headers.append(request.headers.get("Authorization"))
+        if asked.get("grant_type") == JWT_BEARER and self.assertion is not None:
+            if asked.get("assertion") != self.assertion or not self._client_of(request, asked):
+                said = f"assertion {asked.get('assertion')} is not trusted"
+                return web.json_response(
+                    {"error": "invalid_grant", "error_description": said}, status=400
+                )
+            access = self.token
+        elif asked.get("grant_type") == "authorization_code":
             challenge = self._codes.pop(asked.get("code", ""), None)
             verifier = asked.get("code_verifier", "")
             digest = hashlib.sha256(verifier.encode()).digest()
@@ -123,6 +146,16 @@ class FakeOAuthServer:
                 "refresh_token": refresh,
             }
         )
+
+    def _client_of(self, request: web.Request, asked: dict[str, str]) -> bool:
+        """Whether the request authenticates as :attr:`client` (Basic, or in the form)."""
+        header = request.headers.get("Authorization", "")
+        if header.startswith("Basic "):
+            pair = base64.b64decode(header.removeprefix("Basic ")).decode()
+            given = tuple(unquote(p) for p in pair.split(":", 1))
+        else:
+            given = (asked.get("client_id", ""), asked.get("client_secret", ""))
+        return given == self.client
 
     async def _revoke(self, request: web.Request) -> web.Response:
         form = await request.post()

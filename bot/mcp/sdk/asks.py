@@ -12,6 +12,8 @@ answers. While a person is asked, the call's own time limit is held (a form take
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import itertools
 import logging
 from collections.abc import Coroutine, Iterator
@@ -22,11 +24,14 @@ from typing import Any, TypeVar
 import mcp_types as types
 from mcp.client.session import ClientRequestContext
 
-from bot.mcp.asking import Asker, FormAsked, Refused, SampleAsked, Turn
+from bot.mcp.asking import Asker, FormAsked, Picture, Refused, SampleAsked, Turn
 from bot.mcp.form_schema import BadSchema, Form
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+MAX_IMAGE_TEXT = 100 * 1024 * 1024 * 4 // 3
+"""The base64 text of an image in a sampling request is not decoded past the largest
+``image_max_bytes`` (the sampler holds each image to the configured one)."""
 
 
 @dataclass
@@ -175,17 +180,37 @@ class Calls:
 
 
 def _turns(params: types.CreateMessageRequestParams) -> tuple[Turn, ...]:
+    """The request's messages: their text, and their images decoded (whether the thread's
+    model may see them is the sampler's to say)."""
     turns: list[Turn] = []
     for message in params.messages:
         texts: list[str] = []
+        images: list[Picture] = []
         for block in message.content_as_list:
-            if not isinstance(block, types.TextContent):
-                raise Refused(f"only text can be sampled, not {getattr(block, 'type', '?')}")
-            texts.append(block.text)
-        turns.append(Turn(message.role, "\n".join(texts)))
+            match block:
+                case types.TextContent():
+                    texts.append(block.text)
+                case types.ImageContent():
+                    images.append(_picture(block))
+                case types.AudioContent():
+                    raise Refused("audio cannot be sampled: this client sends text and images")
+                case _:
+                    kind = getattr(block, "type", "?")
+                    raise Refused(f"only text and images can be sampled, not {kind}")
+        turns.append(Turn(message.role, "\n".join(texts), tuple(images)))
     if not turns:
         raise Refused("a sampling request without messages")
     return tuple(turns)
+
+
+def _picture(block: types.ImageContent) -> Picture:
+    if len(block.data) > MAX_IMAGE_TEXT:
+        raise Refused(f"an image of more than {MAX_IMAGE_TEXT * 3 // 4} bytes cannot be sampled")
+    try:
+        data = base64.b64decode(block.data, validate=True)
+    except binascii.Error:
+        raise Refused(f"an image ({block.mime_type}) is not valid base64") from None
+    return Picture(block.mime_type, data)
 
 
 def callbacks(calls: Calls) -> dict[str, Any]:

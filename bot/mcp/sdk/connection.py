@@ -173,18 +173,6 @@ class Connection:
             )
         return output(result)
 
-    async def call(
-        self,
-        tool: str,
-        arguments: dict[str, Any],
-        progress: Progress | None = None,
-        asker: Asker | None = None,
-        whose: str = "",
-    ) -> tuple[str, bool]:
-        """:meth:`run`, as the text the model reads and whether the call failed."""
-        out = await self.run(tool, arguments, progress, asker, whose)
-        return out.text, out.failed
-
     async def _as_task(
         self,
         session: ClientSession,

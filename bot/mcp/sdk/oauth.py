@@ -14,7 +14,9 @@ revocation (RFC 7009) for ``threadline mcp logout``, and a code exchanged after 
 from __future__ import annotations
 
 import base64
+import json
 import logging
+import re
 import time
 import warnings
 from collections.abc import AsyncGenerator, Callable
@@ -384,10 +386,29 @@ ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
 
 
+_ERROR_CODE = re.compile(r"[a-z_]{1,40}")
+"""An OAuth error code (``invalid_grant``): the one word of a refusal repeated in ours (a
+description may repeat the token it refuses)."""
+
+
+async def _refusal(who: str, response: httpx2.Response) -> SignInFailed:
+    """``who`` refused (``the identity provider refused the token exchange``), in words that
+    hold the HTTP status and the OAuth error code, never the body."""
+    try:
+        body = json.loads(await response.aread())
+    except ValueError:
+        body = None
+    said = body.get("error") if isinstance(body, dict) else None
+    code = f": {said}" if isinstance(said, str) and _ERROR_CODE.fullmatch(said) else ""
+    return SignInFailed(f"{who} (HTTP {response.status_code}{code})")
+
+
 class _Enterprise(IdentityAssertionOAuthProvider):
     """Enterprise-managed authorization (SEP-990): the configured ID token is exchanged at the
     identity provider for an identity assertion grant (ID-JAG, RFC 8693), which the SDK's
-    provider presents to the configured authorization server (RFC 7523 jwt-bearer)."""
+    provider presents to the configured authorization server (RFC 7523 jwt-bearer). A refusal
+    of either is a :class:`SignInFailed` with the status and the error code, never the body
+    (where a server may repeat the token it refuses)."""
 
     def __init__(self, url: str, access: OAuthAccess, storage: _Storage) -> None:
         config = access.settings
@@ -407,6 +428,30 @@ class _Enterprise(IdentityAssertionOAuthProvider):
             if config.token_endpoint_auth_method == "client_secret_post"
             else "client_secret_basic",
         )
+
+    async def _auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]:
+        """The SDK's flow; the authorization server's refusal of the grant in our words."""
+        flow = super()._auth_flow(request)
+        try:
+            outgoing = await flow.__anext__()
+            while True:
+                response = yield outgoing
+                if (
+                    outgoing is not request
+                    and outgoing.method == "POST"
+                    and str(outgoing.url) == self._token_endpoint
+                    and response.status_code != 200
+                ):
+                    raise await _refusal(
+                        "the authorization server refused the identity assertion grant", response
+                    )
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await flow.aclose()
 
     async def _grant(self, audience: str, resource: str) -> str:
         """The ID-JAG for ``audience`` (the authorization server) and ``resource`` (the MCP
@@ -430,20 +475,22 @@ class _Enterprise(IdentityAssertionOAuthProvider):
                 headers["Authorization"] = f"Basic {base64.b64encode(pair.encode()).decode()}"
             else:
                 form["client_id"] = config.idp_client_id
-        async with httpx2.AsyncClient(timeout=30.0) as http:
-            answer = await http.post(config.idp_token_endpoint, data=form, headers=headers)
+        try:
+            async with httpx2.AsyncClient(timeout=30.0) as http:
+                answer = await http.post(config.idp_token_endpoint, data=form, headers=headers)
+        except httpx2.HTTPError as exc:
+            raise SignInFailed(
+                f"the identity provider could not be reached ({type(exc).__name__})"
+            ) from None
+        if answer.status_code != 200:
+            raise await _refusal("the identity provider refused the token exchange", answer)
         try:
             body = answer.json()
         except ValueError:
-            body = {}
-        if answer.status_code != 200 or not isinstance(body, dict):
-            said = body.get("error") if isinstance(body, dict) else None
-            raise SignInFailed(
-                f"the identity provider refused the token exchange (HTTP {answer.status_code}"
-                f"{f': {said}' if isinstance(said, str) else ''})"
-            )
-        grant = body.get("access_token")
-        if body.get("issued_token_type") != ID_JAG or not isinstance(grant, str):
+            body = None
+        grant = body.get("access_token") if isinstance(body, dict) else None
+        issued = body.get("issued_token_type") if isinstance(body, dict) else None
+        if issued != ID_JAG or not isinstance(grant, str) or not grant:
             raise SignInFailed("the identity provider did not issue an identity assertion grant")
         return grant
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import McpError, McpTimeout, McpUnavailable
+from bot.mcp.asking import Output
 from bot.mcp.endpoint import Endpoint, HttpEndpoint, StdioEndpoint
 from bot.mcp.sdk.connection import Connection, render
 from tests.bot.mcp.conftest import LogWatch, http, stdio
@@ -20,6 +21,11 @@ from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.mcp_server import HUGE_CHARS
 
 TRANSPORTS = ["stdio", "http"]
+
+
+def said(out: Output) -> tuple[str, bool]:
+    """What a call's output gives the model: its text, and whether it failed."""
+    return out.text, out.failed
 
 
 async def open_connection(
@@ -52,13 +58,16 @@ async def test_tools_are_listed_with_their_read_only_hint(
 async def test_answers_failures_and_errors(transport: str, http_fake: FakeMcpHttp) -> None:
     connection = await open_connection(transport, http_fake)
     try:
-        assert await connection.call("lookup", {"id": "T-1"}) == (
+        assert said(await connection.run("lookup", {"id": "T-1"})) == (
             "T-1: printer on fire (open)",
             False,
         )
-        assert await connection.call("fail", {}) == ("the ticket store is read-only today", True)
+        assert said(await connection.run("fail", {})) == (
+            "the ticket store is read-only today",
+            True,
+        )
         with pytest.raises(McpError, match="database exploded"):
-            await connection.call("rpc_error", {})
+            await connection.run("rpc_error", {})
         assert connection.alive
     finally:
         await connection.aclose()
@@ -71,8 +80,8 @@ async def test_a_call_that_hangs_times_out_and_the_connection_goes_on(
     connection = await open_connection(transport, http_fake, timeout_s=0.3)
     try:
         with pytest.raises(McpTimeout, match="no answer to hang within 0.3 s"):
-            await connection.call("hang", {})
-        assert await connection.call("echo", {"text": "still here"}) == ("still here", False)
+            await connection.run("hang", {})
+        assert said(await connection.run("echo", {"text": "still here"})) == ("still here", False)
     finally:
         await connection.aclose()
 
@@ -81,9 +90,9 @@ async def test_a_call_that_hangs_times_out_and_the_connection_goes_on(
 async def test_a_result_of_50_mb_arrives(transport: str, http_fake: FakeMcpHttp) -> None:
     connection = await open_connection(transport, http_fake, timeout_s=30)
     try:
-        text, failed = await connection.call("huge", {})
-        assert len(text) == HUGE_CHARS and not failed
-        assert await connection.call("echo", {"text": "after"}) == ("after", False)
+        out = await connection.run("huge", {})
+        assert len(out.text) == HUGE_CHARS and not out.failed
+        assert said(await connection.run("echo", {"text": "after"})) == ("after", False)
     finally:
         await connection.aclose()
 
@@ -96,7 +105,7 @@ async def test_a_message_over_the_limit_ends_the_connection(
     connection = await Connection.open("tickets", endpoint, 10, lambda: None)
     try:
         with pytest.raises(McpUnavailable, match="longer than 1 MiB"):
-            await connection.call("huge", {})
+            await connection.run("huge", {})
         assert not connection.alive
     finally:
         await connection.aclose()
@@ -113,8 +122,8 @@ async def test_malformed_json_rpc_is_logged_and_is_an_error(
             McpError,
             match=r"malformed answer to malformed \(content: Input should be a valid list\)",
         ):
-            await connection.call("malformed", {})
-        assert await connection.call("echo", {"text": "fine"}) == ("fine", False)
+            await connection.run("malformed", {})
+        assert said(await connection.run("echo", {"text": "fine"})) == ("fine", False)
     finally:
         await connection.aclose()
     if transport == "stdio":
@@ -130,7 +139,7 @@ async def test_a_changed_tool_list_is_announced(transport: str, http_fake: FakeM
     changed = asyncio.Event()
     connection = await open_connection(transport, http_fake, changed=changed)
     try:
-        await connection.call("change_tools", {})
+        await connection.run("change_tools", {})
         async with asyncio.timeout(10):
             await changed.wait()
         assert "added" in {t.name for t in await connection.list_tools()}
@@ -142,12 +151,12 @@ async def test_a_crash_ends_the_connection_with_the_exit_code(tmp_path: Path) ->
     connection = await Connection.open("tickets", stdio(), 10, lambda: None)
     try:
         with pytest.raises(McpUnavailable):
-            await connection.call("crash", {})
+            await connection.run("crash", {})
         async with asyncio.timeout(10):
             await connection.closed.wait()
         assert connection.ended == "the server exited with code 3"
         with pytest.raises(McpUnavailable, match="not connected"):
-            await connection.call("echo", {"text": "x"})
+            await connection.run("echo", {"text": "x"})
     finally:
         await connection.aclose()
 
@@ -157,7 +166,7 @@ async def test_a_http_server_that_went_away(http_fake: FakeMcpHttp) -> None:
     try:
         await http_fake.stop()
         with pytest.raises(McpUnavailable, match="docs: "):
-            await connection.call("echo", {"text": "x"})
+            await connection.run("echo", {"text": "x"})
         assert not connection.alive
     finally:
         await connection.aclose()
@@ -217,7 +226,7 @@ async def test_the_stdio_server_gets_a_minimal_environment(monkeypatch: pytest.M
         "tickets", stdio(env={"TICKETS_LOG": "/tmp/t.jsonl"}), 10, lambda: None
     )
     try:
-        names = set(json.loads((await connection.call("env", {}))[0]))
+        names = set(json.loads((await connection.run("env", {})).text))
     finally:
         await connection.aclose()
     assert {"PATH", "TICKETS_LOG"} <= names
@@ -229,7 +238,7 @@ async def test_stderr_goes_to_the_servers_logger(
 ) -> None:
     connection = await Connection.open("tickets", stdio(), 10, lambda: None)
     try:
-        await connection.call("stderr", {"text": "disk almost full"})
+        await connection.run("stderr", {"text": "disk almost full"})
         assert await log_watch.wait_for("disk almost full") == "[tickets] disk almost full"
     finally:
         await connection.aclose()
