@@ -551,7 +551,10 @@ class Core:
             opened = await self.forms.opened_by(form_id, actor)
             note = opened if isinstance(opened, str) else None
         else:
-            note = (await self.forms.answer(form_id, actor, step, surface=surface)).note
+            replied = await self.forms.answer(
+                form_id, actor, step, surface=surface, card_id=message_id
+            )
+            note = replied.note
         if note is not None and ended(note) and message_id is not None:  # its buttons go
             with contextlib.suppress(SurfaceError):
                 await surface.drop_buttons(message_id)

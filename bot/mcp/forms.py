@@ -29,6 +29,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -153,10 +154,9 @@ class FormDesk:
             waiting = self._waiting[form.id] = _Waiting(form)
         try:
             await self._store.add_form(FormRow.of(form, self._peers.me, self._clock.now()))
+            form.on_card = partial(self._store.set_form_card, form.id)
             async with self._showing:
                 await ctx.events(FormNeeded(form))
-            if form.card_id is not None:
-                await self._store.set_form_card(form.id, form.card_id)
             return await self._wait(waiting)
         except asyncio.CancelledError:
             if form.waiting:
@@ -260,12 +260,16 @@ class FormDesk:
         step: str,
         values: Mapping[str, Any] | None = None,
         surface: Surface | None = None,
+        card_id: str | None = None,
     ) -> FormReply:
         """``step``: ``send`` (with ``values``), ``done`` (a link opened), ``no``, ``cancel``;
-        on any worker."""
+        on any worker. ``card_id``: the card clicked (its row may not name it yet, when the
+        click comes as soon as the card shows)."""
         row = await self._open(form_id, actor)
         if isinstance(row, str):
             return FormReply(row)
+        if row.card_id is None and card_id is not None:
+            row = replace(row, card_id=card_id)
         if step == "no":
             return await self._record(
                 row, FormStatus.DECLINED, Answer("decline"), "Declined.", surface
