@@ -308,8 +308,17 @@ class FormDesk:
         await self._show(here.form if here is not None else row.form(), status, surface)
         if here is not None:
             await self._settle(here, status, answer)
-        elif self._peers.nudge is not None:
-            await self._peers.nudge(ThreadKey(row.key))
+        else:
+            log.info(
+                "[%s] form %s in %s: %s here, for worker %s",
+                row.asked.server,
+                row.form_id,
+                row.key,
+                status.value,
+                row.owner,
+            )
+            if self._peers.nudge is not None:
+                await self._peers.nudge(ThreadKey(row.key))
         return FormReply(note, done=True)
 
 
