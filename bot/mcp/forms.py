@@ -189,10 +189,14 @@ class FormDesk:
 
     async def _answered_elsewhere(self, waiting: _Waiting) -> None:
         """Take the answer another worker recorded in the form's row, if any (its card is
-        updated already)."""
-        row = await self._store.get_form(waiting.form.id)
-        if row is None or row.status is not FormStatus.WAITING:
-            row = await self._store.take_form_answer(waiting.form.id)
+        updated already); the store away for a moment, the next look tries again."""
+        try:
+            row = await self._store.get_form(waiting.form.id)
+            if row is None or row.status is not FormStatus.WAITING:
+                row = await self._store.take_form_answer(waiting.form.id)
+        except Exception as exc:
+            log.warning("could not look at form %s: %s", waiting.form.id, exc)
+            return
         if row is None:
             await self._settle(waiting, FormStatus.STOPPED, Answer("cancel"))
         elif row.status is not FormStatus.WAITING:

@@ -299,9 +299,9 @@ class Presenter:
                 async with self._cards:  # below the reply so far; the reply goes on below it
                     await self._end("")
                     form.card_id = await post_form_card(self._surface, self._clock, form)
+                    await self._form_live(form)
                     if form.on_card is not None:
                         await form.on_card(form.card_id)
-                    await self._form_live(form)
                     await self._below(landed=True)
             case SignInNeeded():
                 await self._sign_in(event)

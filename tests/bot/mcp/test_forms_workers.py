@@ -29,6 +29,7 @@ from bot.mcp.servers import McpServers
 from bot.storage.postgres.store import PostgresStore
 from bot.tools.registry import ToolRegistry
 from tests.bot.test_workers import ALICE, BOB, KEY, WAIT_S, Cluster, Model, kill, until
+from tests.e2e.workers import until_rows
 from tests.fakes.mcp_asking_server import stdio_command
 from tests.fakes.scripted_model import call, step, text
 from tests.fakes.surface import FakeMessage
@@ -154,11 +155,12 @@ async def test_a_form_is_opened_checked_and_answered_on_the_worker_without_the_c
     card = await pair.card()
     found = form_id(card)
     assert found is not None
-    async with asyncio.timeout(WAIT_S):  # noted in the store as soon as it is posted
-        while not await pair.cluster.sql(
-            "SELECT 1 FROM mcp_forms WHERE form_id = $1 AND card_id = $2", found, card.id
-        ):
-            await asyncio.sleep(0.01)
+    await until_rows(  # noted in the store as soon as it is posted
+        pair.cluster.url,
+        "SELECT 1 FROM mcp_forms WHERE form_id = $1 AND card_id = $2",
+        found,
+        card.id,
+    )
 
     assert await pair.b.open_form(found, BOB) == "Only Alice can answer this."
     opened = await pair.b.open_form(found, ALICE)

@@ -66,9 +66,7 @@ async def test_a_form_is_kept_as_shown_and_its_card_noted(stores: Stores, store:
     assert await store.get_form("nope") is None
 
 
-async def test_a_form_is_closed_once_and_its_answer_read_once(
-    stores: Stores, store: Store
-) -> None:
+async def test_a_form_is_closed_once_and_its_answer_read_once(stores: Stores, store: Store) -> None:
     other = await stores.open()  # another worker on the same data
     await store.add_form(row())
     answer = Answer("accept", {"name": "Ann", "seats": 2, "extras": ["bag"], "newsletter": False})
