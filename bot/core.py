@@ -106,6 +106,8 @@ class Core:
         self.clock = clock
         self.tasks = TaskSet("the core")
         self.surfaces = Surfaces()
+        self.intake = Intake(settings, settings.data_dir / "workspaces")
+        """Keeps the files people share and tools return in the threads' workspaces."""
         self.policy = Policy(settings, direct=self.surfaces.direct)
         """Who may do what: every entry point asks it."""
         self.scheduler = Scheduler(store, clock)
@@ -133,7 +135,6 @@ class Core:
             self.policy,
         )
         self.memory = Memories(settings, store, clock, self.surfaces.channel_of)
-        self.intake = Intake(settings, settings.data_dir / "workspaces")
         tools.attach(
             FilesToolkit(settings, settings.data_dir / "workspaces", self.surfaces),
             own=files_tools.NAMES,
@@ -240,6 +241,7 @@ class Core:
             surface_for=self.surfaces.surface_for,
             sees_images=self._sees_images,
             image_max_bytes=settings.image_max_bytes,
+            intake=self.intake,
         )
         """How a thread's call answers what its MCP server asks (forms, roots, sampling)."""
         self.recovery = Recovery(self.holds, self.decisions, self.supervisor)

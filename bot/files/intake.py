@@ -122,6 +122,28 @@ class Intake:
         except SurfaceError as exc:
             why = f"the download failed: {exc}"
             return _One(f"- {shown}: not downloaded ({why})", problem=f"{shown}: not read ({why})")
+        return await self._read(ws, taken, shown, data, vision)
+
+    async def returned(
+        self, key: str, name: str, data: bytes, *, vision: bool
+    ) -> tuple[str, str | None]:
+        """Keep a file a tool returned in the thread's workspace, as a shared file is kept:
+        where it is kept, what it is and its start, and an image's data URL for the model to
+        see (when it sees images). A file over the cap is not kept."""
+        cap = self._settings.file_max_bytes
+        if len(data) > cap:
+            return (
+                f"not kept ({size_words(len(data))}, larger than the {size_words(cap)} cap)",
+                None,
+            )
+        ws = await asyncio.to_thread(Workspace.for_thread, self._root, key)
+        taken = set(await asyncio.to_thread(os.listdir, ws.root))
+        done = await self._read(ws, taken, name, data, vision)
+        return "kept in your workspace as " + done.line.removeprefix("- "), done.image
+
+    async def _read(
+        self, ws: Workspace, taken: set[str], shown: str, data: bytes, vision: bool
+    ) -> _One:
         kind = await asyncio.to_thread(sniff, data)
         name = await _keep(ws, taken, shown, data)
         about = f"- {name} ({size_words(len(data))}"

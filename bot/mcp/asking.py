@@ -49,6 +49,19 @@ class Picture:
 
 
 @dataclass(frozen=True, slots=True)
+class Returned:
+    """A file a tool returned: an embedded resource's bytes (a report, a PDF, a CSV...) or
+    audio."""
+
+    name: str
+    """The name its resource's URI ends with, as the server wrote it (empty: none)."""
+    mime: str
+    data: bytes
+    for_model: bool = True
+    for_people: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class Output:
     """What a call returned, split by its content's audience (``annotations.audience``)."""
 
@@ -63,6 +76,7 @@ class Output:
     the call may show people)."""
     hidden: bool = False
     """Some of :attr:`text` is for the assistant alone."""
+    files: tuple[Returned, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -297,6 +297,8 @@ async def _call(server: McpServer, tool: str, arguments: dict[str, Any], say: Pr
             say(f"    {line}")
     for picture in out.pictures:
         say(f"  an image: {picture.mime}, {len(picture.data):,} bytes")
+    for file in out.files:
+        say(f"  a file: {file.name or '(no name)'}, {file.mime}, {len(file.data):,} bytes")
     return 1 if out.failed else 0
 
 

@@ -10,7 +10,6 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -23,6 +22,7 @@ import pytest
 
 from tests.deploy import constraints
 from tests.deploy.dockerfile import Instruction, env_of, healthcheck_command, last, read
+from tests.e2e.test_process_restart import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = read(ROOT / "deploy" / "Dockerfile")
@@ -135,12 +135,6 @@ def image_root() -> Iterator[ImageRoot]:
     finally:
         subprocess.run(["userdel", "--remove", name], check=False, capture_output=True)
         shutil.rmtree(path, ignore_errors=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def user_python(image: ImageRoot) -> str:

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import signal
 import socket
 import sqlite3
@@ -35,10 +36,22 @@ async def open_page(http: aiohttp.ClientSession, base: str) -> None:
         assert page.status == 200, await page.text()
 
 
+_PORTS = iter(random.Random(os.getpid()).sample(range(20000, 32000), 12000))
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port for a process the test starts: free now, below the kernel's ephemeral range
+    (32768 and up), so no outgoing connection of this or another process is handed it before
+    the process binds it, and never the same one twice in this test run."""
+    for port in _PORTS:
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port left between 20000 and 32000")
 
 
 @asynccontextmanager

@@ -1,7 +1,8 @@
 """A small MCP server built with the ``mcp`` SDK's own server side, whose tools ask the client
 for things while they run: a form (``book``), a link (``sign_in``), a form described badly
 (``bad_form``), many forms at once (``flood``), its roots (``where``), a model's answer
-(``summarise``), and content with audiences and an image (``picture``).
+(``summarise``), content with audiences and an image (``picture``), and files
+(``report``).
 
 Run ``python tests/fakes/mcp_asking_server.py`` (stdio; :func:`stdio_command`).
 """
@@ -130,6 +131,37 @@ async def picture() -> list[Any]:
         ),
         types.ImageContent(
             type="image", data=base64.b64encode(PNG).decode(), mime_type="image/png"
+        ),
+    ]
+
+
+REPORT_CSV = b"region,total\nnorth,12\nsouth,30\n"
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(28)
+
+
+@server.tool(description="Returns files: a CSV report, a recording for the user, a broken one.")
+async def report() -> list[Any]:
+    return [
+        types.TextContent(type="text", text="The quarter's report."),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.BlobResourceContents(
+                uri="file:///reports/q3%20totals.csv",
+                mime_type="text/csv",
+                blob=base64.b64encode(REPORT_CSV).decode(),
+            ),
+        ),
+        types.AudioContent(
+            type="audio",
+            data=base64.b64encode(WAV).decode(),
+            mime_type="audio/wav",
+            annotations=types.Annotations(audience=["user"]),
+        ),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.BlobResourceContents(
+                uri="file:///reports/broken.bin", mime_type="application/pdf", blob="%%%"
+            ),
         ),
     ]
 

@@ -17,6 +17,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
 
 import httpx2
 import mcp_types as types
@@ -25,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from bot.errors import McpError, McpTimeout, McpUnavailable
-from bot.mcp.asking import Asker, NobodyAsks, Output, Picture
+from bot.mcp.asking import Asker, NobodyAsks, Output, Picture, Returned
 from bot.mcp.endpoint import Endpoint, RemoteTool, StdioEndpoint, remote_tools
 from bot.mcp.process import server_log
 from bot.mcp.sdk.asks import Calls, Running, callbacks
@@ -391,6 +392,7 @@ def output(result: types.CallToolResult) -> Output:
     public: list[str] = []
     shown: list[str] = []
     pictures: list[Picture] = []
+    files: list[Returned] = []
     for block in result.content:
         model, people = _audience(block)
         if isinstance(block, types.ImageContent):
@@ -400,6 +402,11 @@ def output(result: types.CallToolResult) -> Output:
                 parts.append(f"[{block.mime_type} image that is not valid base64, dropped]")
                 continue
             pictures.append(Picture(block.mime_type, data, model, people))
+        elif (found := _file_of(block)) is not None:
+            if isinstance(found, str):
+                parts.append(found)
+            else:
+                files.append(Returned(found.name, found.mime, found.data, model, people))
         elif not model:
             if people and isinstance(block, types.TextContent):
                 shown.append(block.text)
@@ -408,11 +415,38 @@ def output(result: types.CallToolResult) -> Output:
             if people:
                 public.append(parts[-1])
     text = "\n".join(p for p in parts if p)
-    if not parts and not shown and not pictures and result.structured_content is not None:
+    nothing = not parts and not shown and not pictures and not files
+    if nothing and result.structured_content is not None:
         text = json.dumps(result.structured_content, ensure_ascii=False)
     hidden = len(public) < len(parts)
     for_people = "\n".join(p for p in public if p) if hidden else text
-    return Output(text, bool(result.is_error), tuple(shown), tuple(pictures), for_people, hidden)
+    return Output(
+        text,
+        bool(result.is_error),
+        tuple(shown),
+        tuple(pictures),
+        for_people,
+        hidden,
+        tuple(files),
+    )
+
+
+def _file_of(block: Any) -> Returned | str | None:
+    """The file a block carries (an embedded resource's bytes, audio), a note when its bytes
+    are not valid base64, or None for any other block."""
+    match block:
+        case types.AudioContent(data=data, mime_type=mime):
+            name = ""
+        case types.EmbeddedResource(resource=types.BlobResourceContents() as resource):
+            data, mime = resource.blob, resource.mime_type or "application/octet-stream"
+            name = unquote(urlsplit(str(resource.uri)).path.rstrip("/").rsplit("/", 1)[-1])
+        case _:
+            return None
+    try:
+        return Returned(name, mime, base64.b64decode(data, validate=True))
+    except (binascii.Error, ValueError):
+        what = f"{mime} file {name}" if name else f"{mime} file"
+        return f"[{what} that is not valid base64, dropped]"
 
 
 def render(result: types.CallToolResult) -> str:
