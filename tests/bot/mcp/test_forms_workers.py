@@ -232,6 +232,7 @@ async def test_a_form_whose_worker_died_is_gone_and_its_buttons_go(make: Any) ->
     card = await pair.card()
     found = form_id(card)
     assert found is not None
+    await until_rows(pair.cluster.url, "SELECT 1 FROM mcp_forms WHERE card_id = $1", card.id)
     await kill(pair.a)
     await pair.mcp.aclose()
 
