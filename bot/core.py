@@ -14,7 +14,6 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from bot.api import actions
@@ -46,7 +45,7 @@ from bot.llm.first_token import FirstTokenLimit
 from bot.llm.messages import UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
-from bot.mcp.forms import GONE, Asking, FormDesk, FormReply
+from bot.mcp.forms import Asking, FormDesk, FormReply, Peers, ended
 from bot.mcp.pending import PendingForm
 from bot.mcp.sampling import Sampler
 from bot.mcp.sign_in_desk import Peers
@@ -108,20 +107,8 @@ class Core:
         self.clock = clock
         self.tasks = TaskSet("the core")
         self.surfaces = Surfaces()
-        self.forms = FormDesk(clock, self.surfaces.surface_for)
-        """Forms MCP servers ask the runs' people to fill in (:mod:`bot.mcp.forms`)."""
-        workspaces = settings.data_dir / "workspaces" if settings.workspace_tools else None
         self.intake = Intake(settings, settings.data_dir / "workspaces")
         """Keeps the files people share and tools return in the threads' workspaces."""
-        self.asking = Asking(
-            self.forms,
-            workspaces,
-            surface_for=self.surfaces.surface_for,
-            sees_images=self._sees_images,
-            image_max_bytes=settings.image_max_bytes,
-            intake=self.intake,
-        )
-        """How a thread's call answers what its MCP server asks (forms, roots, sampling)."""
         self.policy = Policy(settings, direct=self.surfaces.direct)
         """Who may do what: every entry point asks it."""
         self.scheduler = Scheduler(store, clock)
@@ -176,6 +163,12 @@ class Core:
             self.leases, self.sessions = leases, LeasedSessions(store, leases)
             if isinstance(store, BudgetStore):
                 shared = SharedRates(store, owner, clock)
+        peers = Peers()
+        if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
+            peers = Peers(self.leases.owner, self._nudge, store.is_present, settings.worker_poll_s)
+        self.forms = FormDesk(clock, self.surfaces.surface_for, store, peers)
+        """Forms MCP servers ask the runs' people to fill in (:mod:`bot.mcp.forms`), answered
+        on any worker."""
         self.holds = Holds(ThreadLocks(), self.leases, self.sessions, clock)
         """Every piece of work on a thread holds it this way: line, lease, session."""
         self.engine = Engine(
@@ -213,6 +206,7 @@ class Core:
                 place=self._pick_up,
                 recover=self._take_over,
                 wake=decided.wake_all,
+                heard=self.forms.heard,
                 recheck=self.leases.check_now,
             )
         self.decisions = Decisions(
@@ -236,8 +230,9 @@ class Core:
             lambda parent, sink, say: InlineGate(self.approvals, self.decisions, parent, sink, say),
         )
         tools.add(self.delegations.tool())
-        self.asking = replace(
-            self.asking,
+        self.asking = Asking(
+            self.forms,
+            settings.data_dir / "workspaces" if settings.workspace_tools else None,
             sample=Sampler(
                 model,
                 lambda session: self.channels.config(session.key, session.model),
@@ -246,7 +241,12 @@ class Core:
                 self._sees_images,
                 settings.image_max_bytes,
             ),
+            surface_for=self.surfaces.surface_for,
+            sees_images=self._sees_images,
+            image_max_bytes=settings.image_max_bytes,
+            intake=self.intake,
         )
+        """How a thread's call answers what its MCP server asks (forms, roots, sampling)."""
         self.recovery = Recovery(self.holds, self.decisions, self.supervisor)
         self.peers: Peers | None = None
         """With several workers: how a sign-in's callback that reaches this worker finds the
@@ -319,6 +319,7 @@ class Core:
     async def start(self) -> None:
         await self.store.open()
         await self.work.start()
+        await self.forms.start()
         purged = await self.deliveries.start()
         log.info("core ready (model: %s; %d old delivery ids purged)", self.model_label, purged)
 
@@ -573,19 +574,22 @@ class Core:
         message_id: str | None,
     ) -> str:
         if step in ("fill", "send"):  # the adapter opened the form before this click came
-            opened = self.forms.opened_by(form_id, actor)
+            opened = await self.forms.opened_by(form_id, actor)
             note = opened if isinstance(opened, str) else None
         else:
-            note = (await self.forms.answer(form_id, actor, step, surface=surface)).note
-        if note == GONE and message_id is not None:  # a card a restart left: its buttons go
+            replied = await self.forms.answer(
+                form_id, actor, step, surface=surface, card_id=message_id
+            )
+            note = replied.note
+        if note is not None and ended(note) and message_id is not None:  # its buttons go
             with contextlib.suppress(SurfaceError):
                 await surface.drop_buttons(message_id)
         return note or ""
 
-    def open_form(self, form_id: str, actor: Author) -> PendingForm | str:
+    async def open_form(self, form_id: str, actor: Author) -> PendingForm | str:
         """The form a "Fill in" click opens (its id from :func:`actions.form_to_open`), or
-        why it does not open for ``actor``."""
-        return self.forms.opened_by(form_id, actor)
+        why it does not open for ``actor`` (on any worker: the form is in the store)."""
+        return await self.forms.opened_by(form_id, actor)
 
     async def answer_form(
         self, form_id: str, actor: Author, values: Mapping[str, Any], surface: Surface | None
@@ -649,6 +653,10 @@ class Core:
 
     def _take_over(self, key: ThreadKey) -> None:
         self.answers.take_over(key)
+
+    async def _nudge(self, key: ThreadKey) -> None:
+        """Tell the other workers something for ``key`` is in the store (a form answered)."""
+        await self.work.nudge(key)
 
     def _lost(self, key: ThreadKey) -> None:
         self.supervisor.abandon(key)

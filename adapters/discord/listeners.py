@@ -334,7 +334,7 @@ class Listeners:
         if form_id is None or interaction.channel_id is None:
             return False
         actor = author_of(interaction.user)
-        opened = self.core.open_form(form_id, actor)
+        opened = await self.core.open_form(form_id, actor)
         if not isinstance(opened, PendingForm):
             return False  # the click says why
         channel, guild = interaction.channel_id, interaction.guild_id

@@ -344,7 +344,7 @@ class PlaygroundAdapter:
         surface = self._surface(body.thread_id)
         user_id = request[USER]
         if (form_id := form_to_open(body.action_id)) is not None:
-            opened = self.core.open_form(form_id, body.author(user_id))
+            opened = await self.core.open_form(form_id, body.author(user_id))
             if isinstance(opened, str):
                 return web.json_response({"note": opened})
             return web.json_response({"note": None, "form": form_json(opened)})

@@ -302,7 +302,7 @@ class SlackListeners:
         form_id = form_to_open(click.action_id)
         if form_id is None or click.trigger_id is None:
             return
-        opened = self.core.open_form(form_id, Author(f"slack:{click.user}", click.user))
+        opened = await self.core.open_form(form_id, Author(f"slack:{click.user}", click.user))
         if isinstance(opened, str):
             return
         view = form_modal(opened, click.channel, click.root_ts)

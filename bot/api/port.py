@@ -57,9 +57,10 @@ class CoreApi(Protocol):
         :func:`bot.api.actions.explain_after`); what to tell the person."""
         ...
 
-    def open_form(self, form_id: str, actor: Author) -> PendingForm | str:
+    async def open_form(self, form_id: str, actor: Author) -> PendingForm | str:
         """The form an MCP server asks for, to show ``actor`` (a "Fill in" click, its id from
-        :func:`bot.api.actions.form_to_open`), or why it does not open for them."""
+        :func:`bot.api.actions.form_to_open`), or why it does not open for them; on any
+        worker."""
         ...
 
     async def answer_form(

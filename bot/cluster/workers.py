@@ -138,6 +138,7 @@ class Workers:
         recover: Recover,
         wake: Callable[[], None] = lambda: None,
         recheck: Callable[[], None] = lambda: None,
+        heard: Callable[[ThreadKey], None] = lambda key: None,
     ) -> None:
         self.store = store
         self.owner = owner
@@ -148,6 +149,8 @@ class Workers:
         self._recover = recover
         self._wake_waiters = wake
         """Wakes the calls of runs held here that wait inline for a decision (made elsewhere)."""
+        self._heard_key = heard
+        """Told every key nudged (a form answered elsewhere may be for a call waiting here)."""
         self._recheck = recheck
         """Renews this worker's leases now (those another worker took over meanwhile stop here)."""
         self._ended = False
@@ -223,6 +226,7 @@ class Workers:
     def _heard(self, key: ThreadKey) -> None:
         if key in self._supervisor.active:  # a decision elsewhere may be for a call waiting here
             self._wake_waiters()
+        self._heard_key(key)
         self._nudged.add(key)
         self._wake.set()
         for hearer in self.hearers:

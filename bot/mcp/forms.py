@@ -9,10 +9,16 @@ fields) before it goes back; one that does not fit goes back to the person, fiel
 the form keeps waiting. A thread has at most :data:`MAX_WAITING` forms waiting at once: a
 server that asks for more is declined (the thread is told).
 
-The wait lives with the call, in this process: the server's request cannot outlive the
-connection it came on, so a restart ends both. The card is kept among the run's live messages
-while it waits, so the repair after a restart closes it; a click on a card whose form no longer
-waits is told so (and its buttons go).
+The wait lives with the call, in the process whose call waits (the form's *owner*): the
+server's request cannot outlive the connection it came on, so a restart ends both. The form is
+also kept in the store (:mod:`bot.mcp.form_rows`), so that any worker sharing it answers a
+click or a modal that reaches it: it opens the form for its person, checks the answer, records
+it by compare-and-set (the form leaves ``waiting`` once, whoever closes it), updates the card
+and nudges the thread's key; the owner hears the nudge (or finds the answer at its next look,
+every ``worker_poll_s``) and hands the answer to its call. A form whose owner is gone (its
+process died, or restarted) waits no more: a click on it is told so, and its buttons go. The
+card is kept among the run's live messages while it waits, so the repair after a restart
+closes it.
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ import asyncio
 import base64
 import logging
 import secrets
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +53,7 @@ from bot.mcp.asking import (
     SampleAsked,
     Sampled,
 )
+from bot.mcp.form_rows import FormRow, FormStore
 from bot.mcp.pending import FormStatus, PendingForm
 from bot.present.form_card import update_form_card
 from bot.tools.base import ToolContext
@@ -55,8 +63,20 @@ log = logging.getLogger(__name__)
 
 MAX_WAITING = 3
 GONE = "This form is no longer waiting (its call ended, or the bot restarted)."
+CLOSED = {
+    FormStatus.SENT: "This form is no longer waiting: it was answered.",
+    FormStatus.DECLINED: "This form is no longer waiting: it was declined.",
+    FormStatus.CANCELLED: "This form is no longer waiting: it was cancelled.",
+    FormStatus.EXPIRED: "This form is no longer waiting: it expired, and nothing was sent.",
+    FormStatus.STOPPED: "This form is no longer waiting: the call that asked for it ended.",
+}
 NOBODY = "no person is behind this run to answer a form"
 SurfaceFor = Callable[[ThreadKey], Surface | None]
+
+
+def ended(note: str) -> bool:
+    """Whether ``note`` says the form no longer waits (its card's buttons may go)."""
+    return note == GONE or note in CLOSED.values()
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,35 +89,57 @@ class FormReply:
     done: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Peers:
+    """The workers that share the desk's store, as the desk reaches them: this worker's name
+    (the owner of the forms it shows), a nudge for a thread's key, whether a worker is alive,
+    and how often a waiting form looks at its row without a nudge (None: alone on its store,
+    where every answer is given in this process)."""
+
+    me: str = ""
+    nudge: Callable[[ThreadKey], Awaitable[None]] | None = None
+    present: Callable[[str], Awaitable[bool]] | None = None
+    poll_s: float | None = None
+
+
 @dataclass
 class _Waiting:
     form: PendingForm
-    answered: asyncio.Event = field(default_factory=asyncio.Event)
+    check: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when the form's row may have changed (an answer here, a nudge from elsewhere)."""
     answer: Answer | None = None
 
 
 class FormDesk:
-    """The forms waiting in this process, by id."""
+    """The forms waiting in this process, by id, and every form shown, in the store."""
 
-    def __init__(self, clock: Clock, surface_for: SurfaceFor) -> None:
+    def __init__(
+        self, clock: Clock, surface_for: SurfaceFor, store: FormStore, peers: Peers | None = None
+    ) -> None:
         self._clock = clock
         self._surface_for = surface_for
+        self._store = store
+        self._peers = peers or Peers()
         self._waiting: dict[str, _Waiting] = {}
         self._showing = asyncio.Lock()
         """Cards are shown one at a time (a flood's notices land below the cards before)."""
 
-    def waiting(self, form_id: str) -> PendingForm | None:
-        found = self._waiting.get(form_id)
-        return found.form if found is not None and found.form.waiting else None
+    async def start(self) -> None:
+        """The forms this worker showed before it restarted wait no more (their calls ended
+        with it)."""
+        if stopped := await self._store.stop_forms_of(self._peers.me):
+            log.info("%d forms waiting before a restart were closed", stopped)
 
-    def opened_by(self, form_id: str, actor: Author) -> PendingForm | str:
-        """The form ``actor`` may fill in, or why not (for a Fill in click)."""
-        form = self.waiting(form_id)
-        if form is None:
-            return GONE
-        if actor.id != form.person_id:
-            return f"Only {form.person_name} can answer this."
-        return form
+    def heard(self, key: ThreadKey) -> None:
+        """Another worker nudged ``key``: a form of its run waiting here may be answered."""
+        for waiting in self._waiting.values():
+            if waiting.form.key == key:
+                waiting.check.set()
+
+    async def opened_by(self, form_id: str, actor: Author) -> PendingForm | str:
+        """The form ``actor`` may fill in, or why not (for a Fill in click, on any worker)."""
+        found = await self._open(form_id, actor)
+        return found if isinstance(found, str) else found.form()
 
     async def ask(self, ctx: ToolContext, asked: FormAsked, timeout_s: float) -> Answer:
         """Show the form in the call's thread and wait for its person's answer."""
@@ -123,22 +165,109 @@ class FormDesk:
             )
             waiting = self._waiting[form.id] = _Waiting(form)
         try:
+            await self._store.add_form(FormRow.of(form, self._peers.me, self._clock.now()))
+            form.on_card = partial(self._store.set_form_card, form.id)
             async with self._showing:
                 await ctx.events(FormNeeded(form))
-            while waiting.answer is None:
-                left = form.expires_at - self._clock.now()
-                if left <= 0:
-                    await self._close(waiting, FormStatus.EXPIRED, Answer("cancel"), None)
-                    break
-                await sleep_until_set(self._clock, left, waiting.answered)
+            return await self._wait(waiting)
         except asyncio.CancelledError:
             if form.waiting:
-                await asyncio.shield(self._close(waiting, FormStatus.STOPPED, None, None))
+                await asyncio.shield(self._stop(waiting))
             raise
         finally:
             del self._waiting[form.id]
+
+    async def _wait(self, waiting: _Waiting) -> Answer:
+        """Until the form is answered (here, or on another worker: its row says so) or
+        expires."""
+        form = waiting.form
+        poll = self._peers.poll_s
+        while waiting.answer is None:
+            left = form.expires_at - self._clock.now()
+            if left <= 0:
+                if await self._store.close_form(form.id, FormStatus.EXPIRED, None, None):
+                    await self._show(form, FormStatus.EXPIRED, None)
+                    await self._settle(waiting, FormStatus.EXPIRED, Answer("cancel"))
+                    break
+            else:
+                await sleep_until_set(
+                    self._clock, left if poll is None else min(left, poll), waiting.check
+                )
+                waiting.check.clear()
+            if waiting.answer is None:
+                await self._answered_elsewhere(waiting)
         assert waiting.answer is not None
         return waiting.answer
+
+    async def _answered_elsewhere(self, waiting: _Waiting) -> None:
+        """Take the answer another worker recorded in the form's row, if any (its card is
+        updated already); the store away for a moment, the next look tries again."""
+        try:
+            row = await self._store.get_form(waiting.form.id)
+            if row is None or row.status is not FormStatus.WAITING:
+                row = await self._store.take_form_answer(waiting.form.id)
+        except Exception as exc:
+            log.warning("could not look at form %s: %s", waiting.form.id, exc)
+            return
+        if row is None:
+            await self._settle(waiting, FormStatus.STOPPED, Answer("cancel"))
+        elif row.status is not FormStatus.WAITING:
+            await self._settle(waiting, row.status, row.answer or Answer("cancel"))
+
+    async def _stop(self, waiting: _Waiting) -> None:
+        """The call ended while its form waited: the row and the card say so (unless an answer
+        came first, elsewhere: the card says that already)."""
+        form = waiting.form
+        if await self._store.close_form(form.id, FormStatus.STOPPED, None, None):
+            await self._show(form, FormStatus.STOPPED, None)
+            status = FormStatus.STOPPED
+        else:
+            row = await self._store.take_form_answer(form.id)
+            status = row.status if row is not None else FormStatus.STOPPED
+        await self._settle(waiting, status, Answer("cancel"))
+
+    async def _settle(self, waiting: _Waiting, status: FormStatus, answer: Answer) -> None:
+        """The form waits no more here: its call gets ``answer``; the run forgets its card."""
+        form = waiting.form
+        if waiting.answer is not None:
+            return
+        form.status = status
+        waiting.answer = answer
+        waiting.check.set()
+        log.info("[%s] form %s in %s: %s", form.asked.server, form.id, form.key, status.value)
+        if form.on_closed is not None:
+            await form.on_closed()
+
+    async def _show(self, form: PendingForm, status: FormStatus, surface: Surface | None) -> None:
+        """The card shows what became of the form; its buttons go."""
+        where = surface or self._surface_for(ThreadKey(form.key))
+        if where is not None:
+            await update_form_card(where, self._clock, replace(form, status=status))
+
+    async def _open(self, form_id: str, actor: Author) -> FormRow | str:
+        """The form's row, while it waits for ``actor``; else why not."""
+        row = await self._store.get_form(form_id)
+        if row is None:
+            return GONE
+        if row.status is not FormStatus.WAITING:
+            return CLOSED[row.status]
+        if await self._gone(row):
+            if await self._store.close_form(form_id, FormStatus.STOPPED, None, None):
+                log.info("form %s in %s: its worker is gone", form_id, row.key)
+                await self._show(row.form(), FormStatus.STOPPED, None)
+            return GONE
+        if actor.id != row.person_id:
+            return f"Only {row.person_name} can answer this."
+        if row.expires_at <= self._clock.now():
+            return CLOSED[FormStatus.EXPIRED]
+        return row
+
+    async def _gone(self, row: FormRow) -> bool:
+        """Whether the call that waits for the form is gone (its worker died or restarted)."""
+        if row.owner == self._peers.me:
+            return row.form_id not in self._waiting
+        present = self._peers.present
+        return present is None or not await present(row.owner)
 
     async def answer(
         self,
@@ -147,50 +276,66 @@ class FormDesk:
         step: str,
         values: Mapping[str, Any] | None = None,
         surface: Surface | None = None,
+        card_id: str | None = None,
     ) -> FormReply:
-        """``step``: ``send`` (with ``values``), ``done`` (a link opened), ``no``, ``cancel``."""
-        waiting = self._waiting.get(form_id)
-        form = waiting.form if waiting is not None else None
-        if waiting is None or form is None or not form.waiting:
-            return FormReply(GONE)
-        if actor.id != form.person_id:
-            return FormReply(f"Only {form.person_name} can answer this.")
+        """``step``: ``send`` (with ``values``), ``done`` (a link opened), ``no``, ``cancel``;
+        on any worker. ``card_id``: the card clicked (its row may not name it yet, when the
+        click comes as soon as the card shows)."""
+        row = await self._open(form_id, actor)
+        if isinstance(row, str):
+            return FormReply(row)
+        if row.card_id is None and card_id is not None:
+            row = replace(row, card_id=card_id)
         if step == "no":
-            await self._close(waiting, FormStatus.DECLINED, Answer("decline"), surface)
-            return FormReply("Declined.", done=True)
+            return await self._record(
+                row, FormStatus.DECLINED, Answer("decline"), "Declined.", surface
+            )
         if step == "cancel":
-            await self._close(waiting, FormStatus.CANCELLED, Answer("cancel"), surface)
-            return FormReply("Cancelled.", done=True)
-        if form.asked.form is None:
+            return await self._record(
+                row, FormStatus.CANCELLED, Answer("cancel"), "Cancelled.", surface
+            )
+        form = row.asked.form
+        if form is None:
             if step != "done":
                 return FormReply("This asks for a link to be opened, not a form.")
-            await self._close(waiting, FormStatus.SENT, Answer("accept"), surface)
-            return FormReply("Done: the server is told.", done=True)
+            return await self._record(
+                row, FormStatus.SENT, Answer("accept"), "Done: the server is told.", surface
+            )
         if step != "send":
             return FormReply("Fill the form in to answer it.")
-        content, errors = form.asked.form.check(values or {})
+        content, errors = form.check(values or {})
         if errors:
             return FormReply("Some answers do not fit; nothing was sent.", errors)
-        await self._close(waiting, FormStatus.SENT, Answer("accept", content), surface)
-        return FormReply("Sent.", done=True)
+        return await self._record(row, FormStatus.SENT, Answer("accept", content), "Sent.", surface)
 
-    async def _close(
-        self,
-        waiting: _Waiting,
-        status: FormStatus,
-        answer: Answer | None,
-        surface: Surface | None,
-    ) -> None:
-        form = waiting.form
-        form.status = status
-        waiting.answer = answer or Answer("cancel")
-        waiting.answered.set()
-        log.info("[%s] form %s in %s: %s", form.asked.server, form.id, form.key, status.value)
-        where = surface or self._surface_for(ThreadKey(form.key))
-        if where is not None:
-            await update_form_card(where, self._clock, form)
-        if form.on_closed is not None:
-            await form.on_closed()
+    async def _record(
+        self, row: FormRow, status: FormStatus, answer: Answer, note: str, surface: Surface | None
+    ) -> FormReply:
+        """Close the form with ``answer``, once: its card shows it here; the call waiting for
+        it gets it here, or in the row its worker reads once nudged."""
+        here = self._waiting.get(row.form_id)
+        kept = None if here is not None else answer  # an answer given here never goes to the store
+        if not await self._store.close_form(row.form_id, status, kept, self._clock.now()):
+            again = await self._store.get_form(row.form_id)
+            if again is None:
+                return FormReply(GONE)
+            waits = again.status is FormStatus.WAITING  # still, but its time is up
+            return FormReply(CLOSED[FormStatus.EXPIRED if waits else again.status])
+        await self._show(here.form if here is not None else row.form(), status, surface)
+        if here is not None:
+            await self._settle(here, status, answer)
+        else:
+            log.info(
+                "[%s] form %s in %s: %s here, for worker %s",
+                row.asked.server,
+                row.form_id,
+                row.key,
+                status.value,
+                row.owner,
+            )
+            if self._peers.nudge is not None:
+                await self._peers.nudge(ThreadKey(row.key))
+        return FormReply(note, done=True)
 
 
 class ThreadAsker:

@@ -33,6 +33,9 @@ class PendingForm:
     expires_at: float
     status: FormStatus = FormStatus.WAITING
     card_id: str | None = None
+    on_card: Callable[[str], Awaitable[None]] | None = field(default=None, repr=False)
+    """Called with the card's id as soon as it is posted (the store notes it, so that a click
+    on another worker finds the card to update)."""
     on_closed: Callable[[], Awaitable[None]] | None = field(default=None, repr=False)
     """Called once it no longer waits (the run forgets its card: a restart has nothing to
     mend)."""

@@ -300,6 +300,8 @@ class Presenter:
                     await self._end("")
                     form.card_id = await post_form_card(self._surface, self._clock, form)
                     await self._form_live(form)
+                    if form.on_card is not None:
+                        await form.on_card(form.card_id)
                     await self._below(landed=True)
             case SignInNeeded():
                 await self._sign_in(event)

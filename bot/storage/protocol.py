@@ -13,6 +13,7 @@ Each concern's Protocol lives beside the code that uses it; a store implements t
 - :class:`bot.feedback.model.FeedbackStore`: 👍 / 👎 on answers
 - :class:`bot.mcp.sign_in_waits.SignInWaitStore`: sign-ins to MCP servers waited for in threads
 - :class:`bot.mcp.tokens.SignInKeep`: MCP sign-ins, sealed
+- :class:`bot.mcp.form_rows.FormStore`: forms MCP servers ask people to fill in, for any worker
 
 SQLite (:mod:`bot.storage.sqlite.store`) and PostgreSQL (:mod:`bot.storage.postgres.store`) implement
 them; ``tests/bot/storage/test_contract.py`` is the suite every implementation passes.
@@ -24,6 +25,7 @@ from typing import Protocol
 
 from bot.approvals.store import ApprovalStore
 from bot.feedback.model import FeedbackStore
+from bot.mcp.form_rows import FormStore
 from bot.mcp.sign_in_waits import SignInWaitStore
 from bot.mcp.tokens import SignInKeep
 from bot.memory.model import MemoryStore
@@ -45,6 +47,7 @@ class Store(
     FeedbackStore,
     SignInWaitStore,
     SignInKeep,
+    FormStore,
     Protocol,
 ):
     async def open(self) -> None:

@@ -33,6 +33,7 @@ from bot.storage.postgres.approvals import ApprovalTables
 from bot.storage.postgres.batch import AsOne, Gathered
 from bot.storage.postgres.budgets import BudgetTables
 from bot.storage.postgres.feedback import FeedbackTables
+from bot.storage.postgres.forms import FormTables
 from bot.storage.postgres.jobs import JobTables
 from bot.storage.postgres.leases import LeaseTables
 from bot.storage.postgres.memory import MemoryTables
@@ -99,6 +100,7 @@ class PostgresStore(
     FeedbackTables,
     SignInWaitTables,
     SignInTables,
+    FormTables,
 ):
     def __init__(
         self, url: str, *, pool_size: int = POOL_SIZE, reconnect_wait_s: float = RECONNECT_WAIT_S

@@ -24,6 +24,7 @@ from bot.sessions.model import Todo
 from bot.storage.private import private_dir, private_file
 from bot.storage.sqlite.approvals import ApprovalTables
 from bot.storage.sqlite.feedback import FeedbackTables
+from bot.storage.sqlite.forms import FormTables
 from bot.storage.sqlite.jobs import JobTables
 from bot.storage.sqlite.memory import MemoryTables
 from bot.storage.sqlite.schedules import ScheduleTables
@@ -58,6 +59,7 @@ class SqliteStore(
     FeedbackTables,
     SignInWaitTables,
     SignInTables,
+    FormTables,
 ):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)

@@ -162,11 +162,11 @@ async def test_a_form_is_shown_to_the_runs_person_checked_and_sent(make_world: A
     assert [b.label for b in card.buttons] == ["Fill in…", "Decline", "Cancel"]
     found = form_id(card)
 
-    refused = world.core.open_form(found, BOB)
+    refused = await world.core.open_form(found, BOB)
     assert refused == "Only Alice can answer this."
     wrong = await world.core.answer_form(found, BOB, {"name": "Bo", "seats": "2"}, world.surface)
     assert wrong.note == "Only Alice can answer this." and not wrong.done
-    opened = world.core.open_form(found, ALICE)
+    opened = await world.core.open_form(found, ALICE)
     assert isinstance(opened, PendingForm) and opened.asked.form is not None
 
     bad = await world.core.answer_form(
@@ -177,7 +177,7 @@ async def test_a_form_is_shown_to_the_runs_person_checked_and_sent(make_world: A
         "seats": "must be at most 4",
         "cabin": "pick one of: economy, business",
     }
-    assert world.core.open_form(found, ALICE) is not None and not bad.done  # still waiting
+    assert await world.core.open_form(found, ALICE) is not None and not bad.done  # still waiting
 
     sent = await world.core.answer_form(
         found, ALICE, {"name": "Ann", "seats": "2", "newsletter": True}, world.surface
