@@ -45,10 +45,10 @@ from bot.llm.first_token import FirstTokenLimit
 from bot.llm.messages import UserMessage
 from bot.llm.model import Model
 from bot.llm.openai_model import build_openai_model
-from bot.mcp.forms import Asking, FormDesk, FormReply, Peers, ended
+from bot.mcp.forms import Asking, FormDesk, FormReply, ended
+from bot.mcp.peers import Heard, Peers
 from bot.mcp.pending import PendingForm
 from bot.mcp.sampling import Sampler
-from bot.mcp.sign_in_desk import Peers
 from bot.memory.service import Memories
 from bot.policy.who import Policy
 from bot.present.budget import BudgetRegistry
@@ -163,10 +163,19 @@ class Core:
             self.leases, self.sessions = leases, LeasedSessions(store, leases)
             if isinstance(store, BudgetStore):
                 shared = SharedRates(store, owner, clock)
-        peers = Peers()
+        self._hearers: list[Heard] = []
+        self.peers: Peers | None = None
+        """With several workers: how an answer to a form or a sign-in's callback that reaches
+        this worker finds the one whose call waits for it (:mod:`bot.mcp.peers`)."""
         if isinstance(store, WorkStore) and isinstance(self.leases, ThreadLeases):
-            peers = Peers(self.leases.owner, self._nudge, store.is_present, settings.worker_poll_s)
-        self.forms = FormDesk(clock, self.surfaces.surface_for, store, peers)
+            self.peers = Peers(
+                owner=self.leases.owner,
+                alive=store.is_present,
+                nudge=self._nudge,
+                listen=self._hearers.append,
+                poll_s=settings.worker_poll_s,
+            )
+        self.forms = FormDesk(clock, self.surfaces.surface_for, store, self.peers)
         """Forms MCP servers ask the runs' people to fill in (:mod:`bot.mcp.forms`), answered
         on any worker."""
         self.holds = Holds(ThreadLocks(), self.leases, self.sessions, clock)
@@ -206,7 +215,7 @@ class Core:
                 place=self._pick_up,
                 recover=self._take_over,
                 wake=decided.wake_all,
-                heard=self.forms.heard,
+                heard=self._heard,
                 recheck=self.leases.check_now,
             )
         self.decisions = Decisions(
@@ -248,19 +257,6 @@ class Core:
         )
         """How a thread's call answers what its MCP server asks (forms, roots, sampling)."""
         self.recovery = Recovery(self.holds, self.decisions, self.supervisor)
-        self.peers: Peers | None = None
-        """With several workers: how a sign-in's callback that reaches this worker finds the
-        one whose call waits for it (:mod:`bot.mcp.sign_in_desk`)."""
-        if isinstance(self.work, Workers):
-            work = self.work
-            self.peers = Peers(
-                owner=work.owner,
-                alive=work.store.is_present,
-                nudge=lambda key: work.nudge(ThreadKey(key)),
-                take_over=self._sign_in_take_over,
-                listen=work.hearers.append,
-                poll_s=settings.worker_poll_s,
-            )
         self.answers = Answers(
             self.tasks,
             self.surfaces,
@@ -361,7 +357,7 @@ class Core:
             return
         self.tasks.spawn(self.decisions.resume(thread, surface))
 
-    async def _sign_in_take_over(self, key: str) -> None:
+    async def sign_in_take_over(self, key: str) -> None:
         """A sign-in came back for a thread whose worker died mid-run: the run is mended as
         after a restart (found paused on the sign-in) before the callback resumes it."""
         thread = ThreadKey(key)
@@ -654,9 +650,14 @@ class Core:
     def _take_over(self, key: ThreadKey) -> None:
         self.answers.take_over(key)
 
-    async def _nudge(self, key: ThreadKey) -> None:
-        """Tell the other workers something for ``key`` is in the store (a form answered)."""
-        await self.work.nudge(key)
+    async def _nudge(self, key: str) -> None:
+        """Tell the other workers something for ``key`` is in the store (a form answered, a
+        sign-in's callback handed over)."""
+        await self.work.nudge(ThreadKey(key))
+
+    def _heard(self, key: ThreadKey) -> None:
+        for hearer in self._hearers:
+            hearer(key)
 
     def _lost(self, key: ThreadKey) -> None:
         self.supervisor.abandon(key)

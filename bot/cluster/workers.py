@@ -159,9 +159,6 @@ class Workers:
         self._listening: Listening | None = None
         self._task: asyncio.Task[None] | None = None
         self._placing: set[str] = set()
-        self.hearers: list[Callable[[ThreadKey], None]] = []
-        """Told of every nudge heard, with its thread's key (e.g. a sign-in's callback handed
-        to a call waiting here, :mod:`bot.mcp.sign_in_desk`)."""
 
     async def start(self) -> None:
         await self._listen()
@@ -229,8 +226,6 @@ class Workers:
         self._heard_key(key)
         self._nudged.add(key)
         self._wake.set()
-        for hearer in self.hearers:
-            hearer(key)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

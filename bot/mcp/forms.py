@@ -27,7 +27,7 @@ import asyncio
 import base64
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -54,6 +54,7 @@ from bot.mcp.asking import (
     Sampled,
 )
 from bot.mcp.form_rows import FormRow, FormStore
+from bot.mcp.peers import Peers
 from bot.mcp.pending import FormStatus, PendingForm
 from bot.present.form_card import update_form_card
 from bot.tools.base import ToolContext
@@ -89,19 +90,6 @@ class FormReply:
     done: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Peers:
-    """The workers that share the desk's store, as the desk reaches them: this worker's name
-    (the owner of the forms it shows), a nudge for a thread's key, whether a worker is alive,
-    and how often a waiting form looks at its row without a nudge (None: alone on its store,
-    where every answer is given in this process)."""
-
-    me: str = ""
-    nudge: Callable[[ThreadKey], Awaitable[None]] | None = None
-    present: Callable[[str], Awaitable[bool]] | None = None
-    poll_s: float | None = None
-
-
 @dataclass
 class _Waiting:
     form: PendingForm
@@ -119,7 +107,10 @@ class FormDesk:
         self._clock = clock
         self._surface_for = surface_for
         self._store = store
-        self._peers = peers or Peers()
+        self._peers = peers
+        self._me = peers.owner if peers is not None else ""
+        if peers is not None:
+            peers.listen(self.heard)
         self._waiting: dict[str, _Waiting] = {}
         self._showing = asyncio.Lock()
         """Cards are shown one at a time (a flood's notices land below the cards before)."""
@@ -127,10 +118,10 @@ class FormDesk:
     async def start(self) -> None:
         """The forms this worker showed before it restarted wait no more (their calls ended
         with it)."""
-        if stopped := await self._store.stop_forms_of(self._peers.me):
+        if stopped := await self._store.stop_forms_of(self._me):
             log.info("%d forms waiting before a restart were closed", stopped)
 
-    def heard(self, key: ThreadKey) -> None:
+    def heard(self, key: str) -> None:
         """Another worker nudged ``key``: a form of its run waiting here may be answered."""
         for waiting in self._waiting.values():
             if waiting.form.key == key:
@@ -165,7 +156,7 @@ class FormDesk:
             )
             waiting = self._waiting[form.id] = _Waiting(form)
         try:
-            await self._store.add_form(FormRow.of(form, self._peers.me, self._clock.now()))
+            await self._store.add_form(FormRow.of(form, self._me, self._clock.now()))
             form.on_card = partial(self._store.set_form_card, form.id)
             async with self._showing:
                 await ctx.events(FormNeeded(form))
@@ -181,7 +172,7 @@ class FormDesk:
         """Until the form is answered (here, or on another worker: its row says so) or
         expires."""
         form = waiting.form
-        poll = self._peers.poll_s
+        poll = self._peers.poll_s if self._peers is not None else None
         while waiting.answer is None:
             left = form.expires_at - self._clock.now()
             if left <= 0:
@@ -264,10 +255,9 @@ class FormDesk:
 
     async def _gone(self, row: FormRow) -> bool:
         """Whether the call that waits for the form is gone (its worker died or restarted)."""
-        if row.owner == self._peers.me:
+        if row.owner == self._me:
             return row.form_id not in self._waiting
-        present = self._peers.present
-        return present is None or not await present(row.owner)
+        return self._peers is None or not await self._peers.alive(row.owner)
 
     async def answer(
         self,
@@ -333,8 +323,8 @@ class FormDesk:
                 status.value,
                 row.owner,
             )
-            if self._peers.nudge is not None:
-                await self._peers.nudge(ThreadKey(row.key))
+            if self._peers is not None:
+                await self._peers.nudge(row.key)
         return FormReply(note, done=True)
 
 

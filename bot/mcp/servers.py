@@ -12,9 +12,10 @@ from bot.config import McpServerSettings, Settings
 from bot.infra.clock import Clock
 from bot.mcp.endpoint import Endpoint, endpoint, sign_in
 from bot.mcp.forms import Asking
+from bot.mcp.peers import Peers
 from bot.mcp.personal import PersonalServer
 from bot.mcp.server import McpServer
-from bot.mcp.sign_in_desk import Expire, Kept, Peers, Resume, SignInDesk
+from bot.mcp.sign_in_desk import Expire, Kept, Resume, SignInDesk
 from bot.mcp.sign_in_waits import SignInWaitStore
 from bot.mcp.sign_ins import bot_callback, opened_vault, sealer_of, signed, state_line, vault_of
 from bot.mcp.tokens import SignInKeep, Vault
@@ -34,6 +35,7 @@ class McpServers:
         keep: SignInKeep | None = None,
         expire: Expire | None = None,
         peers: Peers | None = None,
+        take_over: Resume | None = None,
     ) -> None:
         env = os.environ if environ is None else environ
         self.settings = settings
@@ -44,7 +46,7 @@ class McpServers:
         """Who answers what the servers ask during a thread's call (None: declined)."""
         kept = None
         if waits is not None and resume is not None and self.vault is not None:
-            kept = Kept(waits, sealer_of(settings), self.vault, resume, expire, peers)
+            kept = Kept(waits, sealer_of(settings), self.vault, resume, expire, peers, take_over)
         self.sign_ins = SignInDesk(clock, bot_callback(settings), kept)
         """The per-person sign-ins waited for (kept in ``waits`` across restarts: a callback
         after one resumes its thread's run with ``resume``, and ``expire`` ends a paused run's

@@ -39,6 +39,7 @@ from bot.errors import ThreadlineError
 from bot.infra.clock import Clock
 from bot.infra.sealed import Sealer
 from bot.mcp.auth import Authorized, Exchange, SignInFailed
+from bot.mcp.peers import Peers
 from bot.mcp.sdk.oauth import SignInRequired, exchange_later
 from bot.mcp.sign_in_waits import (
     SignInWait,
@@ -78,27 +79,6 @@ Resume = Callable[[str], Awaitable[None]]
 """Resumes the paused run of a thread (its key) whose sign-in came back after a restart."""
 Expire = Callable[[SignInWait], Awaitable[None]]
 """Arranges for a recorded wait to end at its expiry (a paused run's call ends then)."""
-Heard = Callable[[str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class Peers:
-    """The other workers sharing the store, which a sign-in's callback may reach instead of the
-    worker whose call waits."""
-
-    owner: str
-    """This worker's name (recorded as the owner of the waits made here)."""
-    alive: Callable[[str], Awaitable[bool]]
-    """Whether a worker is alive (holds its presence)."""
-    nudge: Resume
-    """Tells every worker to look at a thread (its key) now."""
-    take_over: Resume
-    """Mends a thread whose worker died mid-run, as after a restart (its run is found paused
-    on the sign-in), before the callback resumes it."""
-    listen: Callable[[Heard], None]
-    """Registers a hearer of the nudges (each with its thread's key)."""
-    poll_s: float = 1.0
-    """A call waiting here reads its row this often (a nudge may be lost)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +92,9 @@ class Kept:
     expire: Expire | None = None
     peers: Peers | None = None
     """None: one process alone on its store."""
+    take_over: Resume | None = None
+    """With ``peers``: mends a thread whose worker died mid-run, as after a restart (its run
+    is found paused on the sign-in), before the callback resumes it."""
 
 
 @dataclass
@@ -200,7 +183,8 @@ class SignInDesk:
                 landing = await self._hand(kept, peers, found, query)
                 if landing is not None:
                     return landing
-            await peers.take_over(found.key)  # a run cut off on a worker gone: found paused
+            if kept.take_over is not None:
+                await kept.take_over(found.key)  # a run cut off on a worker gone: found paused
         return await self._finish(kept, found, state, query)
 
     async def _hand(

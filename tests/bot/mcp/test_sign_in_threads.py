@@ -111,6 +111,7 @@ class Bot:
             keep=self.core.store,
             expire=self.core.decisions.sign_in_expires,
             peers=self.core.peers,
+            take_over=self.core.sign_in_take_over,
         )
         self.mcp.install(self.core.tools)
         self.thread = thread
