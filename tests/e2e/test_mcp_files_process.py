@@ -5,45 +5,26 @@ playground shows what was posted: the CSV report and the recording for people ar
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from tests.e2e.test_process_restart import browser, free_port, open_page, threadline, until_event
+from tests.e2e.playground import mcp_server_config, playground
 from tests.fakes.mcp_asking_server import REPORT_CSV, WAV, stdio_command
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
 
 
 async def test_files_an_mcp_tool_returns_are_posted_and_read(tmp_path: Path) -> None:
-    command = stdio_command()
-    (tmp_path / "threadline.toml").write_text(
-        "[mcp_servers.asking]\n"
-        f"command = {json.dumps(command[0])}\n"
-        f"args = {json.dumps(command[1:])}\n"
-        "timeout_s = 20\n"
-        '[tools."asking__report"]\n'
-        'approval = "never"\n'
-    )
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    async with FakeOpenAI() as model, browser() as http:
+    mcp_server_config(tmp_path, "asking", stdio_command(), never_ask=["asking__report"])
+    async with FakeOpenAI() as model:
         model.push(Reply(calls=[FakeCall("asking__report", {})]), Reply("South sold most."))
-        settings = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "sk-test"}
-        async with threadline(tmp_path, port, **settings):
-            await open_page(http, base)
-            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
-                async with http.post(
-                    f"{base}/api/messages",
-                    json={"text": "The report?", "event_id": "event-report-1", "user_name": "Ada"},
-                ) as resp:
-                    thread_id = (await resp.json())["thread_id"]
-                await until_event(ws, lambda e: "South sold most." in json.dumps(e))
-            async with http.get(f"{base}/api/threads/{thread_id}") as resp:
-                messages = (await resp.json())["messages"]
+        async with playground(tmp_path, model) as play:
+            thread_id = await play.say("The report?", "event-report-1", {"user_name": "Ada"})
+            await play.until("South sold most.")
+            messages = await play.messages(thread_id)
             files = {f["name"]: f["id"] for m in messages for f in m["files"]}
             assert sorted(files) == ["asking__report-file-2.wav", "q3_totals.csv"]
             for name, data in (("q3_totals.csv", REPORT_CSV), ("asking__report-file-2.wav", WAV)):
-                async with http.get(f"{base}/api/files/{thread_id}/{files[name]}") as download:
-                    assert download.status == 200 and await download.read() == data
+                async with play.http.get(f"{play.base}/api/files/{thread_id}/{files[name]}") as got:
+                    assert got.status == 200 and await got.read() == data
     result = next(m for m in model.requests[1].messages if m["role"] == "tool")["content"]
     assert "[text/csv file q3_totals.csv: posted in the thread; kept in your workspace" in result
     assert "north,12" in result and "RIFF" not in result

@@ -11,27 +11,12 @@ import signal
 from pathlib import Path
 from typing import Any
 
-from aiohttp import ClientSession
-
-from tests.e2e.test_process_restart import (
-    WAIT,
-    browser,
-    free_port,
-    open_page,
-    stop_recorded,
-    threadline,
-    until_event,
-    until_true,
-)
+from tests.e2e.playground import mcp_server_config, playground
+from tests.e2e.test_process_restart import WAIT, browser, stop_recorded, until_true
 from tests.fakes.mcp_asking_server import stdio_command
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
 
-
-async def thread_messages(http: ClientSession, base: str, thread_id: str) -> list[dict[str, Any]]:
-    async with http.get(f"{base}/api/threads/{thread_id}") as resp:
-        assert resp.status == 200, await resp.text()
-        messages: list[dict[str, Any]] = (await resp.json())["messages"]
-        return messages
+USER = {"user_name": "Alice"}
 
 
 def form_card(event: dict[str, Any]) -> bool:
@@ -44,51 +29,29 @@ def form_card(event: dict[str, Any]) -> bool:
 async def test_a_form_an_mcp_server_asks_for_is_filled_in_in_the_playground(
     tmp_path: Path,
 ) -> None:
-    command = stdio_command()
-    (tmp_path / "threadline.toml").write_text(
-        "[mcp_servers.asking]\n"
-        f"command = {json.dumps(command[0])}\n"
-        f"args = {json.dumps(command[1:])}\n"
-        "timeout_s = 20\n"
-        '[tools."asking__book"]\n'
-        'approval = "never"\n'
-    )
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    user = {"user_name": "Alice"}
-    async with FakeOpenAI() as fake, browser() as http:
+    mcp_server_config(tmp_path, "asking", stdio_command(), never_ask=["asking__book"])
+    async with FakeOpenAI() as fake:
         fake.push(Reply(calls=[FakeCall("asking__book", {})]), Reply("Booked for Ann."))
-        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
-        async with threadline(tmp_path, port, **model):
-            await open_page(http, base)
-            ws = await http.ws_connect(f"{base}/api/ws?client=t")
-            async with http.post(
-                f"{base}/api/messages",
-                json={"text": "Book me a seat", "event_id": "event-form-1", **user},
-            ) as resp:
-                thread_id = (await resp.json())["thread_id"]
-            card = (await until_event(ws, form_card))["message"]
+        async with playground(tmp_path, fake) as play:
+            thread_id = await play.say("Book me a seat", "event-form-1", USER)
+            card = (await play.until(form_card))["message"]
             assert "asks Alice to fill in a form" in card["text"]
             fill = next(b for b in card["buttons"] if b["label"] == "Fill in…")["action_id"]
-            async with http.post(
-                f"{base}/api/actions", json={"thread_id": thread_id, "action_id": fill, **user}
-            ) as resp:
-                form = (await resp.json())["form"]
+            form = (await play.click(thread_id, fill, USER))["form"]
             assert [f["name"] for f in form["fields"]] == ["name", "seats", "cabin", "newsletter"]
-            sent = {"thread_id": thread_id, "form_id": form["id"], **user}
-            async with http.post(
-                f"{base}/api/forms", json={**sent, "values": {"name": "Ann", "seats": "7"}}
+            sent = {"thread_id": thread_id, "form_id": form["id"], **USER}
+            async with play.http.post(
+                f"{play.base}/api/forms", json={**sent, "values": {"name": "Ann", "seats": "7"}}
             ) as resp:
                 wrong = await resp.json()
             assert wrong["errors"] == {"seats": "must be at most 4"} and not wrong["done"]
-            async with http.post(
-                f"{base}/api/forms",
+            async with play.http.post(
+                f"{play.base}/api/forms",
                 json={**sent, "values": {"name": "Ann", "seats": "2", "newsletter": False}},
             ) as resp:
                 right = await resp.json()
             assert right == {"note": "Sent.", "errors": {}, "done": True}
-            await until_event(ws, lambda e: "Booked for Ann." in json.dumps(e))
-            await ws.close()
+            await play.until("Booked for Ann.")
         answered = fake.requests[1].messages[-1]
     assert answered["role"] == "tool"
     said = json.dumps(answered["content"])
@@ -99,42 +62,24 @@ async def test_a_form_an_mcp_server_asks_for_is_filled_in_in_the_playground(
 async def test_a_form_waiting_when_the_program_is_killed_is_closed_after_the_restart(
     tmp_path: Path,
 ) -> None:
-    command = stdio_command()
-    (tmp_path / "threadline.toml").write_text(
-        "[mcp_servers.asking]\n"
-        f"command = {json.dumps(command[0])}\n"
-        f"args = {json.dumps(command[1:])}\n"
-        "timeout_s = 20\n"
-        '[tools."asking__book"]\n'
-        'approval = "never"\n'
-    )
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    user = {"user_name": "Alice"}
+    mcp_server_config(tmp_path, "asking", stdio_command(), never_ask=["asking__book"])
     database = tmp_path / "data" / "threadline.sqlite3"
-    async with FakeOpenAI() as fake, browser() as http:
+    async with FakeOpenAI() as fake, browser() as http:  # its session outlives the restart
         fake.push(
             Reply(calls=[FakeCall("asking__book", {})]), Reply("The booking was interrupted.")
         )
-        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
-        async with threadline(tmp_path, port, **model) as first:
-            await open_page(http, base)
-            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
-                async with http.post(
-                    f"{base}/api/messages",
-                    json={"text": "Book me a seat", "event_id": "event-form-2", **user},
-                ) as resp:
-                    thread_id = (await resp.json())["thread_id"]
-                card = (await until_event(ws, form_card))["message"]
+        async with playground(tmp_path, fake, http=http) as first:
+            thread_id = await first.say("Book me a seat", "event-form-2", USER)
+            card = (await first.until(form_card))["message"]
             await until_true(lambda: stop_recorded(database, card["id"]))
-            first.send_signal(signal.SIGKILL)
-            await first.wait()
-        async with threadline(tmp_path, port, **model):
+            first.process.send_signal(signal.SIGKILL)
+            await first.process.wait()
+        async with playground(tmp_path, fake, http=http) as second:
             # the recovery starts before the program says it serves, and may have answered
             # before a page connects: the thread as the playground keeps it is read instead
             async with asyncio.timeout(WAIT):
                 while True:
-                    messages = await thread_messages(http, base, thread_id)
+                    messages = await second.messages(thread_id)
                     if any("The booking was interrupted." in m["text"] for m in messages):
                         break
                     await asyncio.sleep(0.05)

@@ -10,74 +10,50 @@ from pathlib import Path
 from typing import Any
 
 from bot.llm.wire import as_data
-from tests.e2e.test_process_restart import (
-    browser,
-    card_in,
-    free_port,
-    open_page,
-    threadline,
-    until_event,
-)
+from tests.e2e.playground import mcp_server_config, playground
+from tests.e2e.test_process_restart import card_in
 from tests.fakes.mcp_server import stdio_command
 from tests.fakes.openai_server import FakeCall, FakeOpenAI, Reply
 
+USER = {"user_id": "alice", "user_name": "Alice"}
+# a second server that fails at start: logged, and the bot runs without its tools
+BROKEN = '[mcp_servers.broken]\ncommand = "no-such-mcp-server"\n'
+GATING = (
+    '[mcp_servers.tickets.gating.lookup]\nenables = ["looked"]\nremembers = { seen = "id" }\n'
+    '[mcp_servers.tickets.gating.close_ticket]\nrequires = ["looked"]\nchoices = { id = "seen" }\n'
+)
 
-def configure(tmp_path: Path) -> Path:
+
+def configure(tmp_path: Path, *, more: str = "", never_ask: tuple[str, ...] = ()) -> Path:
     effects = tmp_path / "effects"
     command = stdio_command("--effects", str(effects))
-    (tmp_path / "threadline.toml").write_text(
-        "[mcp_servers.tickets]\n"
-        f"command = {json.dumps(command[0])}\n"
-        f"args = {json.dumps(command[1:])}\n"
-        "timeout_s = 20\n"
-        "[mcp_servers.broken]\n"  # fails at start: logged, and the bot runs without its tools
-        'command = "no-such-mcp-server"\n'
-    )
+    mcp_server_config(tmp_path, "tickets", command, never_ask=never_ask, more=more)
     return effects
 
 
+def approve(card: dict[str, Any], label: str = "Approve") -> str:
+    action_id: str = next(b for b in card["buttons"] if b["label"] == label)["action_id"]
+    return action_id
+
+
 async def test_the_model_calls_an_mcp_server_through_the_real_program(tmp_path: Path) -> None:
-    effects = configure(tmp_path)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    user = {"user_id": "alice", "user_name": "Alice"}
-    async with FakeOpenAI() as fake, browser() as http:
+    effects = configure(tmp_path, more=BROKEN)
+    async with FakeOpenAI() as fake:
         fake.push(
             Reply(calls=[FakeCall("tickets__lookup", {"id": "T-1"})]),
             Reply("T-1: the printer is on fire."),
             Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]),
             Reply("Closed T-1."),
         )
-        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
-        async with threadline(tmp_path, port, **model):
-            await open_page(http, base)
-            ws = await http.ws_connect(f"{base}/api/ws?client=t")
-            async with http.post(
-                f"{base}/api/messages",
-                json={"text": "What about T-1?", "event_id": "event-mcp-1", **user},
-            ) as resp:
-                thread_id = (await resp.json())["thread_id"]
-            await until_event(ws, lambda e: "the printer is on fire" in json.dumps(e))
+        async with playground(tmp_path, fake) as play:
+            thread_id = await play.say("What about T-1?", "event-mcp-1", USER)
+            await play.until("the printer is on fire")
 
-            async with http.post(
-                f"{base}/api/messages",
-                json={
-                    "thread_id": thread_id,
-                    "text": "Close it",
-                    "event_id": "event-mcp-2",
-                    **user,
-                },
-            ) as resp:
-                assert resp.status == 202
-            card = (await until_event(ws, card_in))["message"]
+            await play.say("Close it", "event-mcp-2", USER, thread_id=thread_id)
+            card = (await play.until(card_in))["message"]
             assert "tickets__close_ticket" in card["text"] and not effects.exists()
-            approve = next(b for b in card["buttons"] if b["label"] == "Approve")["action_id"]
-            async with http.post(
-                f"{base}/api/actions", json={"thread_id": thread_id, "action_id": approve, **user}
-            ) as resp:
-                assert (await resp.json())["note"] == "Approved."
-            await until_event(ws, lambda e: "Closed T-1." in json.dumps(e))
-            await ws.close()
+            assert (await play.click(thread_id, approve(card), USER))["note"] == "Approved."
+            await play.until("Closed T-1.")
         first, second = fake.requests[0], fake.requests[1]
     offered = {t["function"]["name"] for t in first.body["tools"]}
     assert {"tickets__lookup", "tickets__close_ticket"} <= offered
@@ -88,35 +64,17 @@ async def test_the_model_calls_an_mcp_server_through_the_real_program(tmp_path: 
 
 
 async def test_declared_gating_in_threadline_toml_through_the_real_program(tmp_path: Path) -> None:
-    effects = tmp_path / "effects"
-    command = stdio_command("--effects", str(effects))
-    (tmp_path / "threadline.toml").write_text(
-        f"[mcp_servers.tickets]\ncommand = {json.dumps(command[0])}\nargs = {json.dumps(command[1:])}\ntimeout_s = 20\n"
-        '[mcp_servers.tickets.gating.lookup]\nenables = ["looked"]\nremembers = { seen = "id" }\n'
-        '[mcp_servers.tickets.gating.close_ticket]\nrequires = ["looked"]\nchoices = { id = "seen" }\n'
-        '[tools."tickets__close_ticket"]\napproval = "never"\n'
-    )
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    user = {"user_id": "alice", "user_name": "Alice"}
-    async with FakeOpenAI() as fake, browser() as http:
+    effects = configure(tmp_path, never_ask=("tickets__close_ticket",), more=GATING)
+    async with FakeOpenAI() as fake:
         fake.push(
             Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]),
             Reply(calls=[FakeCall("tickets__lookup", {"id": "T-1"})]),
             Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]),
             Reply("Closed T-1."),
         )
-        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
-        async with threadline(tmp_path, port, **model):
-            await open_page(http, base)
-            ws = await http.ws_connect(f"{base}/api/ws?client=t")
-            async with http.post(
-                f"{base}/api/messages",
-                json={"text": "Close T-1", "event_id": "event-gate-1", **user},
-            ) as resp:
-                assert resp.status == 202
-            await until_event(ws, lambda e: "Closed T-1." in json.dumps(e))
-            await ws.close()
+        async with playground(tmp_path, fake) as play:
+            await play.say("Close T-1", "event-gate-1", USER)
+            await play.until("Closed T-1.")
         first, second, third = fake.requests[0], fake.requests[1], fake.requests[2]
     names = [{t["function"]["name"] for t in r.body["tools"]} for r in (first, third)]
     assert "tickets__close_ticket" not in names[0] and "tickets__lookup" in names[0]
@@ -130,10 +88,7 @@ async def test_declared_gating_in_threadline_toml_through_the_real_program(tmp_p
 async def test_a_call_an_always_allow_rule_lets_run_shows_its_arguments_first(
     tmp_path: Path,
 ) -> None:
-    effects = configure(tmp_path)
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    user = {"user_id": "alice", "user_name": "Alice"}
+    effects = configure(tmp_path, more=BROKEN)
     seen: list[str] = []
 
     def shown(words: str) -> Callable[[dict[str, Any]], bool]:
@@ -143,42 +98,21 @@ async def test_a_call_an_always_allow_rule_lets_run_shows_its_arguments_first(
 
         return match
 
-    async with FakeOpenAI() as fake, browser() as http:
+    async with FakeOpenAI() as fake:
         fake.push(
             Reply(calls=[FakeCall("tickets__close_ticket", {"id": "T-1"})]),
             Reply("Closed T-1."),
             Reply(calls=[FakeCall("tickets__close_ticket", {"id": "PROD-DB"})]),  # injected
             Reply("Summary: nothing to see."),
         )
-        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
-        async with threadline(tmp_path, port, **model):
-            await open_page(http, base)
-            ws = await http.ws_connect(f"{base}/api/ws?client=t")
-            async with http.post(
-                f"{base}/api/messages",
-                json={"text": "Close T-1", "event_id": "event-rule-1", **user},
-            ) as resp:
-                thread_id = (await resp.json())["thread_id"]
-            card = (await until_event(ws, card_in))["message"]
-            always = next(b for b in card["buttons"] if b["label"] == "Always allow for Alice here")
-            async with http.post(
-                f"{base}/api/actions",
-                json={"thread_id": thread_id, "action_id": always["action_id"], **user},
-            ) as resp:
-                assert (await resp.json())["note"] == "Approved."
-            await until_event(ws, shown("Closed T-1."))
-            async with http.post(
-                f"{base}/api/messages",
-                json={
-                    "thread_id": thread_id,
-                    "text": "Summarise the README",
-                    "event_id": "event-rule-2",
-                    **user,
-                },
-            ) as resp:
-                assert resp.status == 202
-            await until_event(ws, shown("Summary: nothing to see."))
-            await ws.close()
+        async with playground(tmp_path, fake) as play:
+            thread_id = await play.say("Close T-1", "event-rule-1", USER)
+            card = (await play.until(card_in))["message"]
+            always = approve(card, "Always allow for Alice here")
+            assert (await play.click(thread_id, always, USER))["note"] == "Approved."
+            await play.until(shown("Closed T-1."))
+            await play.say("Summarise the README", "event-rule-2", USER, thread_id=thread_id)
+            await play.until(shown("Summary: nothing to see."))
     arguments = next(i for i, e in enumerate(seen) if '\\"id\\": \\"PROD-DB\\"' in e)
     assert "runs without asking" in seen[arguments] and "Always allow" in seen[arguments]
     assert arguments < next(i for i, e in enumerate(seen) if "closed PROD-DB" in e)
