@@ -13,8 +13,9 @@ no longer than that.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import TypeAdapter
 
@@ -23,6 +24,11 @@ from bot.mcp.pending import FormStatus, PendingForm
 
 KEPT_S = 86_400.0
 """A form expired this long before a new one is shown goes."""
+COLUMNS = (
+    "form_id, key, person_id, person_name, asked, owner, status, card_id, answer, created_at,"
+    " expires_at"
+)
+"""The columns of ``mcp_forms``, in the order :meth:`FormRow.values` gives them."""
 _ASKED: TypeAdapter[FormAsked] = TypeAdapter(FormAsked)
 _ANSWER: TypeAdapter[Answer] = TypeAdapter(Answer)
 
@@ -56,6 +62,42 @@ class FormRow:
             now,
             form.expires_at,
             form.card_id,
+        )
+
+    def values(self) -> tuple[Any, ...]:
+        """The row's values, in the order of :data:`COLUMNS`."""
+        return (
+            self.form_id,
+            self.key,
+            self.person_id,
+            self.person_name,
+            _ASKED.dump_json(self.asked).decode(),
+            self.owner,
+            self.status.value,
+            self.card_id,
+            answer_json(self.answer),
+            self.created_at,
+            self.expires_at,
+        )
+
+    @classmethod
+    def read(cls, values: Sequence[Any]) -> FormRow:
+        """The row a store read, its values in the order of :data:`COLUMNS`."""
+        form_id, key, person_id, person_name, asked, owner, status, card, answer, made, ends = (
+            values
+        )
+        return cls(
+            form_id=str(form_id),
+            key=str(key),
+            person_id=str(person_id),
+            person_name=str(person_name),
+            asked=_ASKED.validate_json(str(asked)),
+            owner=str(owner),
+            status=FormStatus(str(status)),
+            created_at=float(made),
+            expires_at=float(ends),
+            card_id=None if card is None else str(card),
+            answer=None if answer is None else _ANSWER.validate_json(str(answer)),
         )
 
     def form(self) -> PendingForm:
@@ -100,17 +142,5 @@ class FormStore(Protocol):
         ...
 
 
-def asked_json(asked: FormAsked) -> str:
-    return _ASKED.dump_json(asked).decode()
-
-
-def read_asked(text: str) -> FormAsked:
-    return _ASKED.validate_json(text)
-
-
 def answer_json(answer: Answer | None) -> str | None:
     return None if answer is None else _ANSWER.dump_json(answer).decode()
-
-
-def read_answer(text: str | None) -> Answer | None:
-    return None if text is None else _ANSWER.validate_json(text)

@@ -22,10 +22,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any, Protocol
 
 from bot.infra.sealed import Sealer, Unreadable
+
+COLUMNS = (
+    "wait_id, server, person_id, person_name, key, call_id, sealed, created_at, expires_at,"
+    " used_at, owner, handed, taken_at"
+)
+"""The columns of ``mcp_sign_in_waits``: :class:`SignInWait`'s fields, in their order."""
+KEPT_S = 86_400.0
+"""A wait expired this long before a new one is made goes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +58,31 @@ class SignInWait:
     """A callback another worker got, sealed (:func:`seal`), for the owner to take."""
     taken_at: float | None = None
     """When the owner took the handed callback (its call goes on there)."""
+
+    def values(self) -> tuple[Any, ...]:
+        """The row's values, in the order of :data:`COLUMNS`."""
+        return astuple(self)
+
+    @classmethod
+    def read(cls, values: Sequence[Any]) -> SignInWait:
+        """The row a store read, its values in the order of :data:`COLUMNS`."""
+        wait_id, server, person_id, person_name, key, call_id, sealed = map(str, values[:7])
+        made, ends, used, owner, handed, taken = values[7:]
+        return cls(
+            wait_id,
+            server,
+            person_id,
+            person_name,
+            key,
+            call_id,
+            sealed,
+            float(made),
+            float(ends),
+            None if used is None else float(used),
+            str(owner),
+            None if handed is None else str(handed),
+            None if taken is None else float(taken),
+        )
 
     @property
     def timeout_s(self) -> float:

@@ -3,17 +3,11 @@ worker closes it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from bot.mcp.asking import Answer
-from bot.mcp.form_rows import KEPT_S, FormRow, answer_json, asked_json, read_answer, read_asked
+from bot.mcp.form_rows import COLUMNS, KEPT_S, FormRow, answer_json
 from bot.mcp.pending import FormStatus
 from bot.storage.postgres.db import PgDb
 
-_COLUMNS = (
-    "form_id, key, person_id, person_name, asked, owner, status, card_id, answer, created_at,"
-    " expires_at"
-)
 _WAITING = FormStatus.WAITING.value
 
 
@@ -25,27 +19,17 @@ class FormTables:
         async with self.transaction() as db:
             await db.execute("DELETE FROM mcp_forms WHERE expires_at < $1", r.created_at - KEPT_S)
             await db.execute(
-                f"INSERT INTO mcp_forms ({_COLUMNS})"
+                f"INSERT INTO mcp_forms ({COLUMNS})"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
                 " ON CONFLICT (form_id) DO NOTHING",
-                r.form_id,
-                r.key,
-                r.person_id,
-                r.person_name,
-                asked_json(r.asked),
-                r.owner,
-                r.status.value,
-                r.card_id,
-                answer_json(r.answer),
-                r.created_at,
-                r.expires_at,
+                *r.values(),
             )
 
     async def get_form(self: PgDb, form_id: str) -> FormRow | None:
         row = await self.pool.fetchrow(
-            f"SELECT {_COLUMNS} FROM mcp_forms WHERE form_id = $1", form_id
+            f"SELECT {COLUMNS} FROM mcp_forms WHERE form_id = $1", form_id
         )
-        return None if row is None else _row(row)
+        return None if row is None else FormRow.read(tuple(row))
 
     async def set_form_card(self: PgDb, form_id: str, card_id: str) -> None:
         await self.pool.execute(
@@ -70,11 +54,11 @@ class FormTables:
     async def take_form_answer(self: PgDb, form_id: str) -> FormRow | None:
         async with self.transaction() as db:
             row = await db.fetchrow(
-                f"SELECT {_COLUMNS} FROM mcp_forms WHERE form_id = $1 FOR UPDATE", form_id
+                f"SELECT {COLUMNS} FROM mcp_forms WHERE form_id = $1 FOR UPDATE", form_id
             )
             if row is not None and row["answer"] is not None:
                 await db.execute("UPDATE mcp_forms SET answer = NULL WHERE form_id = $1", form_id)
-        return None if row is None else _row(row)
+        return None if row is None else FormRow.read(tuple(row))
 
     async def stop_forms_of(self: PgDb, owner: str) -> int:
         async with self.transaction() as db:
@@ -88,19 +72,3 @@ class FormTables:
                 "UPDATE mcp_forms SET answer = NULL WHERE owner = $1 AND answer IS NOT NULL", owner
             )
         return int(str(done).rsplit(" ", 1)[-1])
-
-
-def _row(row: Any) -> FormRow:
-    return FormRow(
-        form_id=row["form_id"],
-        key=row["key"],
-        person_id=row["person_id"],
-        person_name=row["person_name"],
-        asked=read_asked(row["asked"]),
-        owner=row["owner"],
-        status=FormStatus(row["status"]),
-        created_at=float(row["created_at"]),
-        expires_at=float(row["expires_at"]),
-        card_id=row["card_id"],
-        answer=read_answer(row["answer"]),
-    )

@@ -5,17 +5,9 @@ handed over through its row."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from bot.mcp.sign_in_waits import SignInWait
+from bot.mcp.sign_in_waits import COLUMNS, KEPT_S, SignInWait
 from bot.storage.postgres.db import PgDb
-
-_COLUMNS = (
-    "wait_id, server, person_id, person_name, key, call_id, sealed, created_at, expires_at,"
-    " used_at, owner, handed, taken_at"
-)
-KEPT_S = 86_400.0
-"""A wait expired this long before a new one is made goes."""
 
 
 class SignInWaitTables:
@@ -28,29 +20,17 @@ class SignInWaitTables:
                 "DELETE FROM mcp_sign_in_waits WHERE expires_at < $1", w.created_at - KEPT_S
             )
             await db.execute(
-                f"INSERT INTO mcp_sign_in_waits ({_COLUMNS})"
+                f"INSERT INTO mcp_sign_in_waits ({COLUMNS})"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
                 " ON CONFLICT (wait_id) DO NOTHING",
-                w.wait_id,
-                w.server,
-                w.person_id,
-                w.person_name,
-                w.key,
-                w.call_id,
-                w.sealed,
-                w.created_at,
-                w.expires_at,
-                w.used_at,
-                w.owner,
-                w.handed,
-                w.taken_at,
+                *w.values(),
             )
 
     async def get_sign_in_wait(self: PgDb, wait_id: str) -> SignInWait | None:
         row = await self.pool.fetchrow(
-            f"SELECT {_COLUMNS} FROM mcp_sign_in_waits WHERE wait_id = $1", wait_id
+            f"SELECT {COLUMNS} FROM mcp_sign_in_waits WHERE wait_id = $1", wait_id
         )
-        return None if row is None else _wait(row)
+        return None if row is None else SignInWait.read(tuple(row))
 
     async def use_sign_in_wait(self: PgDb, wait_id: str, now: float) -> bool:
         async with self.transaction() as db:
@@ -105,28 +85,9 @@ class SignInWaitTables:
         if not call_ids:
             return []
         rows = await self.pool.fetch(
-            f"SELECT {_COLUMNS} FROM mcp_sign_in_waits WHERE key = $1 AND call_id = ANY($2)"
+            f"SELECT {COLUMNS} FROM mcp_sign_in_waits WHERE key = $1 AND call_id = ANY($2)"
             " ORDER BY created_at, wait_id",
             key,
             list(call_ids),
         )
-        return [_wait(row) for row in rows]
-
-
-def _wait(row: Any) -> SignInWait:
-    used, taken = row["used_at"], row["taken_at"]
-    return SignInWait(
-        wait_id=row["wait_id"],
-        server=row["server"],
-        person_id=row["person_id"],
-        person_name=row["person_name"],
-        key=row["key"],
-        call_id=row["call_id"],
-        sealed=row["sealed"],
-        created_at=float(row["created_at"]),
-        expires_at=float(row["expires_at"]),
-        used_at=None if used is None else float(used),
-        owner=row["owner"],
-        handed=row["handed"],
-        taken_at=None if taken is None else float(taken),
-    )
+        return [SignInWait.read(tuple(row)) for row in rows]

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from bot.mcp.asking import Answer
-from bot.mcp.form_rows import KEPT_S, FormRow, answer_json, asked_json, read_answer, read_asked
+from bot.mcp.form_rows import COLUMNS, KEPT_S, FormRow, answer_json
 from bot.mcp.pending import FormStatus
 from bot.storage.sqlite.db import Db
 
-_COLUMNS = (
-    "form_id, key, person_id, person_name, asked, owner, status, card_id, answer, created_at,"
-    " expires_at"
-)
 _WAITING = FormStatus.WAITING.value
 
 
@@ -22,29 +18,17 @@ class FormTables:
         async with self.transaction() as db:
             await db.execute("DELETE FROM mcp_forms WHERE expires_at < ?", (r.created_at - KEPT_S,))
             await db.execute(
-                f"INSERT INTO mcp_forms ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                f"INSERT INTO mcp_forms ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (form_id) DO NOTHING",
-                (
-                    r.form_id,
-                    r.key,
-                    r.person_id,
-                    r.person_name,
-                    asked_json(r.asked),
-                    r.owner,
-                    r.status.value,
-                    r.card_id,
-                    answer_json(r.answer),
-                    r.created_at,
-                    r.expires_at,
-                ),
+                r.values(),
             )
 
     async def get_form(self: Db, form_id: str) -> FormRow | None:
         async with self.db.execute(
-            f"SELECT {_COLUMNS} FROM mcp_forms WHERE form_id = ?", (form_id,)
+            f"SELECT {COLUMNS} FROM mcp_forms WHERE form_id = ?", (form_id,)
         ) as cur:
             row = await cur.fetchone()
-        return None if row is None else _row(tuple(row))
+        return None if row is None else FormRow.read(tuple(row))
 
     async def set_form_card(self: Db, form_id: str, card_id: str) -> None:
         async with self.transaction() as db:
@@ -66,12 +50,12 @@ class FormTables:
     async def take_form_answer(self: Db, form_id: str) -> FormRow | None:
         async with self.transaction() as db:
             async with db.execute(
-                f"SELECT {_COLUMNS} FROM mcp_forms WHERE form_id = ?", (form_id,)
+                f"SELECT {COLUMNS} FROM mcp_forms WHERE form_id = ?", (form_id,)
             ) as cur:
                 row = await cur.fetchone()
             if row is not None and row[8] is not None:
                 await db.execute("UPDATE mcp_forms SET answer = NULL WHERE form_id = ?", (form_id,))
-        return None if row is None else _row(tuple(row))
+        return None if row is None else FormRow.read(tuple(row))
 
     async def stop_forms_of(self: Db, owner: str) -> int:
         async with self.transaction() as db:
@@ -84,20 +68,3 @@ class FormTables:
                 (owner,),
             )
             return cursor.rowcount
-
-
-def _row(row: tuple[object, ...]) -> FormRow:
-    form_id, key, person_id, person_name, asked, owner, status, card, answer, made, expires = row
-    return FormRow(
-        form_id=str(form_id),
-        key=str(key),
-        person_id=str(person_id),
-        person_name=str(person_name),
-        asked=read_asked(str(asked)),
-        owner=str(owner),
-        status=FormStatus(str(status)),
-        created_at=float(made),  # type: ignore[arg-type]
-        expires_at=float(expires),  # type: ignore[arg-type]
-        card_id=None if card is None else str(card),
-        answer=read_answer(None if answer is None else str(answer)),
-    )

@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.mcp.sign_in_waits import SignInWait
+from bot.mcp.sign_in_waits import COLUMNS, KEPT_S, SignInWait
 from bot.storage.sqlite.db import Db
-
-_COLUMNS = (
-    "wait_id, server, person_id, person_name, key, call_id, sealed, created_at, expires_at,"
-    " used_at, owner, handed, taken_at"
-)
-KEPT_S = 86_400.0
-"""A wait expired this long before a new one is made goes."""
 
 
 class SignInWaitTables:
@@ -25,31 +18,17 @@ class SignInWaitTables:
                 "DELETE FROM mcp_sign_in_waits WHERE expires_at < ?", (w.created_at - KEPT_S,)
             )
             await db.execute(
-                f"INSERT INTO mcp_sign_in_waits ({_COLUMNS})"
+                f"INSERT INTO mcp_sign_in_waits ({COLUMNS})"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (wait_id) DO NOTHING",
-                (
-                    w.wait_id,
-                    w.server,
-                    w.person_id,
-                    w.person_name,
-                    w.key,
-                    w.call_id,
-                    w.sealed,
-                    w.created_at,
-                    w.expires_at,
-                    w.used_at,
-                    w.owner,
-                    w.handed,
-                    w.taken_at,
-                ),
+                w.values(),
             )
 
     async def get_sign_in_wait(self: Db, wait_id: str) -> SignInWait | None:
         async with self.db.execute(
-            f"SELECT {_COLUMNS} FROM mcp_sign_in_waits WHERE wait_id = ?", (wait_id,)
+            f"SELECT {COLUMNS} FROM mcp_sign_in_waits WHERE wait_id = ?", (wait_id,)
         ) as cur:
             row = await cur.fetchone()
-        return None if row is None else _wait(tuple(row))
+        return None if row is None else SignInWait.read(tuple(row))
 
     async def use_sign_in_wait(self: Db, wait_id: str, now: float) -> bool:
         async with self.transaction() as db:
@@ -99,29 +78,9 @@ class SignInWaitTables:
             return []
         marks = ", ".join("?" for _ in call_ids)
         async with self.db.execute(
-            f"SELECT {_COLUMNS} FROM mcp_sign_in_waits WHERE key = ? AND call_id IN ({marks})"
+            f"SELECT {COLUMNS} FROM mcp_sign_in_waits WHERE key = ? AND call_id IN ({marks})"
             " ORDER BY created_at, wait_id",
             (key, *call_ids),
         ) as cur:
             rows = await cur.fetchall()
-        return [_wait(tuple(row)) for row in rows]
-
-
-def _wait(row: tuple[object, ...]) -> SignInWait:
-    wait_id, server, person_id, person_name, key, call_id, sealed, made, expires, used = row[:10]
-    owner, handed, taken = row[10:]
-    return SignInWait(
-        wait_id=str(wait_id),
-        server=str(server),
-        person_id=str(person_id),
-        person_name=str(person_name),
-        key=str(key),
-        call_id=str(call_id),
-        sealed=str(sealed),
-        created_at=float(made),  # type: ignore[arg-type]
-        expires_at=float(expires),  # type: ignore[arg-type]
-        used_at=None if used is None else float(used),  # type: ignore[arg-type]
-        owner=str(owner),
-        handed=None if handed is None else str(handed),
-        taken_at=None if taken is None else float(taken),  # type: ignore[arg-type]
-    )
+        return [SignInWait.read(tuple(row)) for row in rows]
