@@ -315,7 +315,9 @@ class SignInDesk:
         loop = asyncio.get_running_loop()
         while not wait.came.done():
             wait.poked = loop.create_future()
-            await asyncio.wait((wait.came, wait.poked), timeout=peers.poll_s)
+            await asyncio.wait(
+                (wait.came, wait.poked), timeout=peers.poll_s, return_when=asyncio.FIRST_COMPLETED
+            )
             if not wait.came.done():
                 await self._take(peers, wait, state)
         return wait.came.result()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import pytest
 
 from bot.api.inbound import Inbound
 from bot.config import Settings
@@ -37,9 +38,11 @@ __all__ = ["postgres_database"]
 class Worker:
     """One worker: its core on the shared database, its MCP servers."""
 
-    def __init__(self, name: str, url: str, settings: Settings, model: ScriptedModel) -> None:
+    def __init__(
+        self, name: str, url: str, settings: Settings, model: ScriptedModel, poll_s: float = 0.1
+    ) -> None:
         settings = settings.model_copy(
-            update={"worker_id": name, "lease_ttl_s": 2.0, "worker_poll_s": 0.1}
+            update={"worker_id": name, "lease_ttl_s": 2.0, "worker_poll_s": poll_s}
         )
         tools = ToolRegistry(builtin_tools())
         self.core = Core(settings, PostgresStore(url, pool_size=4), model, tools, SystemClock())
@@ -73,6 +76,39 @@ async def rows(url: str, query: str) -> list[Any]:
         return list(await conn.fetch(query))
     finally:
         await conn.close()
+
+
+@pytest.mark.parametrize("reached", ["a", "b"])
+async def test_a_callback_on_either_worker_wakes_the_waiting_call_at_once(
+    postgres_database: str, tmp_path: Path, reached: str
+) -> None:
+    """The workers look at their rows only every minute here: the call goes on because the
+    callback wakes it (on a, at once; on b, through the nudge), not because a poll came."""
+    url = await fresh_schema(postgres_database)
+    async with world(tmp_path) as (oauth, mcp, settings):
+        model = ScriptedModel(
+            [
+                step(call("docs__sign_in", {})),
+                step(call("docs__echo", {"text": "hi"})),
+                text("Done for Alice."),
+            ]
+        )
+        thread = Thread(SystemClock())
+        a = Worker("a", url, settings, model, poll_s=60.0)
+        b = Worker("b", url, settings, model, poll_s=60.0)
+        await a.start(thread)
+        await b.start(thread)
+        asked = asyncio.ensure_future(a.core.handle(Inbound(KEY, ALICE, "echo hi", "e1"), thread))
+        await thread.until(lambda: bool(thread.links()))
+        query = await follow(thread.links()[0])
+        landed = await (a if reached == "a" else b).mcp.sign_ins.arrived(query)
+        await asyncio.wait_for(asked, WAIT)
+        [wait] = await rows(url, "SELECT owner, taken_at FROM mcp_sign_in_waits")
+        await a.aclose()
+        await b.aclose()
+    assert landed == Landing(200, DONE)
+    assert mcp.called_with == [("echo", "token-1")], "called once, on a, with Alice's token"
+    assert wait["owner"] == "a" and (wait["taken_at"] is not None) == (reached == "b")
 
 
 async def test_a_callback_on_the_other_worker_is_handed_to_the_waiting_call(
