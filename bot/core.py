@@ -49,6 +49,8 @@ from bot.mcp.forms import Asking, FormDesk, FormReply, ended
 from bot.mcp.peers import Heard, Peers
 from bot.mcp.pending import PendingForm
 from bot.mcp.sampling import Sampler
+from bot.mcp.sign_in_links import SignInLinks
+from bot.mcp.sign_ins import sealer_of
 from bot.memory.service import Memories
 from bot.policy.who import Policy
 from bot.present.budget import BudgetRegistry
@@ -178,6 +180,9 @@ class Core:
         self.forms = FormDesk(clock, self.surfaces.surface_for, store, self.peers)
         """Forms MCP servers ask the runs' people to fill in (:mod:`bot.mcp.forms`), answered
         on any worker."""
+        self.sign_in_links = SignInLinks(store, sealer_of(settings), clock)
+        """What a "Sign in…" click shows: the link, to the wait's person alone (on any
+        worker: it is sealed in the wait's row)."""
         self.holds = Holds(ThreadLocks(), self.leases, self.sessions, clock)
         """Every piece of work on a thread holds it this way: line, lease, session."""
         self.engine = Engine(
@@ -524,6 +529,8 @@ class Core:
                 return "This button is no longer active."
             case actions.AnswerForm(step, form_id):
                 return await self._form_step(step, form_id, actor, surface, message_id)
+            case actions.SignIn(wait_id):
+                return await self.sign_in_links.note(wait_id, actor)
             case None:
                 log.info("click on unknown action %r by %s", action_id, actor.id)
                 return "This button is no longer active."

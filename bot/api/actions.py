@@ -21,6 +21,7 @@ form-done   form id                 the link an MCP server gave was opened: acce
 form-no     form id                 decline the form or the link
 form-cancel form id                 cancel it (no answer either way)
 form-send   form id                 the form's own id (a modal's), when it is sent
+sign-in     sign-in wait id         show its person the sign-in link, privately
 ==========  ======================  ===============================================
 """
 
@@ -77,7 +78,16 @@ class AnswerForm:
     form_id: str
 
 
-Action = Decide | StopRun | ResetThread | Rate | Explain | AnswerForm
+@dataclass(frozen=True, slots=True)
+class SignIn:
+    """A person's "Sign in…" on the card of a sign-in a run waits for: the link is shown to
+    the wait's person alone, in the click's private note (:mod:`bot.mcp.sign_in_links`)."""
+
+    wait_id: str
+    """The wait's id in the store (a hash of the link's ``state``, not a secret)."""
+
+
+Action = Decide | StopRun | ResetThread | Rate | Explain | AnswerForm | SignIn
 _FORM_STEPS: tuple[FormStep, ...] = ("fill", "done", "no", "cancel", "send")
 
 
@@ -95,6 +105,8 @@ def encode(action: Action) -> str:
             text = f"why:{run_id}"
         case AnswerForm(step, form_id):
             text = f"form-{step}:{form_id}"
+        case SignIn(wait_id):
+            text = f"sign-in:{wait_id}"
     if len(text) > MAX_LENGTH:
         raise ValueError(f"action id longer than {MAX_LENGTH} characters: {text[:40]}…")
     return text
@@ -113,6 +125,8 @@ def parse(text: str) -> Action | None:
         return Rate(argument, kind == "up")
     if kind == "why":
         return Explain(argument)
+    if kind == "sign-in":
+        return SignIn(argument)
     if kind.startswith("form-"):
         step = kind.removeprefix("form-")
         found = next((s for s in _FORM_STEPS if s == step), None)

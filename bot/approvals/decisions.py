@@ -66,8 +66,8 @@ class Batch:
         if self.sign_in is not None:
             who, server = self.sign_in.person_name, self.sign_in.server
             return (
-                f"I'll read this once {who} has signed in to {server} with the link above"
-                " (or the link has expired)."
+                f"I'll read this once {who} has signed in to {server} with the link they were"
+                " shown (or the link has expired)."
             )
         return "I'll read this once the approval above is decided."
 

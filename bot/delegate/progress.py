@@ -17,6 +17,7 @@ from bot.engine.events import (
     Failed,
     FormNeeded,
     ModelCallStarted,
+    SignInEnded,
     SignInNeeded,
     ToolFinished,
     ToolProgress,
@@ -46,7 +47,7 @@ class SubAgentEvents:
             case CallAllowed() if self._parent is not None:
                 await self._parent(event)  # shown in full in the thread before it runs
                 await self.say(self._said)
-            case FormNeeded() | SignInNeeded() | ApprovalNeeded(inline=True) if (
+            case FormNeeded() | SignInNeeded() | SignInEnded() | ApprovalNeeded(inline=True) if (
                 self._parent is not None
             ):
                 await self._parent(event)  # what an MCP server of its call asks: in the thread

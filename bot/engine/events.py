@@ -104,7 +104,9 @@ class FormNeeded:
 @dataclass(frozen=True, slots=True)
 class SignInNeeded:
     """A running call needs its person's sign-in to a per-person MCP server: show ``link`` to
-    that person alone (the call waits for the sign-in to come back)."""
+    that person alone (the call waits for the sign-in to come back). Where the surface cannot
+    show one person a note, the thread gets a card without the link, whose "Sign in…" shows it
+    to the person alone (``wait_id``)."""
 
     server: str
     person_id: str
@@ -112,6 +114,21 @@ class SignInNeeded:
     link: str
     call_id: str = ""
     """The call that waits (its run keeps it open when the process stops, not a person)."""
+    wait_id: str = ""
+    """The wait's id in the store, which keeps the link sealed for a "Sign in…" click ('':
+    not kept, no store)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SignInEnded:
+    """The wait of a :class:`SignInNeeded` ended in this process: its card says how and loses
+    its button."""
+
+    server: str
+    person_name: str
+    wait_id: str
+    signed_in: bool
+    """The sign-in came back (else its wait expired, or the sign-in did not go through)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +156,7 @@ EngineEvent = (
     | ApprovalNeeded
     | FormNeeded
     | SignInNeeded
+    | SignInEnded
     | Finished
     | Failed
 )

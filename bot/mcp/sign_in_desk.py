@@ -1,13 +1,16 @@
 """Sign-ins to per-person MCP servers made from a thread: the link is shown to the run's
-person alone (:class:`~bot.engine.events.SignInNeeded`), the call waits, and the bot's HTTP
-server takes the authorization server's callback (:meth:`SignInDesk.arrived`) and wakes it.
+person alone (:class:`~bot.engine.events.SignInNeeded`: a private note, or a card whose
+"Sign in…" shows it to them, :mod:`bot.mcp.sign_in_links`), the call waits, and the bot's HTTP
+server takes the authorization server's callback (:meth:`SignInDesk.arrived`) and wakes it;
+the card then says how the wait ended (:class:`~bot.engine.events.SignInEnded`).
 
 The link is bound to the person it was made for: its ``state`` names one wait, and the tokens
 the code is exchanged for are kept as that person's sign-in, whoever's browser opens it. A
 callback with a ``state`` no wait knows (an old link, a forged one), one already used or one
 expired changes nothing.
 
-The wait is also recorded in the store before the link shows (:mod:`bot.mcp.sign_in_waits`):
+The wait is also recorded in the store before the link shows (:mod:`bot.mcp.sign_in_waits`,
+the link sealed in its row):
 a restart finds the run paused on it, and the callback that comes back after the restart
 exchanges the code itself (:func:`~bot.mcp.sdk.oauth.exchange_later`), keeps the tokens and
 resumes the run (``resume``), which makes the call it waited in. A wait nobody signs in to
@@ -34,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from bot.engine.events import SignInNeeded
+from bot.engine.events import SignInEnded, SignInNeeded
 from bot.errors import ThreadlineError
 from bot.infra.clock import Clock
 from bot.infra.sealed import Sealer
@@ -42,6 +45,7 @@ from bot.mcp.auth import Authorized, Exchange, SignInFailed
 from bot.mcp.peers import Peers
 from bot.mcp.sdk.oauth import SignInRequired, exchange_later
 from bot.mcp.sign_in_waits import (
+    LINK,
     SignInWait,
     SignInWaitStore,
     not_signed_in,
@@ -247,7 +251,7 @@ class SignInDesk:
         if error := query.get("error"):
             return Landing(400, f"The sign-in did not go through: {error}. Nothing changed.")
         exchange = unseal(kept.sealer, found.sealed)
-        if exchange is None:
+        if exchange is None or "verifier" not in exchange:  # another key, or none was kept
             return Landing(400, "This sign-in can no longer be read here: nothing changed.")
         authorized = Authorized(query.get("code", ""), state, query.get("iss"))
         try:
@@ -281,20 +285,33 @@ class SignInDesk:
             raise SignInFailed("the sign-in link carries no state")
         came: asyncio.Future[Authorized] = asyncio.get_running_loop().create_future()
         wait = self._waits[state] = _Wait(server, person, str(ctx.thread_key), came)
+        kept = ""  # the wait's id once its row (with the link, sealed) is in the store
+        signed_in: bool | None = None  # how it ended, once it did (None: cancelled)
         try:
-            await self._record(ctx, server, state, timeout_s, exchange)  # before the link shows
+            kept = await self._record(ctx, server, state, link, timeout_s, exchange)
             await ctx.events(
                 SignInNeeded(
-                    server, ctx.requester.id, ctx.requester.display_name, link, ctx.call_id
+                    server,
+                    ctx.requester.id,
+                    ctx.requester.display_name,
+                    link,
+                    ctx.call_id,
+                    kept,
                 )
             )
             try:
                 async with asyncio.timeout(timeout_s):
-                    return await self._back(wait, state)
+                    authorized = await self._back(wait, state)
             except TimeoutError:
+                signed_in = False
                 raise SignInFailed(
                     not_signed_in(ctx.requester.display_name, server, timeout_s)
                 ) from None
+            except SignInFailed:
+                signed_in = False
+                raise
+            signed_in = True
+            return authorized
         except asyncio.CancelledError:
             # a Stop, or the process stopping: the link stays good (after a restart, its
             # callback resumes the run; after a Stop, it only signs the person in), and no
@@ -305,6 +322,9 @@ class SignInDesk:
         finally:
             if self._waits.pop(state, None) is not None:
                 await self._ended(server, state)
+            if signed_in is not None and kept:  # its card says so (after the row is used)
+                name = ctx.requester.display_name
+                await ctx.events(SignInEnded(server, name, kept, signed_in))
 
     async def _back(self, wait: _Wait, state: str) -> Authorized:
         """The callback, come to this worker or handed to it by another (heard in a nudge, or
@@ -356,11 +376,13 @@ class SignInDesk:
         ctx: ToolContext,
         server: str,
         state: str,
+        link: str,
         timeout_s: float,
         exchange: Exchange | None,
-    ) -> None:
-        if self.kept is None or exchange is None or ctx.requester is None:
-            return
+    ) -> str:
+        """Keep the wait, the link sealed in its row; its id ('': no store)."""
+        if self.kept is None or ctx.requester is None:
+            return ""
         now = self.clock.now()
         peers = self.kept.peers
         wait = SignInWait(
@@ -370,7 +392,7 @@ class SignInDesk:
             person_name=ctx.requester.display_name,
             key=str(ctx.thread_key),
             call_id=ctx.call_id or "",
-            sealed=seal(self.kept.sealer, exchange),
+            sealed=seal(self.kept.sealer, {**(exchange or {}), LINK: link}),
             created_at=now,
             expires_at=now + timeout_s,
             owner=peers.owner if peers is not None else "",
@@ -378,6 +400,7 @@ class SignInDesk:
         await self.kept.waits.add_sign_in_wait(wait)
         if self.kept.expire is not None and wait.call_id:
             await self.kept.expire(wait)
+        return wait.wait_id
 
     async def _ended(self, server: str, state: str) -> None:
         """The wait in this process ended (signed in, timed out): its link works no more, here,

@@ -4,8 +4,10 @@ before the link shows, so that a restart while a person signs in loses nothing.
 A row names the link's wait (a hash of its ``state``, never the state itself), the server,
 the person, the thread and the tool call that waits, when the link expires and when it was
 used; what the code's exchange needs after a restart (the PKCE verifier, the redirect URI, the
-client and the authorization server's token endpoint) is sealed with the key the sign-ins are
-(:mod:`bot.infra.sealed`). A row is used once: the callback that claims it (or the wait in
+client and the authorization server's token endpoint) and the link itself are sealed with the
+key the sign-ins are (:mod:`bot.infra.sealed`). The link is kept so that a "Sign in…" click on
+any worker can show it to its person (:mod:`bot.mcp.sign_in_links`); it is never kept or
+shown unsealed anywhere else. A row is used once: the callback that claims it (or the wait in
 this process that ends) marks it, and no other callback changes anything.
 
 With several workers, a row also names the worker whose call waits (its ``owner``): a callback
@@ -32,6 +34,8 @@ COLUMNS = (
     " used_at, owner, handed, taken_at"
 )
 """The columns of ``mcp_sign_in_waits``: :class:`SignInWait`'s fields, in their order."""
+LINK = "link"
+"""The key of the link in what a row seals (beside the exchange's details)."""
 KEPT_S = 86_400.0
 """A wait expired this long before a new one is made goes."""
 
@@ -48,7 +52,8 @@ class SignInWait:
     call_id: str
     """The tool call that waits (empty: none, e.g. a connection opened outside a call)."""
     sealed: str
-    """What the code's exchange needs after a restart (:func:`seal`)."""
+    """What the code's exchange needs after a restart, and the link under :data:`LINK`
+    (:func:`seal`)."""
     created_at: float
     expires_at: float
     used_at: float | None = None
@@ -152,3 +157,10 @@ def unseal(sealer: Sealer, sealed: str) -> dict[str, Any] | None:
     except (Unreadable, ValueError):
         return None
     return found if isinstance(found, dict) else None
+
+
+def link_of(sealer: Sealer, wait: SignInWait) -> str | None:
+    """The wait's sign-in link, or None when it cannot be read (another key, or none kept)."""
+    found = unseal(sealer, wait.sealed)
+    link = found.get(LINK) if found is not None else None
+    return link if isinstance(link, str) and link else None

@@ -39,6 +39,7 @@ from bot.engine.events import (
     FormNeeded,
     ModelCallStarted,
     Notice,
+    SignInEnded,
     SignInNeeded,
     TextDelta,
     Thinking,
@@ -52,10 +53,12 @@ from bot.infra.clock import Clock
 from bot.mcp.pending import FormStatus, PendingForm
 from bot.present.approval_card import post_allowed, post_card, ran_line
 from bot.present.budget import BudgetRegistry
-from bot.present.form_card import card_text, post_form_card
+from bot.present.form_card import card_text as form_text
+from bot.present.form_card import post_form_card
 from bot.present.native import NativeReply
 from bot.present.overflow import Overflow
 from bot.present.reply import OnLive, ReplyStream
+from bot.present.sign_in_card import card_buttons, card_text, ended_text, note_text, unkept_text
 from bot.present.todo_panel import PersistPanel, TodoPanel, plan_of
 from bot.sessions.model import LiveMessage, PanelRef
 
@@ -120,6 +123,8 @@ class Presenter:
         """The reply's footer says the model is thinking (its next text takes it away)."""
         self._shown: list[str] = []
         """The messages of the replies done so far (not cards, the panel or drafts)."""
+        self._sign_in_cards: dict[str, str] = {}
+        """The sign-in cards posted, by wait id: a wait that ends edits its card."""
 
     @property
     def shown(self) -> tuple[str, ...]:
@@ -191,7 +196,7 @@ class Presenter:
     async def __call__(self, event: EngineEvent) -> None:
         self._arm_working()
         if isinstance(
-            event, ApprovalNeeded | CallAllowed | FormNeeded | SignInNeeded
+            event, ApprovalNeeded | CallAllowed | FormNeeded | SignInNeeded | SignInEnded
         ):  # whatever the reply's state
             await self._shown_apart(event)
             return
@@ -288,7 +293,7 @@ class Presenter:
                 await self._below(landed=True)
 
     async def _shown_apart(
-        self, event: ApprovalNeeded | CallAllowed | FormNeeded | SignInNeeded
+        self, event: ApprovalNeeded | CallAllowed | FormNeeded | SignInNeeded | SignInEnded
     ) -> None:
         match event:
             case ApprovalNeeded(request, inline):
@@ -305,29 +310,47 @@ class Presenter:
                     await self._below(landed=True)
             case SignInNeeded():
                 await self._sign_in(event)
+            case SignInEnded():
+                await self._sign_in_ended(event)
 
     async def _sign_in(self, event: SignInNeeded) -> None:
-        """The sign-in link goes to its person alone where the platform can (an ephemeral
-        note); elsewhere it is posted naming them (the link signs in only them either way)."""
-        text = (
-            f"{event.person_name}, {event.server} needs you to sign in before this run can go on:"
-            f" [sign in to {event.server}]({event.link}) (this link is for you alone; the run"
-            " waits, and goes on once you are signed in)"
-        )
+        """The sign-in link goes to its person alone: as a private note where the platform can
+        show one (Slack's ephemeral messages); elsewhere (or when the note is refused) the
+        thread gets a card without the link, whose "Sign in…" shows it to the person alone.
+        The link signs in whoever opens it, as the person it was made for: it is never posted
+        where others see it."""
         surface = self._surface
-        if isinstance(surface, PrivateNotes) and await surface.tell(event.person_id, text):
+        if isinstance(surface, PrivateNotes) and await surface.tell(
+            event.person_id, note_text(event)
+        ):
             return
         async with self._cards:
             await self._end("")
-            await surface.post(surface.render(text))
+            if event.wait_id:
+                card = await surface.post(surface.render(card_text(event)), card_buttons(event))
+                self._sign_in_cards[event.wait_id] = card
+            else:
+                await surface.post(surface.render(unkept_text(event)))
             await self._below(landed=True)
+
+    async def _sign_in_ended(self, event: SignInEnded) -> None:
+        """The wait's card says how it ended, without its button (best effort: a click on a
+        card left as it was says the wait is over)."""
+        card = self._sign_in_cards.pop(event.wait_id, None)
+        if card is None:
+            return
+        surface = self._surface
+        try:
+            await surface.edit(card, surface.render(ended_text(event)), (), final=True)
+        except SurfaceError:
+            log.warning("could not close the sign-in card %s", card, exc_info=True)
 
     async def _form_live(self, form: PendingForm) -> None:
         """A restart that cuts the wait off finds the card and closes it (its buttons go)."""
         on_live, card = self._on_live, form.card_id
         if on_live is None or card is None:
             return
-        closed = self._surface.render(card_text(replace(form, status=FormStatus.STOPPED)))
+        closed = self._surface.render(form_text(replace(form, status=FormStatus.STOPPED)))
         await on_live(card, LiveMessage(card, closed))
 
         async def forget() -> None:

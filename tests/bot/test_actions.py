@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.api import actions
-from bot.api.actions import Decide, Explain, Rate, ResetThread, StopRun
+from bot.api.actions import Decide, Explain, Rate, ResetThread, SignIn, StopRun
 from bot.approvals.models import Choice
 
 
@@ -21,6 +21,7 @@ from bot.approvals.models import Choice
         Rate("r1", good=True),
         Rate("r1", good=False),
         Explain("r1"),
+        SignIn("f" * 64),  # a wait's id: a SHA-256 in hex
     ],
 )
 def test_an_action_survives_the_round_trip(action: actions.Action) -> None:

@@ -1,6 +1,7 @@
 """The real program with a per-person MCP server: ``threadline run`` offers the server's
-``docs__sign_in`` (nobody has signed in yet), the run's person is shown the sign-in link in
-the playground, the run waits; the test is the person's browser: it opens the link, the fake
+``docs__sign_in`` (nobody has signed in yet), the playground thread shows a card without the
+sign-in link, whose "Sign in…" shows the link to the run's person alone (another person's click
+is refused without it), the run waits; the test is the person's browser: it opens the link, the fake
 authorization server sends it back to the bot's own ``/mcp/oauth/callback``, and the run goes
 on with the person's own connection. A callback with a state no sign-in waits for changes
 nothing. The token never shows in the thread or the log.
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from bot.infra.sealed import sealer
@@ -50,9 +52,32 @@ CHANNEL = "CGENERAL"
 LINK = re.compile(r"\((http://127\.0\.0\.1:\d+/authorize\?[^)\s]+)\)")
 
 
-def sign_in_note(event: dict[str, Any]) -> bool:
+def sign_in_card(event: dict[str, Any]) -> bool:
     message = event.get("message") or {}
-    return event.get("type") == "message" and "/authorize?" in message.get("text", "")
+    return event.get("type") == "message" and any(
+        b["action_id"].startswith("sign-in:") for b in message.get("buttons", [])
+    )
+
+
+async def click(http: aiohttp.ClientSession, base: str, event: dict[str, Any], who: str) -> str:
+    """``who`` (the session of ``http``) presses "Sign in…" on the card: their private note."""
+    message = event["message"]
+    [button] = message["buttons"]
+    body = {
+        "thread_id": event["thread_id"],
+        "action_id": button["action_id"],
+        "message_id": message["id"],
+        "user_name": who,
+    }
+    async with http.post(f"{base}/api/actions", json=body) as answer:
+        assert answer.status == 200, await answer.text()
+        return str((await answer.json())["note"])
+
+
+def link_in(note: str) -> str:
+    found = LINK.search(note)
+    assert found is not None, note
+    return found.group(1).replace("&amp;", "&")
 
 
 async def test_a_person_signs_in_from_the_thread_and_the_run_goes_on(tmp_path: Path) -> None:
@@ -83,12 +108,18 @@ async def test_a_person_signs_in_from_the_thread_and_the_run_goes_on(tmp_path: P
                 json={"text": "Echo something from docs", "event_id": "event-sign-1", **user},
             ) as resp:
                 assert resp.status == 202
-            shown = await until_event(ws, sign_in_note)
-            note = shown["message"]["text"]
-            assert "Alice" in note and "for you alone" in note
-            found = LINK.search(note)
-            assert found is not None, note
-            link = found.group(1).replace("&amp;", "&")
+            card = await until_event(ws, sign_in_card)
+            assert "Alice, docs needs you to sign in" in card["message"]["text"]
+            assert "/authorize?" not in card["message"]["text"], "the thread shows no link"
+            async with browser() as bob:  # another person's click: refused, no link
+                await open_page(bob, base)
+                refused = await click(bob, base, card, "Bob")
+            assert (
+                refused.startswith("Only Alice can sign in here") and "/authorize?" not in refused
+            )
+            note = await click(http, base, card, "Alice")
+            assert "for you alone" in note
+            link = link_in(note)
 
             # a callback that no sign-in waits for: a clear page, nothing changes
             async with http.get(f"{base}/mcp/oauth/callback?code=x&state=forged") as wrong:
@@ -165,14 +196,12 @@ async def test_a_restart_while_a_person_signs_in_loses_nothing(
                     json={"text": "Echo something from docs", "event_id": "event-kill-1", **user},
                 ) as resp:
                     thread_id = (await resp.json())["thread_id"]
-                note = (await until_event(ws, sign_in_note))["message"]["text"]
-            found = LINK.search(note)
-            assert found is not None, note
-            link = found.group(1).replace("&amp;", "&")
+                card = await until_event(ws, sign_in_card)
             first.send_signal(stop)  # while Alice signs in
             log, _ = await first.communicate()
 
         async with threadline(tmp_path, port, **model) as second:
+            link = link_in(await click(http, base, card, "Alice"))  # kept, sealed, in its row
             async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
                 async with http.get(link, allow_redirects=False) as signing:
                     back = signing.headers["Location"]
@@ -227,7 +256,7 @@ async def test_after_a_restart_an_expired_link_ends_the_call_and_the_run_goes_on
                     json={"text": "Sign me in to docs", "event_id": "event-exp-1", **user},
                 ) as resp:
                     thread_id = (await resp.json())["thread_id"]
-                await until_event(ws, sign_in_note)
+                await until_event(ws, sign_in_card)
             first.send_signal(signal.SIGKILL)  # while Alice does not sign in
             await first.communicate()
 
@@ -248,7 +277,7 @@ async def test_after_a_restart_an_expired_link_ends_the_call_and_the_run_goes_on
             await second.communicate()
     assert "Alice has signed in to docs" in told["message"]["text"]
     assert "approval" not in told["message"]["text"]
-    assert sum("/authorize?" in text for text in shown) <= 1, shown
+    assert not any("/authorize?" in text for text in shown), shown
     database = tmp_path / "data" / "threadline.sqlite3"
     with contextlib.closing(sqlite3.connect(database)) as db:
         links = db.execute("SELECT used_at IS NOT NULL FROM mcp_sign_in_waits").fetchall()

@@ -144,7 +144,17 @@ class Discord:
         if settings:
             self.settings = self.settings.model_copy(update=settings)
         self.core = Core.create(self.settings, clock=self.clock, model=model or self.model)
-        self.mcp = McpServers(self.settings, self.clock, asking=self.core.asking)  # as the runtime
+        self.mcp = McpServers(  # as the runtime
+            self.settings,
+            self.clock,
+            asking=self.core.asking,
+            waits=self.core.store,
+            resume=self.core.signed_in,
+            keep=self.core.store,
+            expire=self.core.decisions.sign_in_expires,
+            peers=self.core.peers,
+            take_over=self.core.sign_in_take_over,
+        )
         self.mcp.install(self.core.tools)
         await self.core.start()
         await self.mcp.start()

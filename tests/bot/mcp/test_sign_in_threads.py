@@ -1,8 +1,14 @@
 """Per-person sign-ins made from a thread, through the real core, MCP servers and SQLite store;
 the world is faked: an OAuth authorization server issuing one token per sign-in, an MCP server
 over streamable HTTP recording which token each call came with, a scripted model and a
-recording surface. The person's browser follows the link; the callback is handed to the sign-in
+recording surface without private notes. The thread shows a card without the link; its
+"Sign in…" click shows the link to the wait's person alone (on any process: the link is sealed in
+the wait's row); the person's browser follows the link; the callback is handed to the sign-in
 desk as the bot's HTTP route would.
+
+- the card holds no link; another person's click is refused without it; the person's click
+  holds it, and signing in through it resumes the call; the card then says so, without its
+  button;
 
 - a restart between the link and the callback (a crash, or a graceful stop): the code is
   exchanged after it, the person's tokens are kept, and the run resumes with the call it waited
@@ -24,6 +30,7 @@ from urllib.parse import parse_qsl, urlsplit
 import aiohttp
 import pytest
 
+from bot.api.actions import SignIn, encode, parse
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
 from bot.core import Core
@@ -40,7 +47,7 @@ from bot.tools.builtin import builtin_tools
 from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.oauth_server import FakeOAuthServer
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
-from tests.fakes.surface import RecordingSurface
+from tests.fakes.surface import FakeMessage, RecordingSurface
 
 KEY = ThreadKey("slack:T1:C1:100.1")
 ALICE = Author(id="slack:U1", display_name="Alice")
@@ -68,7 +75,31 @@ class Thread(RecordingSurface):
                 await self.changed.wait()
 
     def links(self) -> list[str]:
+        """The sign-in links the thread shows (to everyone in it): none may show."""
         return [m.group(1) for t in self.texts() for m in LINK.finditer(t)]
+
+    def cards(self) -> list[FakeMessage]:
+        """The sign-in cards posted, first to last (their button gone once their wait ended)."""
+        return [
+            m
+            for m in self.live()
+            if any(isinstance(parse(b.action_id), SignIn) for b in m.first_buttons)
+        ]
+
+
+async def clicked(core: Core, thread: Thread, who: Author, card: FakeMessage | None = None) -> str:
+    """``who`` presses "Sign in…" on ``card`` (the latest): the private note they are shown."""
+    card = card or thread.cards()[-1]
+    [button] = card.first_buttons
+    return await core.on_action(button.action_id, who, thread, card.id) or ""
+
+
+async def link_for(core: Core, thread: Thread, who: Author) -> str:
+    """The link the person's "Sign in…" click on the latest card shows them."""
+    note = await clicked(core, thread, who)
+    found = LINK.search(note)
+    assert found is not None, note
+    return found.group(1)
 
 
 class Later(SystemClock):
@@ -182,8 +213,8 @@ async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
         first = Bot(settings, model, thread)
         await first.start()
         asked = first.say("echo hi from docs", ALICE)
-        await thread.until(lambda: bool(thread.links()))
-        [link] = thread.links()
+        await thread.until(lambda: bool(thread.cards()))
+        assert not thread.links(), "the thread shows no link"
         if stop == "graceful":  # its run is stopped, as at any shutdown
             await first.aclose()
             await asyncio.gather(asked, return_exceptions=True)
@@ -192,7 +223,8 @@ async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
         await second.start()
         session = await second.core.store.load_session(KEY, second.core.clock.now())
         assert session.state is RunState.AWAITING_APPROVAL, "the run waits for the sign-in"
-        query = await follow(link)
+        # the card's click, answered by the second process: the link is sealed in the row
+        query = await follow(await link_for(second.core, thread, ALICE))
         landed = await second.mcp.sign_ins.arrived(query)
         assert landed == Landing(
             200, "Signed in. You can close this tab: the run goes on in the thread."
@@ -223,10 +255,11 @@ async def test_an_expired_link_after_a_restart_changes_nothing(tmp_path: Path) -
         first = Bot(settings, model, thread)
         await first.start()
         asked = first.say("echo hi from docs", ALICE)
-        await thread.until(lambda: bool(thread.links()))
-        query = await follow(thread.links()[0])
+        await thread.until(lambda: bool(thread.cards()))
+        query = await follow(await link_for(first.core, thread, ALICE))
         second = Bot(settings, model, thread, Later())  # started after the link expired
         await second.start()
+        late = await clicked(second.core, thread, ALICE)
         landed = await second.mcp.sign_ins.arrived(query)
         await thread.until(lambda: "Not signed in." in thread.visible_text())
         asked.cancel()
@@ -234,6 +267,7 @@ async def test_an_expired_link_after_a_restart_changes_nothing(tmp_path: Path) -
         await second.aclose()
         await first.aclose()
     assert landed.status == 400 and "expired" in landed.text
+    assert "is over" in late and "/authorize?" not in late, "the restart ended the expired wait"
     assert not oauth.token_requests and not mcp.behaviour.calls
 
 
@@ -246,7 +280,7 @@ async def test_a_link_that_expires_after_a_restart_ends_its_call_and_the_run_goe
         first = Bot(settings, model, thread)
         await first.start()
         asked = first.say("sign me in to docs", ALICE)
-        await thread.until(lambda: bool(thread.links()))
+        await thread.until(lambda: bool(thread.cards()))
         clock = Moved()
         second = Bot(settings, model, thread, clock)  # the first is gone: it never ends the wait
         await second.start()
@@ -269,7 +303,7 @@ async def test_a_link_that_expires_after_a_restart_ends_its_call_and_the_run_goe
         "not signed in: Alice did not sign in to docs within 900 s"
     ]
     assert session.state is RunState.IDLE
-    assert len(thread.links()) == 1, "no new link: the call is not made again"
+    assert len(thread.cards()) == 1, "no new link: the call is not made again"
     assert not oauth.token_requests and not mcp.behaviour.calls
     said = [m for m in model.requests[-1].messages if isinstance(m, UserMessage)]
     assert "any news?" in [m.text for m in said], "the message sent meanwhile is read"
@@ -289,16 +323,18 @@ async def test_a_revoked_sign_in_shows_the_person_a_new_link(tmp_path: Path) -> 
         bot = Bot(settings, model, thread)
         await bot.start()
         first = bot.say("sign me in to docs", ALICE)
-        await thread.until(lambda: bool(thread.links()))
-        await bot.mcp.sign_ins.arrived(await follow(thread.links()[0]))
+        await thread.until(lambda: bool(thread.cards()))
+        old_link = await link_for(bot.core, thread, ALICE)
+        await bot.mcp.sign_ins.arrived(await follow(old_link))
         await asyncio.wait_for(first, WAIT)
         # the server revokes Alice's sign-in: her token and its renewal are refused
         oauth.issued.clear()
         oauth.revoked.extend(r for r in oauth._renews)
         second = bot.say("echo again", ALICE)
-        await thread.until(lambda: len(thread.links()) == 2)
-        new_link = thread.links()[1]
-        assert new_link != thread.links()[0] and "Alice" in thread.texts()[-1]
+        await thread.until(lambda: len(thread.cards()) == 2)
+        assert "Alice" in thread.cards()[1].text
+        new_link = await link_for(bot.core, thread, ALICE)
+        assert new_link != old_link
         await bot.mcp.sign_ins.arrived(await follow(new_link))
         await asyncio.wait_for(second, WAIT)
         await bot.aclose()
@@ -321,15 +357,15 @@ async def test_two_people_each_sign_in_for_themselves(tmp_path: Path) -> None:
         bot = Bot(settings, model, thread)
         await bot.start()
         alice = bot.say("sign me in to docs", ALICE)
-        await thread.until(lambda: bool(thread.links()))
-        await bot.mcp.sign_ins.arrived(await follow(thread.links()[0]))
+        await thread.until(lambda: bool(thread.cards()))
+        await bot.mcp.sign_ins.arrived(await follow(await link_for(bot.core, thread, ALICE)))
         await asyncio.wait_for(alice, WAIT)
         # Bob's call: Alice's sign-in is not his; he is shown a link of his own
         bob = bot.say("echo bob", BOB)
-        await thread.until(lambda: len(thread.links()) == 2)
-        assert "Bob" in thread.texts()[-1]
+        await thread.until(lambda: len(thread.cards()) == 2)
+        assert "Bob" in thread.cards()[1].text
         assert not mcp.called_with[1:], "nothing is called for Bob with Alice's sign-in"
-        await bot.mcp.sign_ins.arrived(await follow(thread.links()[1]))
+        await bot.mcp.sign_ins.arrived(await follow(await link_for(bot.core, thread, BOB)))
         await asyncio.wait_for(bob, WAIT)
         await asyncio.wait_for(bot.say("echo alice", ALICE), WAIT)
         await bot.aclose()
@@ -337,3 +373,50 @@ async def test_two_people_each_sign_in_for_themselves(tmp_path: Path) -> None:
     people = await kept_people(tmp_path)
     kept = {who: record["tokens"]["access_token"] for who, record in people}
     assert kept == {ALICE.id: "token-1", BOB.id: "token-2"}
+
+
+async def test_the_card_shows_no_link_and_only_its_person_gets_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    async with world(tmp_path) as (oauth, mcp, settings):
+        model = ScriptedModel(
+            [
+                step(call("docs__sign_in", {})),
+                step(call("docs__echo", {"text": "hi"})),
+                text("Echoed."),
+            ]
+        )
+        thread = Thread(SystemClock())
+        bot = Bot(settings, model, thread)
+        await bot.start()
+        asked = bot.say("echo hi from docs", ALICE)
+        await thread.until(lambda: bool(thread.cards()))
+        [card] = thread.cards()
+        refused = await clicked(bot.core, thread, BOB)
+        note = await clicked(bot.core, thread, ALICE)
+        unknown = await bot.core.on_action(encode(SignIn("0" * 64)), ALICE, thread, card.id)
+        found = LINK.search(note)
+        assert found is not None, note
+        link = found.group(1)
+        await bot.mcp.sign_ins.arrived(await follow(link))
+        await asyncio.wait_for(asked, WAIT)
+        after = await clicked(bot.core, thread, ALICE, card)
+        shown = thread.visible_text()
+        await bot.aclose()
+    assert card.text == "Alice signed in to docs." and not card.buttons, "the card says so"
+    assert [b.label for b in card.first_buttons] == ["Sign in…"]
+    assert "Press Sign in… for your link (only you can open it" in next(
+        c.text for c in thread.calls if c.op == "post" and c.message_id == card.id
+    )
+    assert refused == "Only Alice can sign in here: the link signs in whoever opens it, as Alice."
+    assert note.startswith("[Sign in to docs](http") and note.endswith("this link is for you alone")
+    assert "no longer waited for" in (unknown or "")
+    assert "over" in after and "/authorize?" not in after
+    assert "Echoed." in shown and mcp.called_with == [("echo", "token-1")]
+    # the link never shows to others: not in the thread (ever), nor in the log
+    posted = "\n".join(c.text or "" for c in thread.calls)
+    assert "/authorize?" not in posted and "/authorize?" not in shown
+    assert link not in caplog.text and "/authorize?" not in caplog.text
+    people = await kept_people(tmp_path)
+    assert [who for who, _ in people] == [ALICE.id]

@@ -27,7 +27,15 @@ from bot.mcp.sign_in_desk import DONE, Landing
 from bot.storage.postgres.store import PostgresStore
 from bot.tools import ToolRegistry
 from bot.tools.builtin import builtin_tools
-from tests.bot.mcp.test_sign_in_threads import ALICE, KEY, WAIT, Thread, follow, world
+from tests.bot.mcp.test_sign_in_threads import (
+    ALICE,
+    KEY,
+    WAIT,
+    Thread,
+    follow,
+    link_for,
+    world,
+)
 from tests.bot.test_workers import kill
 from tests.fakes.scripted_model import ScriptedModel, call, step, text
 from tests.postgres import fresh_schema, postgres_database
@@ -128,8 +136,9 @@ async def test_a_callback_on_the_other_worker_is_handed_to_the_waiting_call(
         await a.start(thread)
         await b.start(thread)
         asked = asyncio.ensure_future(a.core.handle(Inbound(KEY, ALICE, "echo hi", "e1"), thread))
-        await thread.until(lambda: bool(thread.links()))
-        query = await follow(thread.links()[0])
+        await thread.until(lambda: bool(thread.cards()))
+        # the click lands on b too: the link is read from the row
+        query = await follow(await link_for(b.core, thread, ALICE))
         landed = await b.mcp.sign_ins.arrived(query)  # the worker whose run does not wait
         await asyncio.wait_for(asked, WAIT)
         again = await b.mcp.sign_ins.arrived(query)
@@ -163,8 +172,8 @@ async def test_a_callback_for_a_killed_worker_is_finished_by_the_one_it_reaches(
         await a.start(thread)
         await b.start(thread)
         asked = asyncio.ensure_future(a.core.handle(Inbound(KEY, ALICE, "echo hi", "e1"), thread))
-        await thread.until(lambda: bool(thread.links()))
-        query = await follow(thread.links()[0])
+        await thread.until(lambda: bool(thread.cards()))
+        query = await follow(await link_for(b.core, thread, ALICE))
         await kill(a.core)  # while Alice signs in
         asked.cancel()
         await asyncio.gather(asked, return_exceptions=True)

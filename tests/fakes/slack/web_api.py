@@ -94,6 +94,8 @@ class WebApi:
     markdown_limit: int = MARKDOWN_LIMIT
     refuse_edits: set[str] = field(default_factory=set)
     """Message ts whose edits answer ``cant_update_message``."""
+    refuse_ephemerals: int = 0
+    """The next this many ``chat.postEphemeral`` calls answer ``user_not_in_channel``."""
     calls: list[Call] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     slow: dict[str, float] = field(default_factory=dict)
@@ -492,6 +494,9 @@ class WebApi:
         user = str(args.get("user"))
         if user not in self.workspace.users:
             raise SlackError("user_not_found")
+        if self.refuse_ephemerals > 0:
+            self.refuse_ephemerals -= 1
+            raise SlackError("user_not_in_channel")
         content = self._content(args)
         shown = Message(channel.id, "0", None, **content).shown
         ts = self.workspace.next_ts()
