@@ -78,6 +78,30 @@ class Worker:
         await self.mcp.aclose()
 
 
+async def signing_in(
+    url: str, settings: Settings, poll_s: float = 0.1
+) -> tuple[Worker, Worker, Thread, asyncio.Future[None], dict[str, str]]:
+    """Workers a and b started; Alice's run on a waits for her sign-in; her click on the card
+    lands on b (the link is read from the wait's row) and her browser follows it: what the
+    authorization server sends back."""
+    model = ScriptedModel(
+        [
+            step(call("docs__sign_in", {})),
+            step(call("docs__echo", {"text": "hi"})),
+            text("Done for Alice."),
+        ]
+    )
+    thread = Thread(SystemClock())
+    a = Worker("a", url, settings, model, poll_s)
+    b = Worker("b", url, settings, model, poll_s)
+    await a.start(thread)
+    await b.start(thread)
+    asked = asyncio.ensure_future(a.core.handle(Inbound(KEY, ALICE, "echo hi", "e1"), thread))
+    await thread.until(lambda: bool(thread.cards()))
+    query = await follow(await link_for(b.core, thread, ALICE))
+    return a, b, thread, asked, query
+
+
 async def rows(url: str, query: str) -> list[Any]:
     conn = await asyncpg.connect(url)
     try:
@@ -94,21 +118,7 @@ async def test_a_callback_on_either_worker_wakes_the_waiting_call_at_once(
     callback wakes it (on a, at once; on b, through the nudge), not because a poll came."""
     url = await fresh_schema(postgres_database)
     async with world(tmp_path) as (oauth, mcp, settings):
-        model = ScriptedModel(
-            [
-                step(call("docs__sign_in", {})),
-                step(call("docs__echo", {"text": "hi"})),
-                text("Done for Alice."),
-            ]
-        )
-        thread = Thread(SystemClock())
-        a = Worker("a", url, settings, model, poll_s=60.0)
-        b = Worker("b", url, settings, model, poll_s=60.0)
-        await a.start(thread)
-        await b.start(thread)
-        asked = asyncio.ensure_future(a.core.handle(Inbound(KEY, ALICE, "echo hi", "e1"), thread))
-        await thread.until(lambda: bool(thread.cards()))
-        query = await follow(await link_for(a.core, thread, ALICE))
+        a, b, thread, asked, query = await signing_in(url, settings, poll_s=60.0)
         landed = await (a if reached == "a" else b).mcp.sign_ins.arrived(query)
         await asyncio.wait_for(asked, WAIT)
         [wait] = await rows(url, "SELECT owner, taken_at FROM mcp_sign_in_waits")
@@ -124,21 +134,7 @@ async def test_a_callback_on_the_other_worker_is_handed_to_the_waiting_call(
 ) -> None:
     url = await fresh_schema(postgres_database)
     async with world(tmp_path) as (oauth, mcp, settings):
-        model = ScriptedModel(
-            [
-                step(call("docs__sign_in", {})),
-                step(call("docs__echo", {"text": "hi"})),
-                text("Done for Alice."),
-            ]
-        )
-        thread = Thread(SystemClock())
-        a, b = Worker("a", url, settings, model), Worker("b", url, settings, model)
-        await a.start(thread)
-        await b.start(thread)
-        asked = asyncio.ensure_future(a.core.handle(Inbound(KEY, ALICE, "echo hi", "e1"), thread))
-        await thread.until(lambda: bool(thread.cards()))
-        # the click lands on b too: the link is read from the row
-        query = await follow(await link_for(b.core, thread, ALICE))
+        a, b, thread, asked, query = await signing_in(url, settings)
         landed = await b.mcp.sign_ins.arrived(query)  # the worker whose run does not wait
         await asyncio.wait_for(asked, WAIT)
         again = await b.mcp.sign_ins.arrived(query)
@@ -160,20 +156,7 @@ async def test_a_callback_for_a_killed_worker_is_finished_by_the_one_it_reaches(
 ) -> None:
     url = await fresh_schema(postgres_database)
     async with world(tmp_path) as (oauth, mcp, settings):
-        model = ScriptedModel(
-            [
-                step(call("docs__sign_in", {})),
-                step(call("docs__echo", {"text": "hi"})),
-                text("Done for Alice."),
-            ]
-        )
-        thread = Thread(SystemClock())
-        a, b = Worker("a", url, settings, model), Worker("b", url, settings, model)
-        await a.start(thread)
-        await b.start(thread)
-        asked = asyncio.ensure_future(a.core.handle(Inbound(KEY, ALICE, "echo hi", "e1"), thread))
-        await thread.until(lambda: bool(thread.cards()))
-        query = await follow(await link_for(b.core, thread, ALICE))
+        a, b, thread, asked, query = await signing_in(url, settings)
         await kill(a.core)  # while Alice signs in
         asked.cancel()
         await asyncio.gather(asked, return_exceptions=True)
