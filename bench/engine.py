@@ -43,14 +43,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx2
 import openai
 from openai import AsyncStream
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.stats import percentile
+from bench.stats import POSTGRES, admin, percentile
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.api.surface import SurfaceLimits
 from bot.config import Settings
@@ -366,20 +365,12 @@ async def load(threads: int, database_url: str | None, tuned: bool = True) -> No
     )
 
 
-async def _admin(url: str, sql: str) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=100)
     parser.add_argument("--threads", type=int, default=200)
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
-    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--postgres", default=POSTGRES)
     parser.add_argument("--gc", choices=("tuned", "default"), default="tuned")
     parser.add_argument("--load-only", action="store_true", help="skip the round trip")
     args = parser.parse_args()
@@ -390,14 +381,14 @@ def main() -> None:
         asyncio.run(load(args.threads, None, tuned))
         return
     name = f"threadline_bench_{secrets.token_hex(4)}"
-    asyncio.run(_admin(args.postgres, f'CREATE DATABASE "{name}"'))
+    asyncio.run(admin(args.postgres, f'CREATE DATABASE "{name}"'))
     try:
         url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
         if not args.load_only:
             asyncio.run(gap(args.turns, url))
         asyncio.run(load(args.threads, url, tuned))
     finally:
-        asyncio.run(_admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 
 import aiohttp
-import asyncpg
 
+from bench.stats import POSTGRES, admin, p95
 from tests.e2e.workers import sql, worker
 from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.oauth_server import FakeOAuthServer
@@ -39,14 +39,6 @@ TOKEN = "bench-per-person-token"
 BALANCER = "http://balancer.test"
 LINK = re.compile(r"(http://127\.0\.0\.1:\d+/authorize\?[^|>\s)]+)")
 WAIT_S = 30.0
-
-
-async def _admin(admin: str, query: str) -> None:
-    conn = await asyncpg.connect(admin)
-    try:
-        await conn.execute(query)
-    finally:
-        await conn.close()
 
 
 async def measure(url: str, rounds: int) -> dict[str, list[tuple[float, float, float]]]:
@@ -135,19 +127,11 @@ async def one_round(
     return page, called, time.monotonic() - clicked
 
 
-def p95(values: list[float]) -> float:
-    if len(values) < 2:
-        return values[0]
-    return statistics.quantiles(values, n=20, method="inclusive")[18]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--postgres",
-        default=os.environ.get(
-            "THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
+        default=POSTGRES,
     )
     parser.add_argument("--rounds", type=int, default=10, help="rounds per target")
     args = parser.parse_args()
@@ -157,12 +141,12 @@ def main() -> None:
 
 async def run(args: argparse.Namespace) -> None:
     name = f"threadline_bench_{secrets.token_hex(4)}"
-    await _admin(args.postgres, f'CREATE DATABASE "{name}"')
+    await admin(args.postgres, f'CREATE DATABASE "{name}"')
     url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
     try:
         figures = await measure(url, args.rounds)
     finally:
-        await _admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     print(f"sign-in callback, two workers on PostgreSQL, {os.cpu_count()} cores, ms p50/p95:")
     for target, rows in figures.items():
         columns = [[r[i] * 1000 for r in rows] for i in range(3)]

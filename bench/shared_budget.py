@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import secrets
 import sys
 import tempfile
@@ -32,15 +31,13 @@ import time
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-import asyncpg
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from adapters.platforms import Platforms
 from adapters.runtime import Runtime
 from adapters.slack.config import SlackSettings
 from bench.slack_stream import PacedModel, done, final_shown_at
-from bench.stats import percentile
+from bench.stats import POSTGRES, admin, percentile
 from bot.config import Settings
 from bot.infra import metrics
 from tests.fakes.slack import MENTION, FakeSlack, Message
@@ -174,14 +171,6 @@ def report(
     )
 
 
-async def _admin(url: str, sql: str) -> None:
-    conn = await asyncpg.connect(url, timeout=10)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[2, 4])
@@ -194,23 +183,21 @@ def main() -> None:
     )
     parser.add_argument(
         "--postgres",
-        default=os.environ.get(
-            "THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
+        default=POSTGRES,
     )
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     for shared in (True, False) if args.compare else (True,):
         for workers in args.workers:
             name = f"threadline_bench_{secrets.token_hex(4)}"
-            asyncio.run(_admin(args.postgres, f'CREATE DATABASE "{name}"'))
+            asyncio.run(admin(args.postgres, f'CREATE DATABASE "{name}"'))
             try:
                 url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
                 asyncio.run(
                     run(url, workers, args.threads, args.tokens, args.rate, args.scale, shared)
                 )
             finally:
-                asyncio.run(_admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                asyncio.run(admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 if __name__ == "__main__":

@@ -29,10 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import asyncpg
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.stats import POSTGRES, admin, p95
 from bot.config import Settings
 from tests.e2e.workers import WAIT, worker
 from tests.fakes.openai_server import Delay, FakeOpenAI, Reply
@@ -42,14 +41,6 @@ CHANNEL = "CGENERAL"
 ANSWER = "The incident came from a full disk."
 
 
-async def _admin(admin: str, sql: str) -> None:
-    conn = await asyncpg.connect(admin)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 def _shown(slack: FakeSlack, root_ts: str) -> str:
     return "\n".join(m.shown for m in slack.replies(CHANNEL, root_ts) if not m.deleted)
 
@@ -57,7 +48,7 @@ def _shown(slack: FakeSlack, root_ts: str) -> str:
 async def one_round(url: str, code: str, ttl_s: float, poll_s: float) -> tuple[float, float]:
     """(kill -> the other worker's model call, kill -> the answer shown), in seconds."""
     schema = f"b_{secrets.token_hex(6)}"
-    await _admin(url, f'CREATE SCHEMA "{schema}"')
+    await admin(url, f'CREATE SCHEMA "{schema}"')
     scoped = f"{url}?search_path={schema}"
     env = {
         "PYTHONPATH": code,
@@ -89,23 +80,15 @@ async def one_round(url: str, code: str, ttl_s: float, poll_s: float) -> tuple[f
                 gate.set()
     finally:
         await slack.stop()
-        await _admin(url, f'DROP SCHEMA "{schema}" CASCADE')
+        await admin(url, f'DROP SCHEMA "{schema}" CASCADE')
     return resumed, shown
-
-
-def p95(values: list[float]) -> float:
-    if len(values) < 2:
-        return values[0]
-    return statistics.quantiles(values, n=20, method="inclusive")[18]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--postgres",
-        default=os.environ.get(
-            "THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
+        default=POSTGRES,
     )
     parser.add_argument("--rounds", type=int, default=6, help="rounds per source tree")
     parser.add_argument("--code", action="append", help="a source tree to run the workers from")
@@ -123,7 +106,7 @@ def main() -> None:
 
 async def rounds(args: argparse.Namespace, codes: list[str]) -> None:
     name = f"threadline_bench_{secrets.token_hex(4)}"
-    await _admin(args.postgres, f'CREATE DATABASE "{name}"')
+    await admin(args.postgres, f'CREATE DATABASE "{name}"')
     url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
     figures: dict[str, list[tuple[float, float]]] = {code: [] for code in codes}
     try:
@@ -133,7 +116,7 @@ async def rounds(args: argparse.Namespace, codes: list[str]) -> None:
                 figures[code].append((resumed, shown))
                 print(f"round {n + 1} {code}: resumed {resumed:.2f} s, shown {shown:.2f} s")
     finally:
-        await _admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     print(
         f"a worker SIGKILLed mid-answer, two threadline run processes (lease {args.lease_ttl:g} s,"
         f" poll {args.poll:g} s), {args.rounds} interleaved rounds each, {os.cpu_count()} cores:"

@@ -42,12 +42,12 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-import asyncpg
 from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.quick_model import QuickModel
+from bench.stats import POSTGRES, admin
 from bot.api.inbound import Author, Inbound, ThreadKey
 from bot.config import Settings
 from bot.core import Core
@@ -280,14 +280,6 @@ def throughput(
     return threads / wall, cpu / threads, database, fake
 
 
-async def _admin(admin: str, sql: str) -> None:
-    conn = await asyncpg.connect(admin)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
 def print_throughput(
     url: str, model: QuickModel | None, threads: int, count: int, gc: str = "tuned"
 ) -> None:
@@ -333,9 +325,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument(
         "--postgres",
-        default=os.environ.get(
-            "THREADLINE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
+        default=POSTGRES,
     )
     parser.add_argument("--takeovers", type=int, default=5)
     parser.add_argument("--clicks", type=int, default=20)
@@ -350,7 +340,7 @@ def main() -> None:
     parser.add_argument("--gc", choices=["tuned", "default"], default="tuned")
     args = parser.parse_args()
     name = f"threadline_bench_{secrets.token_hex(4)}"
-    asyncio.run(_admin(args.postgres, f'CREATE DATABASE "{name}"'))
+    asyncio.run(admin(args.postgres, f'CREATE DATABASE "{name}"'))
     url = args.postgres.rsplit("/", 1)[0] + f"/{name}"
     try:
         times = [asyncio.run(takeover(url, n)) for n in range(args.takeovers)]
@@ -377,7 +367,7 @@ def main() -> None:
             if model is not None:
                 model.stop()
     finally:
-        asyncio.run(_admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(admin(args.postgres, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 if __name__ == "__main__":
