@@ -73,12 +73,15 @@ async def playground(
     model: FakeOpenAI,
     *,
     http: aiohttp.ClientSession | None = None,
+    port: int | None = None,
     **settings: str,
 ) -> AsyncIterator[Playground]:
     """``threadline run`` in ``tmp_path`` with ``model`` as its OpenAI server and ``settings``
     (environment variables), the page opened in ``http`` (a browser of its own when none is
-    given; pass one to keep the session across a restart) and its WebSocket connected."""
-    port = free_port()
+    given; pass one to keep the session across a restart) and its WebSocket connected. It
+    listens on ``port`` (a free one when none is given; pass one to keep the address, which
+    links handed out before a restart lead back to)."""
+    port = port or free_port()
     base = f"http://127.0.0.1:{port}"
     async with AsyncExitStack() as stack:
         if http is None:

@@ -22,6 +22,8 @@ import re
 import signal
 import sqlite3
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,13 +33,8 @@ import pytest
 from bot.infra.sealed import sealer
 from bot.mcp.tokens import Vault
 from bot.storage.sqlite.store import SqliteStore
-from tests.e2e.test_process_restart import (
-    browser,
-    free_port,
-    open_page,
-    threadline,
-    until_event,
-)
+from tests.e2e.playground import Playground, playground
+from tests.e2e.test_process_restart import browser, free_port, open_page
 from tests.e2e.workers import sql, worker
 from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.oauth_server import FakeOAuthServer
@@ -49,7 +46,29 @@ __all__ = ["postgres_database"]
 
 TOKEN = "per-person-token-that-must-not-show"
 CHANNEL = "CGENERAL"
+ALICE = {"user_name": "Alice"}
 LINK = re.compile(r"\((http://127\.0\.0\.1:\d+/authorize\?[^)\s]+)\)")
+
+
+@asynccontextmanager
+async def docs_server(
+    tmp_path: Path, *then: Reply, more: str = ""
+) -> AsyncIterator[tuple[FakeOAuthServer, FakeMcpHttp, FakeOpenAI]]:
+    """The world of a per-person sign-in: an authorization server issuing ``TOKEN``, the MCP
+    server ``docs`` over HTTP that lets in only that token, and a model that calls
+    ``docs__sign_in`` and then answers ``then``; ``tmp_path/threadline.toml`` gives the
+    program ``docs`` with its sign-in per person (and ``more``, TOML lines for the server)."""
+    async with (
+        FakeOAuthServer(token=TOKEN) as oauth,
+        FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
+        FakeOpenAI() as model,
+    ):
+        (tmp_path / "threadline.toml").write_text(
+            f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\n{more}\n'
+            '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
+        )
+        model.push(Reply(calls=[FakeCall("docs__sign_in", {})]), *then)
+        yield oauth, mcp, model
 
 
 def sign_in_card(event: dict[str, Any]) -> bool:
@@ -80,153 +99,126 @@ def link_in(note: str) -> str:
     return found.group(1).replace("&amp;", "&")
 
 
+async def followed(http: aiohttp.ClientSession, link: str) -> str:
+    """The person's browser opens ``link``: the callback the authorization server sends it
+    back to."""
+    async with http.get(link, allow_redirects=False) as signing:
+        assert signing.status in (302, 303)
+        return signing.headers["Location"]
+
+
+async def lands(http: aiohttp.ClientSession, callback: str) -> None:
+    """The browser opens ``callback``: the page says the person is signed in."""
+    async with http.get(callback) as landed:
+        said = await landed.text()
+        assert landed.status == 200 and "Signed in" in said, said
+
+
+async def refused(http: aiohttp.ClientSession, callback: str) -> str:
+    """The browser opens ``callback`` (used already, or one no sign-in waits for): refused;
+    the page's words."""
+    async with http.get(callback) as page:
+        assert page.status == 400
+        return await page.text()
+
+
+async def stopped(play: Playground, stop: signal.Signals = signal.SIGTERM) -> bytes:
+    """The page closed, the program stopped with ``stop``: what it wrote."""
+    await play.ws.close()
+    play.process.send_signal(stop)
+    log, _ = await play.process.communicate()
+    return log
+
+
+async def kept(tmp_path: Path) -> tuple[list[tuple[str, bytes]], list[tuple[str, Any]]]:
+    """The sign-ins kept for ``docs`` in the program's store: sealed as stored, and unsealed
+    with their people."""
+    data = tmp_path / "data"
+    store = SqliteStore(data / "threadline.sqlite3")
+    await store.open()
+    try:
+        return await store.sign_ins("docs"), await Vault(store, sealer(data, None)).people("docs")
+    finally:
+        await store.close()
+
+
 async def test_a_person_signs_in_from_the_thread_and_the_run_goes_on(tmp_path: Path) -> None:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    user = {"user_name": "Alice"}
+    echo = Reply(calls=[FakeCall("docs__echo", {"text": "after sign-in"})])
     async with (
-        FakeOAuthServer(token=TOKEN) as oauth,
-        FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
-        FakeOpenAI() as fake,
-        browser() as http,
+        docs_server(tmp_path, echo, Reply("Echoed for Alice.")) as (oauth, mcp, fake),
+        playground(tmp_path, fake) as play,
     ):
-        (tmp_path / "threadline.toml").write_text(
-            f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\n\n'
-            '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
-        )
-        fake.push(
-            Reply(calls=[FakeCall("docs__sign_in", {})]),
-            Reply(calls=[FakeCall("docs__echo", {"text": "after sign-in"})]),
-            Reply("Echoed for Alice."),
-        )
-        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
-        async with threadline(tmp_path, port, **model) as proc:
-            await open_page(http, base)
-            ws = await http.ws_connect(f"{base}/api/ws?client=t")
-            async with http.post(
-                f"{base}/api/messages",
-                json={"text": "Echo something from docs", "event_id": "event-sign-1", **user},
-            ) as resp:
-                assert resp.status == 202
-            card = await until_event(ws, sign_in_card)
-            assert "Alice, docs needs you to sign in" in card["message"]["text"]
-            assert "/authorize?" not in card["message"]["text"], "the thread shows no link"
-            async with browser() as bob:  # another person's click: refused, no link
-                await open_page(bob, base)
-                refused = await click(bob, base, card, "Bob")
-            assert (
-                refused.startswith("Only Alice can sign in here") and "/authorize?" not in refused
-            )
-            note = await click(http, base, card, "Alice")
-            assert "for you alone" in note
-            link = link_in(note)
+        http, base = play.http, play.base
+        await play.say("Echo something from docs", "event-sign-1", ALICE)
+        card = await play.until(sign_in_card)
+        assert "Alice, docs needs you to sign in" in card["message"]["text"]
+        assert "/authorize?" not in card["message"]["text"], "the thread shows no link"
+        async with browser() as bob:  # another person's click: refused, no link
+            await open_page(bob, base)
+            not_bob = await click(bob, base, card, "Bob")
+        assert not_bob.startswith("Only Alice can sign in here") and "/authorize?" not in not_bob
+        note = await click(http, base, card, "Alice")
+        assert "for you alone" in note
+        link = link_in(note)
 
-            # a callback that no sign-in waits for: a clear page, nothing changes
-            async with http.get(f"{base}/mcp/oauth/callback?code=x&state=forged") as wrong:
-                assert wrong.status == 400
-                assert "not one being waited for" in await wrong.text()
-            assert not mcp.behaviour.calls
+        # a callback that no sign-in waits for: a clear page, nothing changes
+        forged = await refused(http, f"{base}/mcp/oauth/callback?code=x&state=forged")
+        assert "not one being waited for" in forged
+        assert not mcp.behaviour.calls
 
-            # the person's browser: the authorization server sends it back to the bot
-            async with http.get(link, allow_redirects=False) as signing:
-                assert signing.status in (302, 303)
-                back = signing.headers["Location"]
-            assert back.startswith(f"{base}/mcp/oauth/callback?")
-            clicked = time.monotonic()
-            async with http.get(back) as landed:
-                assert landed.status == 200
-                assert "Signed in" in await landed.text()
-            await mcp.until(lambda: ("echo", {"text": "after sign-in"}) in mcp.behaviour.calls, 30)
-            resumed_s = time.monotonic() - clicked
-            print(f"sign-in callback to the resumed tool call: {resumed_s * 1000:.0f} ms")
-            await until_event(ws, lambda e: "Echoed for Alice." in json.dumps(e))
+        # the person's browser: the authorization server sends it back to the bot
+        back = await followed(http, link)
+        assert back.startswith(f"{base}/mcp/oauth/callback?")
+        clicked = time.monotonic()
+        await lands(http, back)
+        await mcp.until(lambda: ("echo", {"text": "after sign-in"}) in mcp.behaviour.calls, 30)
+        resumed_s = time.monotonic() - clicked
+        print(f"sign-in callback to the resumed tool call: {resumed_s * 1000:.0f} ms")
+        await play.until("Echoed for Alice.")
 
-            # the same link again: already used, nothing changes
-            async with http.get(back) as again:
-                assert again.status == 400
-            await ws.close()
-            async with http.get(f"{base}/metrics") as metrics:
-                assert TOKEN not in await metrics.text()
-            proc.terminate()
-            log, _ = await proc.communicate()
-        assert TOKEN.encode() not in log
-        data = tmp_path / "data"
-        store = SqliteStore(data / "threadline.sqlite3")
-        await store.open()
-        try:
-            sealed = await store.sign_ins("docs")
-            assert len(sealed) == 1, "Alice's sign-in is kept, sealed"
-            assert TOKEN.encode() not in sealed[0][1]
-            # whoever's browser opened the link, the sign-in is the person's it was made for
-            people = await Vault(store, sealer(data, None)).people("docs")
-        finally:
-            await store.close()
-        assert len(people) == 1 and people[0][0].startswith("playground:")
-        assert oauth.token_requests, "the code was exchanged at the token endpoint"
+        await refused(http, back)  # the same link again: already used, nothing changes
+        async with http.get(f"{base}/metrics") as metrics:
+            assert TOKEN not in await metrics.text()
+        log = await stopped(play)
+    assert TOKEN.encode() not in log
+    sealed, people = await kept(tmp_path)
+    assert len(sealed) == 1, "Alice's sign-in is kept, sealed"
+    assert TOKEN.encode() not in sealed[0][1]
+    # whoever's browser opened the link, the sign-in is the person's it was made for
+    assert len(people) == 1 and people[0][0].startswith("playground:")
+    assert oauth.token_requests, "the code was exchanged at the token endpoint"
 
 
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGTERM])
 async def test_a_restart_while_a_person_signs_in_loses_nothing(
     tmp_path: Path, stop: signal.Signals
 ) -> None:
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    user = {"user_name": "Alice"}
+    port = free_port()  # the links lead back to it, before and after the restart
+    echo = Reply(calls=[FakeCall("docs__echo", {"text": "after the restart"})])
     async with (
-        FakeOAuthServer(token=TOKEN) as oauth,
-        FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
-        FakeOpenAI() as fake,
+        docs_server(tmp_path, echo, Reply("Echoed for Alice.")) as (oauth, mcp, fake),
         browser() as http,  # Alice's browser: her session cookie outlives the restart
     ):
-        (tmp_path / "threadline.toml").write_text(
-            f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\n\n'
-            '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
-        )
-        fake.push(
-            Reply(calls=[FakeCall("docs__sign_in", {})]),
-            Reply(calls=[FakeCall("docs__echo", {"text": "after the restart"})]),
-            Reply("Echoed for Alice."),
-        )
-        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
-        async with threadline(tmp_path, port, **model) as first:
-            await open_page(http, base)
-            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
-                async with http.post(
-                    f"{base}/api/messages",
-                    json={"text": "Echo something from docs", "event_id": "event-kill-1", **user},
-                ) as resp:
-                    thread_id = (await resp.json())["thread_id"]
-                card = await until_event(ws, sign_in_card)
-            first.send_signal(stop)  # while Alice signs in
-            log, _ = await first.communicate()
+        async with playground(tmp_path, fake, http=http, port=port) as first:
+            thread_id = await first.say("Echo something from docs", "event-kill-1", ALICE)
+            card = await first.until(sign_in_card)
+            log = await stopped(first, stop)  # while Alice signs in
 
-        async with threadline(tmp_path, port, **model) as second:
-            link = link_in(await click(http, base, card, "Alice"))  # kept, sealed, in its row
-            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
-                async with http.get(link, allow_redirects=False) as signing:
-                    back = signing.headers["Location"]
-                async with http.get(back) as landed:
-                    assert landed.status == 200, await landed.text()
-                    assert "Signed in" in await landed.text()
-                await until_event(ws, lambda e: "Echoed for Alice." in json.dumps(e))
-            async with http.get(back) as again:  # used: nothing changes
-                assert again.status == 400
-                assert "used already" in await again.text()
-            async with http.get(f"{base}/api/threads/{thread_id}") as resp:
-                shown = "\n".join(m["text"] for m in (await resp.json())["messages"])
-            second.terminate()
-            log += (await second.communicate())[0]
+        async with playground(tmp_path, fake, http=http, port=port) as second:
+            link = link_in(
+                await click(http, second.base, card, "Alice")
+            )  # kept, sealed, in its row
+            back = await followed(http, link)
+            await lands(http, back)
+            await second.until("Echoed for Alice.")
+            assert "used already" in await refused(http, back)  # used: nothing changes
+            shown = "\n".join(m["text"] for m in await second.messages(thread_id))
+            log += await stopped(second)
     assert mcp.behaviour.calls.count(("echo", {"text": "after the restart"})) == 1, shown
     assert len(oauth.token_requests) == 1, "the code was exchanged once, after the restart"
     assert "Echoed for Alice." in shown and TOKEN not in shown
     assert TOKEN.encode() not in log
-    data = tmp_path / "data"
-    store = SqliteStore(data / "threadline.sqlite3")
-    await store.open()
-    try:
-        people = await Vault(store, sealer(data, None)).people("docs")
-    finally:
-        await store.close()
+    _, people = await kept(tmp_path)
     assert len(people) == 1 and people[0][0].startswith("playground:")
 
 
@@ -234,47 +226,26 @@ async def test_after_a_restart_an_expired_link_ends_the_call_and_the_run_goes_on
     tmp_path: Path,
 ) -> None:
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    user = {"user_name": "Alice"}
     async with (
-        FakeOAuthServer(token=TOKEN) as oauth,
-        FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
-        FakeOpenAI() as fake,
+        docs_server(tmp_path, Reply("You did not sign in."), more="form_timeout_s = 6\n") as (
+            oauth,
+            mcp,
+            fake,
+        ),
         browser() as http,
     ):
-        (tmp_path / "threadline.toml").write_text(
-            f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\nform_timeout_s = 6\n\n'
-            '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
-        )
-        fake.push(Reply(calls=[FakeCall("docs__sign_in", {})]), Reply("You did not sign in."))
-        model = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-test"}
-        async with threadline(tmp_path, port, **model) as first:
-            await open_page(http, base)
-            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
-                async with http.post(
-                    f"{base}/api/messages",
-                    json={"text": "Sign me in to docs", "event_id": "event-exp-1", **user},
-                ) as resp:
-                    thread_id = (await resp.json())["thread_id"]
-                await until_event(ws, sign_in_card)
-            first.send_signal(signal.SIGKILL)  # while Alice does not sign in
-            await first.communicate()
+        async with playground(tmp_path, fake, http=http, port=port) as first:
+            thread_id = await first.say("Sign me in to docs", "event-exp-1", ALICE)
+            await first.until(sign_in_card)
+            await stopped(first, signal.SIGKILL)  # while Alice does not sign in
 
-        async with threadline(tmp_path, port, **model) as second:
-            async with http.ws_connect(f"{base}/api/ws?client=t") as ws:
-                async with http.post(
-                    f"{base}/api/messages",
-                    json={"thread_id": thread_id, "text": "any news?", "event_id": "event-exp-2"}
-                    | user,
-                ) as resp:
-                    assert resp.status == 202
-                told = await until_event(ws, lambda e: "signed in to docs" in json.dumps(e))
-                # the link's expiry: the run goes on by itself, without a new link
-                await until_event(ws, lambda e: "You did not sign in." in json.dumps(e))
-            async with http.get(f"{base}/api/threads/{thread_id}") as resp:
-                shown = [m["text"] for m in (await resp.json())["messages"]]
-            second.terminate()
-            await second.communicate()
+        async with playground(tmp_path, fake, http=http, port=port) as second:
+            await second.say("any news?", "event-exp-2", ALICE, thread_id)
+            told = await second.until("signed in to docs")
+            # the link's expiry: the run goes on by itself, without a new link
+            await second.until("You did not sign in.")
+            shown = [m["text"] for m in await second.messages(thread_id)]
+            await stopped(second)
     assert "Alice has signed in to docs" in told["message"]["text"]
     assert "approval" not in told["message"]["text"]
     assert not any("/authorize?" in text for text in shown), shown
@@ -301,22 +272,12 @@ async def test_two_workers_the_callback_reaches_the_one_whose_run_does_not_wait(
     url = await fresh_schema(postgres_database)
     slack = FakeSlack()
     await slack.start()
+    echo = Reply(calls=[FakeCall("docs__echo", {"text": "on worker a"})])
     try:
         async with (
-            FakeOAuthServer(token=TOKEN) as oauth,
-            FakeMcpHttp(token=TOKEN, issuer=oauth.issuer) as mcp,
-            FakeOpenAI() as model,
+            docs_server(tmp_path, echo, Reply("Echoed for Alice.")) as (oauth, mcp, model),
             browser() as http,
         ):
-            (tmp_path / "threadline.toml").write_text(
-                f'[mcp_servers.docs]\nurl = "{mcp.url}"\ntimeout_s = 20\n\n'
-                '[mcp_servers.docs.oauth]\nsign_in = "per_person"\n'
-            )
-            model.push(
-                Reply(calls=[FakeCall("docs__sign_in", {})]),
-                Reply(calls=[FakeCall("docs__echo", {"text": "on worker a"})]),
-                Reply("Echoed for Alice."),
-            )
             public = {"THREADLINE_PUBLIC_URL": BALANCER}
             async with (
                 worker(tmp_path, "b", url, slack, model.base_url, **public) as b,
@@ -328,22 +289,16 @@ async def test_two_workers_the_callback_reaches_the_one_whose_run_does_not_wait(
                 assert lease["owner"] == "a", "a holds the run, which waits for Alice"
                 found = SLACK_LINK.search(next(e for e in notes(slack) if SLACK_LINK.search(e)))
                 assert found is not None
-                async with http.get(
-                    found.group(1).replace("&amp;", "&"), allow_redirects=False
-                ) as signing:
-                    back = signing.headers["Location"]
+                back = await followed(http, found.group(1).replace("&amp;", "&"))
                 assert back.startswith(f"{BALANCER}/mcp/oauth/callback?")
                 to_b = back.replace(BALANCER, f"http://127.0.0.1:{b.port}")
                 clicked = time.monotonic()
-                async with http.get(to_b) as landed:
-                    said = await landed.text()
-                    assert landed.status == 200 and "Signed in" in said, said
+                await lands(http, to_b)
                 answered_s = time.monotonic() - clicked
                 await slack.wait_for(lambda: "Echoed for Alice." in replied(slack, root.ts), 30)
                 called_s = time.monotonic() - clicked
                 [wait] = await sql(url, "SELECT owner, taken_at, handed FROM mcp_sign_in_waits")
-                async with http.get(to_b) as again:
-                    assert again.status == 400
+                await refused(http, to_b)
             logs = a.output + b.output
     finally:
         await slack.stop()

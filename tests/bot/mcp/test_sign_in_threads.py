@@ -23,6 +23,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -46,7 +47,7 @@ from bot.tools import ToolRegistry
 from bot.tools.builtin import builtin_tools
 from tests.fakes.mcp_http import FakeMcpHttp
 from tests.fakes.oauth_server import FakeOAuthServer
-from tests.fakes.scripted_model import ScriptedModel, call, step, text
+from tests.fakes.scripted_model import ScriptedModel, Step, call, step, text
 from tests.fakes.surface import FakeMessage, RecordingSurface
 
 KEY = ThreadKey("slack:T1:C1:100.1")
@@ -87,16 +88,8 @@ class Thread(RecordingSurface):
         ]
 
 
-async def clicked(core: Core, thread: Thread, who: Author, card: FakeMessage | None = None) -> str:
-    """``who`` presses "Sign in…" on ``card`` (the latest): the private note they are shown."""
-    card = card or thread.cards()[-1]
-    [button] = card.first_buttons
-    return await core.on_action(button.action_id, who, thread, card.id) or ""
-
-
-async def link_for(core: Core, thread: Thread, who: Author) -> str:
-    """The link the person's "Sign in…" click on the latest card shows them."""
-    note = await clicked(core, thread, who)
+def link_in(note: str) -> str:
+    """The sign-in link a private note holds."""
     found = LINK.search(note)
     assert found is not None, note
     return found.group(1)
@@ -159,9 +152,37 @@ class Bot:
         inbound = Inbound(KEY, author, words, f"ev-{author.id}-{self._n}-{id(self)}")
         return asyncio.ensure_future(self.core.handle(inbound, self.thread))
 
+    async def asks(self, words: str, author: Author) -> asyncio.Task[None]:
+        """``author`` says ``words`` and the run calls ``docs__sign_in``: its task, once the
+        thread shows a sign-in card."""
+        asked = self.say(words, author)
+        await self.thread.until(lambda: bool(self.thread.cards()))
+        return asked
+
+    async def clicked(self, who: Author, card: FakeMessage | None = None) -> str:
+        """``who`` presses "Sign in…" on ``card`` (the latest): the private note they are
+        shown."""
+        card = card or self.thread.cards()[-1]
+        [button] = card.first_buttons
+        return await self.core.on_action(button.action_id, who, self.thread, card.id) or ""
+
+    async def link_for(self, who: Author) -> str:
+        """The link the person's "Sign in…" click on the latest card shows them."""
+        return link_in(await self.clicked(who))
+
+    async def lands(self, link: str) -> Landing:
+        """The person's browser follows ``link``; the callback reaches this process."""
+        return await self.mcp.sign_ins.arrived(await follow(link))
+
     async def aclose(self) -> None:
         await self.core.aclose()
         await self.mcp.aclose()
+
+
+async def cancelled(task: asyncio.Task[None]) -> None:
+    """``task`` (a run that a test stops waiting for) cancelled and ended."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
 
 
 async def follow(link: str) -> dict[str, str]:
@@ -175,8 +196,27 @@ async def follow(link: str) -> dict[str, str]:
         return dict(parse_qsl(urlsplit(answer.headers["Location"]).query))
 
 
+@dataclass
+class World:
+    """The faked world of one test: the authorization server, the ``docs`` MCP server, the
+    bot's settings, its scripted model and the thread."""
+
+    oauth: FakeOAuthServer
+    mcp: FakeMcpHttp
+    settings: Settings
+    model: ScriptedModel
+    thread: Thread
+
+    async def bot(self, clock: SystemClock | None = None) -> Bot:
+        """A process of the bot in this world, started (what a restart left mended)."""
+        bot = Bot(self.settings, self.model, self.thread, clock)
+        await bot.start()
+        return bot
+
+
 @asynccontextmanager
-async def world(tmp_path: Path) -> AsyncIterator[tuple[FakeOAuthServer, FakeMcpHttp, Settings]]:
+async def world(tmp_path: Path, *then: Step) -> AsyncIterator[World]:
+    """The world in which the model calls ``docs__sign_in`` and then answers ``then``."""
     oauth = FakeOAuthServer(token="token", distinct=True)
     # only the tokens issued (and not revoked since) are let in
     mcp = FakeMcpHttp(token="never-issued", issuer=None, tokens=oauth.issued)
@@ -184,7 +224,8 @@ async def world(tmp_path: Path) -> AsyncIterator[tuple[FakeOAuthServer, FakeMcpH
         mcp.issuer = oauth.issuer
         docs = {"url": mcp.url, "timeout_s": 20, "oauth": {"sign_in": "per_person"}}
         settings = Settings(data_dir=tmp_path, mcp_servers={"docs": docs})
-        yield oauth, mcp, settings
+        model = ScriptedModel([step(call("docs__sign_in", {})), *then])
+        yield World(oauth, mcp, settings, model, Thread(SystemClock()))
 
 
 async def kept_people(data: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -201,30 +242,20 @@ async def kept_people(data: Path) -> list[tuple[str, dict[str, Any]]]:
 async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
     tmp_path: Path, stop: str
 ) -> None:
-    async with world(tmp_path) as (oauth, mcp, settings):
-        model = ScriptedModel(
-            [
-                step(call("docs__sign_in", {})),
-                step(call("docs__echo", {"text": "hi"})),
-                text("Done."),
-            ]
-        )
-        thread = Thread(SystemClock())
-        first = Bot(settings, model, thread)
-        await first.start()
-        asked = first.say("echo hi from docs", ALICE)
-        await thread.until(lambda: bool(thread.cards()))
+    async with world(tmp_path, step(call("docs__echo", {"text": "hi"})), text("Done.")) as w:
+        mcp, thread = w.mcp, w.thread
+        first = await w.bot()
+        asked = await first.asks("echo hi from docs", ALICE)
         assert not thread.links(), "the thread shows no link"
         if stop == "graceful":  # its run is stopped, as at any shutdown
             await first.aclose()
             await asyncio.gather(asked, return_exceptions=True)
         # else the first process is gone (it never hears the callback); the second starts
-        second = Bot(settings, model, thread)
-        await second.start()
+        second = await w.bot()
         session = await second.core.store.load_session(KEY, second.core.clock.now())
         assert session.state is RunState.AWAITING_APPROVAL, "the run waits for the sign-in"
         # the card's click, answered by the second process: the link is sealed in the row
-        query = await follow(await link_for(second.core, thread, ALICE))
+        query = await follow(await second.link_for(ALICE))
         landed = await second.mcp.sign_ins.arrived(query)
         assert landed == Landing(
             200, "Signed in. You can close this tab: the run goes on in the thread."
@@ -234,14 +265,14 @@ async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
         again = await second.mcp.sign_ins.arrived(query)
         assert again.status == 400 and "used already" in again.text
         await second.core.wait_idle()
-        asked.cancel()
-        await asyncio.gather(asked, return_exceptions=True)
+        await cancelled(asked)
         await second.aclose()
         if stop == "crash":
             await first.aclose()
     assert mcp.behaviour.calls == [("echo", {"text": "hi"})], "the call was made once"
     assert mcp.called_with == [("echo", "token-1")]
-    assert len([r for r in oauth.token_requests if r["grant_type"] == "authorization_code"]) == 1
+    codes = [r for r in w.oauth.token_requests if r["grant_type"] == "authorization_code"]
+    assert len(codes) == 1
     people = await kept_people(tmp_path)
     assert [(who, record["tokens"]["access_token"]) for who, record in people] == [
         (ALICE.id, "token-1")
@@ -249,53 +280,42 @@ async def test_a_restart_between_the_link_and_the_callback_resumes_the_run(
 
 
 async def test_an_expired_link_after_a_restart_changes_nothing(tmp_path: Path) -> None:
-    async with world(tmp_path) as (oauth, mcp, settings):
-        model = ScriptedModel([step(call("docs__sign_in", {})), text("Not signed in.")])
-        thread = Thread(SystemClock())
-        first = Bot(settings, model, thread)
-        await first.start()
-        asked = first.say("echo hi from docs", ALICE)
-        await thread.until(lambda: bool(thread.cards()))
-        query = await follow(await link_for(first.core, thread, ALICE))
-        second = Bot(settings, model, thread, Later())  # started after the link expired
-        await second.start()
-        late = await clicked(second.core, thread, ALICE)
+    async with world(tmp_path, text("Not signed in.")) as w:
+        first = await w.bot()
+        asked = await first.asks("echo hi from docs", ALICE)
+        query = await follow(await first.link_for(ALICE))
+        second = await w.bot(Later())  # started after the link expired
+        late = await second.clicked(ALICE)
         landed = await second.mcp.sign_ins.arrived(query)
-        await thread.until(lambda: "Not signed in." in thread.visible_text())
-        asked.cancel()
-        await asyncio.gather(asked, return_exceptions=True)
+        await w.thread.until(lambda: "Not signed in." in w.thread.visible_text())
+        await cancelled(asked)
         await second.aclose()
         await first.aclose()
     assert landed.status == 400 and "expired" in landed.text
     assert "is over" in late and "/authorize?" not in late, "the restart ended the expired wait"
-    assert not oauth.token_requests and not mcp.behaviour.calls
+    assert not w.oauth.token_requests and not w.mcp.behaviour.calls
 
 
 async def test_a_link_that_expires_after_a_restart_ends_its_call_and_the_run_goes_on(
     tmp_path: Path,
 ) -> None:
-    async with world(tmp_path) as (oauth, mcp, settings):
-        model = ScriptedModel([step(call("docs__sign_in", {})), text("You did not sign in.")])
-        thread = Thread(SystemClock())
-        first = Bot(settings, model, thread)
-        await first.start()
-        asked = first.say("sign me in to docs", ALICE)
-        await thread.until(lambda: bool(thread.cards()))
+    async with world(tmp_path, text("You did not sign in.")) as w:
+        thread = w.thread
+        first = await w.bot()
+        asked = await first.asks("sign me in to docs", ALICE)
         clock = Moved()
-        second = Bot(settings, model, thread, clock)  # the first is gone: it never ends the wait
-        await second.start()
+        second = await w.bot(clock)  # the first is gone: it never ends the wait
         # a message meanwhile is told what the run waits for: Alice's sign-in, no approval
         await asyncio.wait_for(second.say("any news?", BOB), WAIT)
         told = thread.texts()[-1]
         assert "Alice has signed in to docs" in told and "approval" not in told
         assert await second.core.scheduler.run_due() == 0, "the link is good for now"
-        clock.ahead = settings.mcp_servers["docs"].form_timeout_s + 1.0
+        clock.ahead = w.settings.mcp_servers["docs"].form_timeout_s + 1.0
         assert await second.core.scheduler.run_due() == 1, "its expiry's job"
         await thread.until(lambda: "You did not sign in." in thread.visible_text())
         await second.core.wait_idle()
         session = await second.core.store.load_session(KEY, clock.now())
-        asked.cancel()
-        await asyncio.gather(asked, return_exceptions=True)
+        await cancelled(asked)
         await second.aclose()
         await first.aclose()
     results = [m for m in session.messages if isinstance(m, ToolResult)]
@@ -304,28 +324,19 @@ async def test_a_link_that_expires_after_a_restart_ends_its_call_and_the_run_goe
     ]
     assert session.state is RunState.IDLE
     assert len(thread.cards()) == 1, "no new link: the call is not made again"
-    assert not oauth.token_requests and not mcp.behaviour.calls
-    said = [m for m in model.requests[-1].messages if isinstance(m, UserMessage)]
+    assert not w.oauth.token_requests and not w.mcp.behaviour.calls
+    said = [m for m in w.model.requests[-1].messages if isinstance(m, UserMessage)]
     assert "any news?" in [m.text for m in said], "the message sent meanwhile is read"
 
 
 async def test_a_revoked_sign_in_shows_the_person_a_new_link(tmp_path: Path) -> None:
-    async with world(tmp_path) as (oauth, mcp, settings):
-        model = ScriptedModel(
-            [
-                step(call("docs__sign_in", {})),
-                text("Signed in."),
-                step(call("docs__echo", {"text": "again"})),
-                text("Echoed."),
-            ]
-        )
-        thread = Thread(SystemClock())
-        bot = Bot(settings, model, thread)
-        await bot.start()
-        first = bot.say("sign me in to docs", ALICE)
-        await thread.until(lambda: bool(thread.cards()))
-        old_link = await link_for(bot.core, thread, ALICE)
-        await bot.mcp.sign_ins.arrived(await follow(old_link))
+    script = [text("Signed in."), step(call("docs__echo", {"text": "again"})), text("Echoed.")]
+    async with world(tmp_path, *script) as w:
+        oauth, thread = w.oauth, w.thread
+        bot = await w.bot()
+        first = await bot.asks("sign me in to docs", ALICE)
+        old_link = await bot.link_for(ALICE)
+        await bot.lands(old_link)
         await asyncio.wait_for(first, WAIT)
         # the server revokes Alice's sign-in: her token and its renewal are refused
         oauth.issued.clear()
@@ -333,39 +344,34 @@ async def test_a_revoked_sign_in_shows_the_person_a_new_link(tmp_path: Path) -> 
         second = bot.say("echo again", ALICE)
         await thread.until(lambda: len(thread.cards()) == 2)
         assert "Alice" in thread.cards()[1].text
-        new_link = await link_for(bot.core, thread, ALICE)
+        new_link = await bot.link_for(ALICE)
         assert new_link != old_link
-        await bot.mcp.sign_ins.arrived(await follow(new_link))
+        await bot.lands(new_link)
         await asyncio.wait_for(second, WAIT)
         await bot.aclose()
-    assert mcp.called_with == [("echo", "token-2")], "called once, with the new sign-in"
+    assert w.mcp.called_with == [("echo", "token-2")], "called once, with the new sign-in"
 
 
 async def test_two_people_each_sign_in_for_themselves(tmp_path: Path) -> None:
-    async with world(tmp_path) as (oauth, mcp, settings):
-        model = ScriptedModel(
-            [
-                step(call("docs__sign_in", {})),
-                text("Signed in."),
-                step(call("docs__echo", {"text": "bob"})),
-                text("Echoed for Bob."),
-                step(call("docs__echo", {"text": "alice"})),
-                text("Echoed for Alice."),
-            ]
-        )
-        thread = Thread(SystemClock())
-        bot = Bot(settings, model, thread)
-        await bot.start()
-        alice = bot.say("sign me in to docs", ALICE)
-        await thread.until(lambda: bool(thread.cards()))
-        await bot.mcp.sign_ins.arrived(await follow(await link_for(bot.core, thread, ALICE)))
+    script = [
+        text("Signed in."),
+        step(call("docs__echo", {"text": "bob"})),
+        text("Echoed for Bob."),
+        step(call("docs__echo", {"text": "alice"})),
+        text("Echoed for Alice."),
+    ]
+    async with world(tmp_path, *script) as w:
+        mcp, thread = w.mcp, w.thread
+        bot = await w.bot()
+        alice = await bot.asks("sign me in to docs", ALICE)
+        await bot.lands(await bot.link_for(ALICE))
         await asyncio.wait_for(alice, WAIT)
         # Bob's call: Alice's sign-in is not his; he is shown a link of his own
         bob = bot.say("echo bob", BOB)
         await thread.until(lambda: len(thread.cards()) == 2)
         assert "Bob" in thread.cards()[1].text
         assert not mcp.called_with[1:], "nothing is called for Bob with Alice's sign-in"
-        await bot.mcp.sign_ins.arrived(await follow(await link_for(bot.core, thread, BOB)))
+        await bot.lands(await bot.link_for(BOB))
         await asyncio.wait_for(bob, WAIT)
         await asyncio.wait_for(bot.say("echo alice", ALICE), WAIT)
         await bot.aclose()
@@ -379,29 +385,18 @@ async def test_the_card_shows_no_link_and_only_its_person_gets_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level("DEBUG")
-    async with world(tmp_path) as (oauth, mcp, settings):
-        model = ScriptedModel(
-            [
-                step(call("docs__sign_in", {})),
-                step(call("docs__echo", {"text": "hi"})),
-                text("Echoed."),
-            ]
-        )
-        thread = Thread(SystemClock())
-        bot = Bot(settings, model, thread)
-        await bot.start()
-        asked = bot.say("echo hi from docs", ALICE)
-        await thread.until(lambda: bool(thread.cards()))
+    async with world(tmp_path, step(call("docs__echo", {"text": "hi"})), text("Echoed.")) as w:
+        thread = w.thread
+        bot = await w.bot()
+        asked = await bot.asks("echo hi from docs", ALICE)
         [card] = thread.cards()
-        refused = await clicked(bot.core, thread, BOB)
-        note = await clicked(bot.core, thread, ALICE)
+        refused = await bot.clicked(BOB)
+        note = await bot.clicked(ALICE)
         unknown = await bot.core.on_action(encode(SignIn("0" * 64)), ALICE, thread, card.id)
-        found = LINK.search(note)
-        assert found is not None, note
-        link = found.group(1)
-        await bot.mcp.sign_ins.arrived(await follow(link))
+        link = link_in(note)
+        await bot.lands(link)
         await asyncio.wait_for(asked, WAIT)
-        after = await clicked(bot.core, thread, ALICE, card)
+        after = await bot.clicked(ALICE, card)
         shown = thread.visible_text()
         await bot.aclose()
     assert card.text == "Alice signed in to docs." and not card.buttons, "the card says so"
@@ -413,7 +408,7 @@ async def test_the_card_shows_no_link_and_only_its_person_gets_it(
     assert note.startswith("[Sign in to docs](http") and note.endswith("this link is for you alone")
     assert "no longer waited for" in (unknown or "")
     assert "over" in after and "/authorize?" not in after
-    assert "Echoed." in shown and mcp.called_with == [("echo", "token-1")]
+    assert "Echoed." in shown and w.mcp.called_with == [("echo", "token-1")]
     # the link never shows to others: not in the thread (ever), nor in the log
     posted = "\n".join(c.text or "" for c in thread.calls)
     assert "/authorize?" not in posted and "/authorize?" not in shown
