@@ -31,7 +31,8 @@ async def test_the_sign_in_link_goes_to_its_person_alone(
 ) -> None:
     caplog.set_level("INFO")
     d = discord_world
-    async with world(tmp_path / "oauth") as (oauth, mcp, oauth_settings):
+    async with world(tmp_path / "oauth") as w:
+        mcp, oauth_settings = w.mcp, w.settings
         docs = oauth_settings.mcp_servers["docs"]
         model = ScriptedModel(
             [

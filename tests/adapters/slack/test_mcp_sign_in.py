@@ -31,14 +31,15 @@ async def test_a_refused_ephemeral_note_gives_way_to_a_card_without_the_link(
         ]
     )
     async with (
-        world(tmp_path / "oauth") as (oauth, mcp, oauth_settings),
+        world(tmp_path / "oauth") as w,
         slack_world(
             tmp_path,
             monkeypatch,
             model=model,
-            mcp_servers={"docs": oauth_settings.mcp_servers["docs"].model_dump()},
+            mcp_servers={"docs": w.settings.mcp_servers["docs"].model_dump()},
         ) as slack,
     ):
+        mcp = w.mcp
         fake = slack.fake
         fake.api.refuse_ephemerals = 1  # the sign-in's own note
         root = await fake.say("UADA", "CGENERAL", f"{MENTION} echo hi from docs")

@@ -32,8 +32,9 @@ from tests.bot.mcp.test_sign_in_threads import (
     KEY,
     WAIT,
     Thread,
+    World,
     follow,
-    link_for,
+    link_in,
     world,
 )
 from tests.bot.test_workers import kill
@@ -41,6 +42,9 @@ from tests.fakes.scripted_model import ScriptedModel, call, step, text
 from tests.postgres import fresh_schema, postgres_database
 
 __all__ = ["postgres_database"]
+
+ANSWERS = (step(call("docs__echo", {"text": "hi"})), text("Done for Alice."))
+"""What the model does once Alice signed in."""
 
 
 class Worker:
@@ -79,26 +83,22 @@ class Worker:
 
 
 async def signing_in(
-    url: str, settings: Settings, poll_s: float = 0.1
+    url: str, w: World, poll_s: float = 0.1
 ) -> tuple[Worker, Worker, Thread, asyncio.Future[None], dict[str, str]]:
     """Workers a and b started; Alice's run on a waits for her sign-in; her click on the card
     lands on b (the link is read from the wait's row) and her browser follows it: what the
     authorization server sends back."""
-    model = ScriptedModel(
-        [
-            step(call("docs__sign_in", {})),
-            step(call("docs__echo", {"text": "hi"})),
-            text("Done for Alice."),
-        ]
-    )
-    thread = Thread(SystemClock())
-    a = Worker("a", url, settings, model, poll_s)
-    b = Worker("b", url, settings, model, poll_s)
+    thread = w.thread
+    a = Worker("a", url, w.settings, w.model, poll_s)
+    b = Worker("b", url, w.settings, w.model, poll_s)
     await a.start(thread)
     await b.start(thread)
     asked = asyncio.ensure_future(a.core.handle(Inbound(KEY, ALICE, "echo hi", "e1"), thread))
     await thread.until(lambda: bool(thread.cards()))
-    query = await follow(await link_for(b.core, thread, ALICE))
+    card = thread.cards()[-1]
+    [button] = card.first_buttons
+    note = await b.core.on_action(button.action_id, ALICE, thread, card.id)
+    query = await follow(link_in(note or ""))
     return a, b, thread, asked, query
 
 
@@ -117,8 +117,9 @@ async def test_a_callback_on_either_worker_wakes_the_waiting_call_at_once(
     """The workers look at their rows only every minute here: the call goes on because the
     callback wakes it (on a, at once; on b, through the nudge), not because a poll came."""
     url = await fresh_schema(postgres_database)
-    async with world(tmp_path) as (oauth, mcp, settings):
-        a, b, thread, asked, query = await signing_in(url, settings, poll_s=60.0)
+    async with world(tmp_path, *ANSWERS) as w:
+        mcp = w.mcp
+        a, b, thread, asked, query = await signing_in(url, w, poll_s=60.0)
         landed = await (a if reached == "a" else b).mcp.sign_ins.arrived(query)
         await asyncio.wait_for(asked, WAIT)
         [wait] = await rows(url, "SELECT owner, taken_at FROM mcp_sign_in_waits")
@@ -133,8 +134,9 @@ async def test_a_callback_on_the_other_worker_is_handed_to_the_waiting_call(
     postgres_database: str, tmp_path: Path
 ) -> None:
     url = await fresh_schema(postgres_database)
-    async with world(tmp_path) as (oauth, mcp, settings):
-        a, b, thread, asked, query = await signing_in(url, settings)
+    async with world(tmp_path, *ANSWERS) as w:
+        oauth, mcp = w.oauth, w.mcp
+        a, b, thread, asked, query = await signing_in(url, w)
         landed = await b.mcp.sign_ins.arrived(query)  # the worker whose run does not wait
         await asyncio.wait_for(asked, WAIT)
         again = await b.mcp.sign_ins.arrived(query)
@@ -155,8 +157,9 @@ async def test_a_callback_for_a_killed_worker_is_finished_by_the_one_it_reaches(
     postgres_database: str, tmp_path: Path
 ) -> None:
     url = await fresh_schema(postgres_database)
-    async with world(tmp_path) as (oauth, mcp, settings):
-        a, b, thread, asked, query = await signing_in(url, settings)
+    async with world(tmp_path, *ANSWERS) as w:
+        oauth, mcp = w.oauth, w.mcp
+        a, b, thread, asked, query = await signing_in(url, w)
         await kill(a.core)  # while Alice signs in
         asked.cancel()
         await asyncio.gather(asked, return_exceptions=True)
